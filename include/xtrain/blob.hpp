@@ -1,0 +1,89 @@
+// Blob: an N-d array of float with a gradient ("diff") of the same shape.
+//
+// Memory grows but never shrinks on reshape, so a net whose shapes settle
+// does no allocation in the steady state.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "xtrain/synced_memory.hpp"
+
+namespace xtrain {
+
+class BlobProto;
+class BlobShape;
+
+class Blob {
+ public:
+  Blob() = default;
+  explicit Blob(const std::vector<int>& shape);
+  Blob(int num, int channels, int height, int width);
+
+  void reshape(const std::vector<int>& shape);
+  void reshape(const BlobShape& shape);
+  void reshape_like(const Blob& other);
+
+  const std::vector<int>& shape() const { return shape_; }
+  // Negative axes count from the end, as in Python.
+  int shape(int axis) const { return shape_[canonical_axis_index(axis)]; }
+  int num_axes() const { return static_cast<int>(shape_.size()); }
+  std::size_t count() const { return count_; }
+  // Product of the dimensions in [start_axis, end_axis).
+  std::size_t count(int start_axis, int end_axis) const;
+  std::size_t count(int start_axis) const { return count(start_axis, num_axes()); }
+  int canonical_axis_index(int axis) const;
+  // "64 1 28 28 (50176)"
+  std::string shape_string() const;
+
+  // Legacy 4-d accessors (missing trailing axes read as 1).
+  int num() const { return legacy_shape(0); }
+  int channels() const { return legacy_shape(1); }
+  int height() const { return legacy_shape(2); }
+  int width() const { return legacy_shape(3); }
+  std::size_t offset(int n, int c = 0, int h = 0, int w = 0) const;
+
+  const float* cpu_data() const;
+  float* mutable_cpu_data();
+  const float* cpu_diff() const;
+  float* mutable_cpu_diff();
+  const float* gpu_data() const;
+  float* mutable_gpu_data();
+  const float* gpu_diff() const;
+  float* mutable_gpu_diff();
+
+  // Make this blob's data/diff point at other's (shapes must match in count).
+  void share_data(const Blob& other);
+  void share_diff(const Blob& other);
+
+  // data -= diff, the plain gradient step the solvers build on.
+  void update();
+  double asum_data() const;
+  double asum_diff() const;
+  double sumsq_data() const;
+  double sumsq_diff() const;
+  void scale_data(float factor);
+  void scale_diff(float factor);
+
+  // Reads shape and values; with reshape=false the shapes must already agree.
+  void from_proto(const BlobProto& proto, bool reshape = true);
+  void to_proto(BlobProto* proto, bool write_diff = false) const;
+  bool shape_equals(const BlobProto& proto) const;
+
+ private:
+  int legacy_shape(int index) const;
+
+  std::shared_ptr<SyncedMemory> data_;
+  std::shared_ptr<SyncedMemory> diff_;
+  std::vector<int> shape_;
+  std::size_t count_ = 0;
+  std::size_t capacity_ = 0;
+};
+
+// The shape of a BlobProto, from its `shape` or its legacy 4-d fields.
+std::vector<int> blob_proto_shape(const BlobProto& proto);
+std::string shape_to_string(const std::vector<int>& shape);
+
+}  // namespace xtrain

@@ -1,0 +1,52 @@
+// Errors: what the library throws instead of exiting.
+//
+// Two kinds of check, as in PyTorch's c10:
+//  - XTRAIN_CHECK(cond, parts...) is for the user's input (a prototxt, a
+//    database, a flag). It throws xtrain::Error whose message tells the user
+//    what was wrong, where, and what to change.
+//  - XTRAIN_ASSERT(cond, parts...) is for invariants of our own code. If it
+//    fails it is a bug in xtrain; it still throws (a linking application can
+//    catch it) but the message says so and names the source line.
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace xtrain {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+namespace detail {
+template <typename... Parts>
+std::string concat(Parts&&... parts) {
+  std::ostringstream out;
+  (out << ... << std::forward<Parts>(parts));
+  return out.str();
+}
+[[noreturn]] void throw_internal_error(const char* file, int line,
+                                       const char* condition,
+                                       const std::string& message);
+}  // namespace detail
+
+}  // namespace xtrain
+
+#define XTRAIN_CHECK(condition, ...)                                 \
+  do {                                                               \
+    if (!(condition)) {                                              \
+      throw ::xtrain::Error(::xtrain::detail::concat(__VA_ARGS__));  \
+    }                                                                \
+  } while (0)
+
+#define XTRAIN_ASSERT(condition, ...)                                     \
+  do {                                                                    \
+    if (!(condition)) {                                                   \
+      ::xtrain::detail::throw_internal_error(                             \
+          __FILE__, __LINE__, #condition,                                 \
+          ::xtrain::detail::concat("" __VA_OPT__(, ) __VA_ARGS__));       \
+    }                                                                     \
+  } while (0)

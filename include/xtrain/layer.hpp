@@ -1,0 +1,123 @@
+// Layer: the unit of computation of a Net.
+//
+// A layer reads its bottom blobs and writes its top blobs (forward), and turns
+// the gradients in its tops' diffs into gradients for its bottoms and its
+// learnable parameters (backward). Subclasses implement reshape() and the
+// forward/backward kernels; the base class does the bookkeeping every layer
+// shares: checking the number of blobs, loss weights, and device dispatch.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "xtrain/blob.hpp"
+#include "xtrain/device.hpp"
+#include "xtrain/proto/xtrain.pb.h"
+#include "xtrain/random.hpp"
+
+namespace xtrain {
+
+using BlobVec = std::vector<Blob*>;
+
+class Layer {
+ public:
+  explicit Layer(const LayerParameter& param);
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  // Checks the blob counts, runs layer_setup() and reshape(), and sets up the
+  // loss weights of the tops. Called once, by the Net, before any forward.
+  void setup(const BlobVec& bottom, const BlobVec& top);
+
+  // One-time initialisation: read parameters, create and fill learnable blobs.
+  virtual void layer_setup(const BlobVec& bottom, const BlobVec& top) {
+    (void)bottom;
+    (void)top;
+  }
+  // Shapes the tops (and internal buffers) from the bottoms' shapes.
+  virtual void reshape(const BlobVec& bottom, const BlobVec& top) = 0;
+
+  // Computes the tops and returns this layer's weighted loss (0 if none).
+  float forward(const BlobVec& bottom, const BlobVec& top);
+  // propagate_down[i]: whether bottom[i] needs a gradient.
+  void backward(const BlobVec& top, const std::vector<bool>& propagate_down,
+                const BlobVec& bottom);
+
+  virtual const char* type() const = 0;
+  const std::string& name() const { return param_.name(); }
+  const LayerParameter& layer_param() const { return param_; }
+  Phase phase() const { return param_.phase(); }
+
+  // Learnable parameters (weights, biases, ...), in the order Caffe stores them.
+  std::vector<std::shared_ptr<Blob>>& blobs() { return blobs_; }
+  const std::vector<std::shared_ptr<Blob>>& blobs() const { return blobs_; }
+
+  // Whether backward should compute the gradient of learnable blob i.
+  bool param_propagate_down(int i) const;
+  void set_param_propagate_down(int i, bool value);
+
+  float loss(int top_index) const;
+  void set_loss(int top_index, float weight);
+
+  // Blob-count constraints; -1 means "no constraint".
+  virtual int exact_num_bottom_blobs() const { return -1; }
+  virtual int min_bottom_blobs() const { return -1; }
+  virtual int max_bottom_blobs() const { return -1; }
+  virtual int exact_num_top_blobs() const { return -1; }
+  virtual int min_top_blobs() const { return -1; }
+  virtual int max_top_blobs() const { return -1; }
+  virtual bool equal_num_bottom_top_blobs() const { return false; }
+  // If true, the Net creates anonymous tops up to the minimum count.
+  virtual bool auto_top_blobs() const { return false; }
+  // Whether force_backward may ask for the gradient of bottom i (e.g. not for
+  // labels).
+  virtual bool allow_force_backward(int bottom_index) const {
+    (void)bottom_index;
+    return true;
+  }
+
+  // The device the kernels run on (set by the Net before setup).
+  void set_device(const Device& device) { device_ = device; }
+  const Device& device() const { return device_; }
+
+  // The layer's own random stream (fillers, dropout masks, augmentation).
+  RandomStream& random() { return random_; }
+  void seed(std::uint64_t seed) { random_.reseed(seed); }
+
+  // Writes the parameter and the learnable blobs.
+  virtual void to_proto(LayerParameter* param, bool write_diff = false) const;
+
+ protected:
+  virtual void forward_cpu(const BlobVec& bottom, const BlobVec& top) = 0;
+  virtual void backward_cpu(const BlobVec& top,
+                            const std::vector<bool>& propagate_down,
+                            const BlobVec& bottom) = 0;
+  // GPU kernels fall back to the CPU ones until a layer provides its own.
+  virtual void forward_gpu(const BlobVec& bottom, const BlobVec& top) {
+    forward_cpu(bottom, top);
+  }
+  virtual void backward_gpu(const BlobVec& top,
+                            const std::vector<bool>& propagate_down,
+                            const BlobVec& bottom) {
+    backward_cpu(top, propagate_down, bottom);
+  }
+
+  // "layer 'conv1' (Convolution)": the prefix of every error a layer raises.
+  std::string where() const;
+
+  LayerParameter param_;
+  std::vector<std::shared_ptr<Blob>> blobs_;
+  std::vector<bool> param_propagate_down_;
+  std::vector<float> loss_;
+
+ private:
+  void check_blob_counts(const BlobVec& bottom, const BlobVec& top) const;
+  void set_loss_weights(const BlobVec& top);
+
+  Device device_;
+  RandomStream random_;
+};
+
+}  // namespace xtrain

@@ -1,0 +1,41 @@
+// Caffe-shaped log lines ("I1121 23:50:03.123456  4242 solver.cpp:312] ...")
+// so that existing log parsers (Caffe's parse_log) read ours unchanged.
+#pragma once
+
+#include <sstream>
+
+namespace xtrain {
+
+enum class LogSeverity { kInfo = 0, kWarning = 1, kError = 2 };
+
+// Messages below this severity are dropped (default: kInfo, i.e. all).
+void set_min_log_severity(LogSeverity severity);
+LogSeverity min_log_severity();
+
+namespace detail {
+// Collects one message and writes it, whole, to stderr when destroyed.
+class LogMessage {
+ public:
+  LogMessage(LogSeverity severity, const char* file, int line);
+  ~LogMessage();
+  LogMessage(const LogMessage&) = delete;
+  LogMessage& operator=(const LogMessage&) = delete;
+  std::ostream& stream() { return stream_; }
+
+ private:
+  LogSeverity severity_;
+  std::ostringstream stream_;
+};
+}  // namespace detail
+
+}  // namespace xtrain
+
+#define XTRAIN_LOG_SEVERITY_INFO ::xtrain::LogSeverity::kInfo
+#define XTRAIN_LOG_SEVERITY_WARNING ::xtrain::LogSeverity::kWarning
+#define XTRAIN_LOG_SEVERITY_ERROR ::xtrain::LogSeverity::kError
+
+// XLOG(INFO) << "Iteration " << iter << ", loss = " << loss;
+#define XLOG(severity)                                                     \
+  ::xtrain::detail::LogMessage(XTRAIN_LOG_SEVERITY_##severity, __FILE__,   \
+                               __LINE__)                                   \
+      .stream()

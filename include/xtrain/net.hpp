@@ -1,0 +1,150 @@
+// Net: a graph of layers built from a NetParameter.
+//
+// Building a net (1) keeps the layers whose include/exclude rules match the
+// net's state (phase, level, stages), (2) inserts Split layers where one blob
+// feeds several layers, (3) creates the layers in order, wiring blobs by name
+// (a top with the name of its bottom is computed in place), (4) works out
+// which layers need backward, and (5) shares parameters named alike in
+// ParamSpec.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "xtrain/blob.hpp"
+#include "xtrain/device.hpp"
+#include "xtrain/layer.hpp"
+#include "xtrain/proto/xtrain.pb.h"
+
+namespace xtrain {
+
+struct NetOptions {
+  // Seed of every random stream in the net (each layer gets its own, derived
+  // from this seed and the layer's position).
+  std::uint64_t random_seed = 1701;
+  Device device = Device::cpu();
+  // Print each layer and blob as the net is built.
+  bool verbose = true;
+};
+
+class Net {
+ public:
+  // `param.state()` selects the layers; see filter_net().
+  explicit Net(const NetParameter& param, const NetOptions& options = {});
+  // Reads a prototxt file; phase, level and stages override its state.
+  Net(const std::string& prototxt_path, Phase phase, int level = 0,
+      const std::vector<std::string>& stages = {},
+      const NetOptions& options = {});
+
+  // Runs every layer forward; returns the total weighted loss.
+  float forward();
+  // Runs backward from the losses down to the inputs and parameters.
+  void backward();
+  float forward_backward();
+  // Re-runs every layer's reshape (after an input changed shape).
+  void reshape();
+  // Sets every learnable parameter's diff to zero.
+  void clear_param_diffs();
+
+  // Copies weights from a trained net, by layer name. Layers the other net
+  // lacks are left as they are; a layer whose blob shapes differ throws an
+  // Error that names the layer and both shapes.
+  void copy_trained_layers_from(const NetParameter& trained);
+  // Reads a .caffemodel (binary) or a prototxt with weights.
+  void copy_trained_layers_from(const std::string& weights_path);
+  // Makes this net use the same parameter blobs as `other` (by layer name).
+  void share_trained_layers_with(const Net& other);
+
+  void to_proto(NetParameter* param, bool write_diff = false) const;
+
+  const std::string& name() const { return name_; }
+  Phase phase() const { return phase_; }
+  const std::vector<std::shared_ptr<Layer>>& layers() const { return layers_; }
+  const std::vector<std::string>& layer_names() const { return layer_names_; }
+  const std::vector<std::shared_ptr<Blob>>& blobs() const { return blobs_; }
+  const std::vector<std::string>& blob_names() const { return blob_names_; }
+  const std::vector<BlobVec>& bottom_vecs() const { return bottom_vecs_; }
+  const std::vector<BlobVec>& top_vecs() const { return top_vecs_; }
+  const std::vector<std::vector<int>>& top_ids(int layer) const;
+  const BlobVec& output_blobs() const { return net_output_blobs_; }
+  const std::vector<int>& output_blob_indices() const { return net_output_blob_indices_; }
+  const BlobVec& input_blobs() const { return net_input_blobs_; }
+  bool layer_needs_backward(int layer) const { return layer_need_backward_[layer]; }
+
+  bool has_blob(const std::string& name) const;
+  // Throws xtrain::Error if there is no such blob.
+  std::shared_ptr<Blob> blob_by_name(const std::string& name) const;
+  bool has_layer(const std::string& name) const;
+  std::shared_ptr<Layer> layer_by_name(const std::string& name) const;
+
+  // All parameter blobs, one entry per layer-blob (shared ones repeat).
+  const std::vector<std::shared_ptr<Blob>>& params() const { return params_; }
+  // The distinct parameters the solver updates (owners of shared ones).
+  const std::vector<Blob*>& learnable_params() const { return learnable_params_; }
+  const std::vector<float>& params_lr() const { return params_lr_; }
+  const std::vector<float>& params_weight_decay() const { return params_weight_decay_; }
+  // For each entry of params(): its index in learnable_params().
+  const std::vector<int>& learnable_param_ids() const { return learnable_param_ids_; }
+  // For each entry of params(): -1 if it owns its blob, else the owner's index.
+  const std::vector<int>& param_owners() const { return param_owners_; }
+  // "layer/index" names of params(), for messages.
+  const std::vector<std::string>& param_display_names() const { return param_display_names_; }
+
+ private:
+  void init(const NetParameter& param);
+  void append_top(const NetParameter& param, int layer_id, int top_id,
+                  std::map<std::string, int>* blob_name_to_idx);
+  int append_bottom(const NetParameter& param, int layer_id, int bottom_id,
+                    std::map<std::string, int>* blob_name_to_idx,
+                    std::vector<std::string>* available_blobs);
+  void append_param(const NetParameter& param, int layer_id, int param_id);
+  void compute_backward_needs(const NetParameter& param);
+
+  NetOptions options_;
+  std::string name_;
+  Phase phase_ = TRAIN;
+  std::vector<std::shared_ptr<Layer>> layers_;
+  std::vector<std::string> layer_names_;
+  std::map<std::string, int> layer_names_index_;
+  std::vector<bool> layer_need_backward_;
+  std::vector<std::shared_ptr<Blob>> blobs_;
+  std::vector<std::string> blob_names_;
+  std::map<std::string, int> blob_names_index_;
+  std::vector<bool> blob_need_backward_;
+  std::vector<BlobVec> bottom_vecs_;
+  std::vector<std::vector<int>> bottom_id_vecs_;
+  std::vector<std::vector<bool>> bottom_need_backward_;
+  std::vector<BlobVec> top_vecs_;
+  std::vector<std::vector<int>> top_id_vecs_;
+  std::vector<float> blob_loss_weights_;
+  std::vector<std::vector<int>> param_id_vecs_;
+  std::vector<int> param_owners_;
+  std::vector<std::string> param_display_names_;
+  std::vector<std::pair<int, int>> param_layer_indices_;
+  std::map<std::string, int> param_names_index_;
+  std::vector<int> net_input_blob_indices_;
+  std::vector<int> net_output_blob_indices_;
+  BlobVec net_input_blobs_;
+  BlobVec net_output_blobs_;
+  std::vector<std::shared_ptr<Blob>> params_;
+  std::vector<Blob*> learnable_params_;
+  std::vector<int> learnable_param_ids_;
+  std::vector<float> params_lr_;
+  std::vector<float> params_weight_decay_;
+};
+
+// The layers of `param` whose rules match its state (phase, level, stages).
+NetParameter filter_net(const NetParameter& param);
+// Whether `state` satisfies `rule` (all of phase, level range and stages).
+bool state_meets_rule(const NetState& state, const NetStateRule& rule);
+// A copy of `param` with a Split layer after every blob consumed more than once.
+NetParameter insert_splits(const NetParameter& param);
+// Caffe's names for a split layer and its tops.
+std::string split_layer_name(const std::string& layer_name, const std::string& blob_name,
+                             int blob_index);
+std::string split_blob_name(const std::string& layer_name, const std::string& blob_name,
+                            int blob_index, int split_index);
+
+}  // namespace xtrain

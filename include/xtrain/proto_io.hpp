@@ -1,0 +1,31 @@
+// Reading and writing protobuf files: prototxt text and binary messages.
+//
+// Text parsing reports errors as "file:line:column: message". Binary writes
+// go to a temporary file in the same directory that is fsync'd and renamed,
+// so a crash never leaves a half-written file under the final name.
+#pragma once
+
+#include <string>
+
+#include <google/protobuf/message.h>
+
+namespace xtrain {
+
+class NetParameter;
+class SolverParameter;
+
+// Throws xtrain::Error (file:line:column) on unknown fields or bad syntax.
+void read_proto_from_text_file(const std::string& path, google::protobuf::Message* message);
+void read_proto_from_text_string(const std::string& text, google::protobuf::Message* message,
+                                 const std::string& source_name = "<string>");
+// Throws xtrain::Error naming the file if it is missing or not a valid message.
+void read_proto_from_binary_file(const std::string& path, google::protobuf::Message* message);
+// Atomic (temp file + fsync + rename); throws xtrain::Error on failure.
+void write_proto_to_binary_file(const google::protobuf::Message& message, const std::string& path);
+void write_proto_to_text_file(const google::protobuf::Message& message, const std::string& path);
+
+// A net or solver from a prototxt, with the checks a user's file needs.
+NetParameter read_net_params_from_text_file(const std::string& path);
+SolverParameter read_solver_params_from_text_file(const std::string& path);
+
+}  // namespace xtrain

@@ -1,0 +1,226 @@
+#include "xtrain/blob.hpp"
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "xtrain/error.hpp"
+#include "xtrain/proto/xtrain.pb.h"
+
+namespace xtrain {
+
+Blob::Blob(const std::vector<int>& shape) { reshape(shape); }
+
+Blob::Blob(int num, int channels, int height, int width) {
+  reshape({num, channels, height, width});
+}
+
+void Blob::reshape(const std::vector<int>& shape) {
+  std::size_t count = 1;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    XTRAIN_CHECK(shape[i] >= 0, "blob dimension ", i, " is negative in shape ",
+                 shape_to_string(shape));
+    if (shape[i] > 0) {
+      XTRAIN_CHECK(count <= std::numeric_limits<int>::max() / static_cast<std::size_t>(shape[i]),
+                   "blob shape ", shape_to_string(shape), " has more than 2^31 elements");
+    }
+    count *= static_cast<std::size_t>(shape[i]);
+  }
+  shape_ = shape;
+  count_ = count;
+  if (count_ > capacity_ || !data_) {
+    capacity_ = count_;
+    data_ = std::make_shared<SyncedMemory>(capacity_ * sizeof(float));
+    diff_ = std::make_shared<SyncedMemory>(capacity_ * sizeof(float));
+  }
+}
+
+void Blob::reshape(const BlobShape& shape) {
+  std::vector<int> dims;
+  for (int i = 0; i < shape.dim_size(); ++i) {
+    XTRAIN_CHECK(shape.dim(i) >= 0 && shape.dim(i) <= std::numeric_limits<int>::max(),
+                 "blob shape dimension ", i, " = ", shape.dim(i), " is out of range");
+    dims.push_back(static_cast<int>(shape.dim(i)));
+  }
+  reshape(dims);
+}
+
+void Blob::reshape_like(const Blob& other) { reshape(other.shape()); }
+
+std::size_t Blob::count(int start_axis, int end_axis) const {
+  XTRAIN_ASSERT(start_axis >= 0 && start_axis <= end_axis && end_axis <= num_axes(),
+                "axes [", start_axis, ", ", end_axis, ") of ", shape_string());
+  std::size_t result = 1;
+  for (int i = start_axis; i < end_axis; ++i) result *= static_cast<std::size_t>(shape_[i]);
+  return result;
+}
+
+int Blob::canonical_axis_index(int axis) const {
+  XTRAIN_CHECK(axis >= -num_axes() && axis < num_axes(), "axis ", axis,
+               " is out of range for a blob of shape ", shape_string(), " (", num_axes(),
+               " axes)");
+  return axis < 0 ? axis + num_axes() : axis;
+}
+
+std::string Blob::shape_string() const {
+  std::ostringstream out;
+  for (int dim : shape_) out << dim << " ";
+  out << "(" << count_ << ")";
+  return out.str();
+}
+
+int Blob::legacy_shape(int index) const {
+  XTRAIN_CHECK(num_axes() <= 4, "num/channels/height/width used on a ", num_axes(),
+               "-axis blob (", shape_string(), ")");
+  if (index >= num_axes()) return 1;
+  return shape_[index];
+}
+
+std::size_t Blob::offset(int n, int c, int h, int w) const {
+  return ((static_cast<std::size_t>(n) * channels() + c) * height() + h) * width() + w;
+}
+
+const float* Blob::cpu_data() const {
+  XTRAIN_ASSERT(data_);
+  return static_cast<const float*>(data_->cpu_data());
+}
+float* Blob::mutable_cpu_data() {
+  XTRAIN_ASSERT(data_);
+  return static_cast<float*>(data_->mutable_cpu_data());
+}
+const float* Blob::cpu_diff() const {
+  XTRAIN_ASSERT(diff_);
+  return static_cast<const float*>(diff_->cpu_data());
+}
+float* Blob::mutable_cpu_diff() {
+  XTRAIN_ASSERT(diff_);
+  return static_cast<float*>(diff_->mutable_cpu_data());
+}
+const float* Blob::gpu_data() const {
+  XTRAIN_ASSERT(data_);
+  return static_cast<const float*>(data_->gpu_data());
+}
+float* Blob::mutable_gpu_data() {
+  XTRAIN_ASSERT(data_);
+  return static_cast<float*>(data_->mutable_gpu_data());
+}
+const float* Blob::gpu_diff() const {
+  XTRAIN_ASSERT(diff_);
+  return static_cast<const float*>(diff_->gpu_data());
+}
+float* Blob::mutable_gpu_diff() {
+  XTRAIN_ASSERT(diff_);
+  return static_cast<float*>(diff_->mutable_gpu_data());
+}
+
+void Blob::share_data(const Blob& other) {
+  XTRAIN_ASSERT(count_ == other.count_, shape_string(), " vs ", other.shape_string());
+  data_ = other.data_;
+}
+
+void Blob::share_diff(const Blob& other) {
+  XTRAIN_ASSERT(count_ == other.count_, shape_string(), " vs ", other.shape_string());
+  diff_ = other.diff_;
+}
+
+void Blob::update() {
+  float* data = mutable_cpu_data();
+  const float* diff = cpu_diff();
+  for (std::size_t i = 0; i < count_; ++i) data[i] -= diff[i];
+}
+
+namespace {
+double abs_sum(const float* values, std::size_t n) {
+  double sum = 0;
+  for (std::size_t i = 0; i < n; ++i) sum += std::fabs(values[i]);
+  return sum;
+}
+double square_sum(const float* values, std::size_t n) {
+  double sum = 0;
+  for (std::size_t i = 0; i < n; ++i) sum += static_cast<double>(values[i]) * values[i];
+  return sum;
+}
+void scale(float* values, std::size_t n, float factor) {
+  for (std::size_t i = 0; i < n; ++i) values[i] *= factor;
+}
+}  // namespace
+
+double Blob::asum_data() const { return count_ ? abs_sum(cpu_data(), count_) : 0; }
+double Blob::asum_diff() const { return count_ ? abs_sum(cpu_diff(), count_) : 0; }
+double Blob::sumsq_data() const { return count_ ? square_sum(cpu_data(), count_) : 0; }
+double Blob::sumsq_diff() const { return count_ ? square_sum(cpu_diff(), count_) : 0; }
+void Blob::scale_data(float factor) {
+  if (count_) scale(mutable_cpu_data(), count_, factor);
+}
+void Blob::scale_diff(float factor) {
+  if (count_) scale(mutable_cpu_diff(), count_, factor);
+}
+
+std::vector<int> blob_proto_shape(const BlobProto& proto) {
+  std::vector<int> shape;
+  if (proto.has_num() || proto.has_channels() || proto.has_height() || proto.has_width()) {
+    // Legacy 4-d blobs (Caffe before 2015, and mean files of that time).
+    shape = {static_cast<int>(proto.num()), static_cast<int>(proto.channels()),
+             static_cast<int>(proto.height()), static_cast<int>(proto.width())};
+  } else {
+    for (int i = 0; i < proto.shape().dim_size(); ++i) {
+      shape.push_back(static_cast<int>(proto.shape().dim(i)));
+    }
+  }
+  return shape;
+}
+
+std::string shape_to_string(const std::vector<int>& shape) {
+  std::ostringstream out;
+  out << "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
+  out << ")";
+  return out.str();
+}
+
+bool Blob::shape_equals(const BlobProto& proto) const {
+  return blob_proto_shape(proto) == shape_;
+}
+
+void Blob::from_proto(const BlobProto& proto, bool reshape_blob) {
+  const std::vector<int> proto_shape = blob_proto_shape(proto);
+  if (reshape_blob) {
+    reshape(proto_shape);
+  } else {
+    XTRAIN_CHECK(proto_shape == shape_, "stored blob has shape ", shape_to_string(proto_shape),
+                 " but ", shape_to_string(shape_), " was expected");
+  }
+  float* data = mutable_cpu_data();
+  if (proto.double_data_size() > 0) {
+    XTRAIN_CHECK(static_cast<std::size_t>(proto.double_data_size()) == count_,
+                 "stored blob of shape ", shape_to_string(proto_shape), " holds ",
+                 proto.double_data_size(), " values instead of ", count_);
+    for (std::size_t i = 0; i < count_; ++i) data[i] = static_cast<float>(proto.double_data(i));
+  } else {
+    XTRAIN_CHECK(static_cast<std::size_t>(proto.data_size()) == count_, "stored blob of shape ",
+                 shape_to_string(proto_shape), " holds ", proto.data_size(),
+                 " values instead of ", count_);
+    for (std::size_t i = 0; i < count_; ++i) data[i] = proto.data(i);
+  }
+  if (proto.double_diff_size() > 0 && static_cast<std::size_t>(proto.double_diff_size()) == count_) {
+    float* diff = mutable_cpu_diff();
+    for (std::size_t i = 0; i < count_; ++i) diff[i] = static_cast<float>(proto.double_diff(i));
+  } else if (proto.diff_size() > 0 && static_cast<std::size_t>(proto.diff_size()) == count_) {
+    float* diff = mutable_cpu_diff();
+    for (std::size_t i = 0; i < count_; ++i) diff[i] = proto.diff(i);
+  }
+}
+
+void Blob::to_proto(BlobProto* proto, bool write_diff) const {
+  proto->Clear();
+  for (int dim : shape_) proto->mutable_shape()->add_dim(dim);
+  proto->mutable_data()->Reserve(static_cast<int>(count_));
+  const float* data = count_ ? cpu_data() : nullptr;
+  for (std::size_t i = 0; i < count_; ++i) proto->add_data(data[i]);
+  if (write_diff) {
+    const float* diff = count_ ? cpu_diff() : nullptr;
+    for (std::size_t i = 0; i < count_; ++i) proto->add_diff(diff[i]);
+  }
+}
+
+}  // namespace xtrain

@@ -1,0 +1,24 @@
+#include "xtrain/device.hpp"
+
+namespace xtrain {
+
+std::string Device::to_string() const {
+  return is_gpu() ? "GPU " + std::to_string(id) : "CPU";
+}
+
+bool cuda_compiled_in() {
+#ifdef XTRAIN_USE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+#ifndef XTRAIN_USE_CUDA
+int cuda_device_count(std::string* why_none) {
+  if (why_none) *why_none = "this xtrain was built without CUDA (CPU-only build)";
+  return 0;
+}
+#endif
+
+}  // namespace xtrain

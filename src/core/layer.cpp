@@ -1,0 +1,139 @@
+#include "xtrain/layer.hpp"
+
+#include "xtrain/error.hpp"
+
+namespace xtrain {
+
+Layer::Layer(const LayerParameter& param) : param_(param) {
+  // Blobs given in the parameter (e.g. by a deploy net with weights) are
+  // loaded here; layer_setup() keeps them instead of filling new ones.
+  for (const BlobProto& blob_proto : param_.blobs()) {
+    auto blob = std::make_shared<Blob>();
+    blob->from_proto(blob_proto);
+    blobs_.push_back(blob);
+  }
+}
+
+std::string Layer::where() const {
+  return "layer '" + param_.name() + "' (" + param_.type() + ")";
+}
+
+namespace {
+std::string blobs_word(int n) { return n == 1 ? " blob" : " blobs"; }
+}  // namespace
+
+void Layer::check_blob_counts(const BlobVec& bottom, const BlobVec& top) const {
+  const int bottoms = static_cast<int>(bottom.size());
+  const int tops = static_cast<int>(top.size());
+  if (exact_num_bottom_blobs() >= 0) {
+    XTRAIN_CHECK(bottoms == exact_num_bottom_blobs(), where(), " takes exactly ",
+                 exact_num_bottom_blobs(), " bottom", blobs_word(exact_num_bottom_blobs()),
+                 ", but ", bottoms, " given");
+  }
+  if (min_bottom_blobs() >= 0) {
+    XTRAIN_CHECK(bottoms >= min_bottom_blobs(), where(), " takes at least ",
+                 min_bottom_blobs(), " bottom", blobs_word(min_bottom_blobs()), ", but ",
+                 bottoms, " given");
+  }
+  if (max_bottom_blobs() >= 0) {
+    XTRAIN_CHECK(bottoms <= max_bottom_blobs(), where(), " takes at most ",
+                 max_bottom_blobs(), " bottom", blobs_word(max_bottom_blobs()), ", but ",
+                 bottoms, " given");
+  }
+  if (exact_num_top_blobs() >= 0) {
+    XTRAIN_CHECK(tops == exact_num_top_blobs(), where(), " produces exactly ",
+                 exact_num_top_blobs(), " top", blobs_word(exact_num_top_blobs()), ", but ",
+                 tops, " given");
+  }
+  if (min_top_blobs() >= 0) {
+    XTRAIN_CHECK(tops >= min_top_blobs(), where(), " produces at least ", min_top_blobs(),
+                 " top", blobs_word(min_top_blobs()), ", but ", tops, " given");
+  }
+  if (max_top_blobs() >= 0) {
+    XTRAIN_CHECK(tops <= max_top_blobs(), where(), " produces at most ", max_top_blobs(),
+                 " top", blobs_word(max_top_blobs()), ", but ", tops, " given");
+  }
+  if (equal_num_bottom_top_blobs()) {
+    XTRAIN_CHECK(bottoms == tops, where(), " needs as many tops as bottoms, but has ",
+                 bottoms, " bottoms and ", tops, " tops");
+  }
+}
+
+void Layer::setup(const BlobVec& bottom, const BlobVec& top) {
+  check_blob_counts(bottom, top);
+  layer_setup(bottom, top);
+  reshape(bottom, top);
+  set_loss_weights(top);
+}
+
+void Layer::set_loss_weights(const BlobVec& top) {
+  const int weights = param_.loss_weight_size();
+  if (weights == 0) return;
+  XTRAIN_CHECK(weights == static_cast<int>(top.size()), where(), " has ", weights,
+               " loss_weight values but ", top.size(),
+               " tops; give one loss_weight per top (0 for tops that are not losses)");
+  for (int i = 0; i < weights; ++i) {
+    const float weight = param_.loss_weight(i);
+    if (weight == 0) continue;
+    set_loss(i, weight);
+    // The top's diff holds the weight: backward then starts from it, and the
+    // loss is the dot product of data and diff.
+    float* diff = top[i]->mutable_cpu_diff();
+    for (std::size_t j = 0; j < top[i]->count(); ++j) diff[j] = weight;
+  }
+}
+
+float Layer::forward(const BlobVec& bottom, const BlobVec& top) {
+  reshape(bottom, top);
+  if (device_.is_gpu()) {
+    forward_gpu(bottom, top);
+  } else {
+    forward_cpu(bottom, top);
+  }
+  double loss = 0;
+  for (std::size_t i = 0; i < top.size(); ++i) {
+    if (this->loss(static_cast<int>(i)) == 0) continue;
+    const float* data = top[i]->cpu_data();
+    const float* weights = top[i]->cpu_diff();
+    for (std::size_t j = 0; j < top[i]->count(); ++j) loss += static_cast<double>(data[j]) * weights[j];
+  }
+  return static_cast<float>(loss);
+}
+
+void Layer::backward(const BlobVec& top, const std::vector<bool>& propagate_down,
+                     const BlobVec& bottom) {
+  if (device_.is_gpu()) {
+    backward_gpu(top, propagate_down, bottom);
+  } else {
+    backward_cpu(top, propagate_down, bottom);
+  }
+}
+
+bool Layer::param_propagate_down(int i) const {
+  return i >= 0 && i < static_cast<int>(param_propagate_down_.size()) &&
+         param_propagate_down_[i];
+}
+
+void Layer::set_param_propagate_down(int i, bool value) {
+  if (static_cast<int>(param_propagate_down_.size()) <= i) {
+    param_propagate_down_.resize(i + 1, true);
+  }
+  param_propagate_down_[i] = value;
+}
+
+float Layer::loss(int top_index) const {
+  return top_index < static_cast<int>(loss_.size()) ? loss_[top_index] : 0.0f;
+}
+
+void Layer::set_loss(int top_index, float weight) {
+  if (static_cast<int>(loss_.size()) <= top_index) loss_.resize(top_index + 1, 0.0f);
+  loss_[top_index] = weight;
+}
+
+void Layer::to_proto(LayerParameter* param, bool write_diff) const {
+  *param = param_;
+  param->clear_blobs();
+  for (const auto& blob : blobs_) blob->to_proto(param->add_blobs(), write_diff);
+}
+
+}  // namespace xtrain

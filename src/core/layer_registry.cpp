@@ -1,0 +1,51 @@
+#include "xtrain/layer_registry.hpp"
+
+#include "layers/builtin_layers.hpp"
+#include "xtrain/error.hpp"
+
+namespace xtrain {
+
+LayerRegistry& LayerRegistry::global() {
+  static LayerRegistry* registry = [] {
+    auto* created = new LayerRegistry();
+    register_builtin_layers(*created);
+    return created;
+  }();
+  return *registry;
+}
+
+void LayerRegistry::add(const std::string& type, Factory factory) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  XTRAIN_CHECK(factories_.count(type) == 0, "layer type '", type, "' is registered twice");
+  factories_[type] = std::move(factory);
+}
+
+bool LayerRegistry::has(const std::string& type) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return factories_.count(type) > 0;
+}
+
+std::vector<std::string> LayerRegistry::types() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> names;
+  for (const auto& entry : factories_) names.push_back(entry.first);
+  return names;
+}
+
+std::unique_ptr<Layer> LayerRegistry::create(const LayerParameter& param) const {
+  Factory factory;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = factories_.find(param.type());
+    if (found == factories_.end()) {
+      std::string known;
+      for (const auto& entry : factories_) known += (known.empty() ? "" : ", ") + entry.first;
+      throw Error("layer '" + param.name() + "' has unknown type '" + param.type() +
+                  "' (known types: " + known + ")");
+    }
+    factory = found->second;
+  }
+  return factory(param);
+}
+
+}  // namespace xtrain

@@ -1,0 +1,57 @@
+#include "xtrain/logging.hpp"
+
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+
+namespace xtrain {
+namespace {
+std::atomic<int> g_min_severity{static_cast<int>(LogSeverity::kInfo)};
+
+const char* base_name(const char* path) {
+  const char* slash = std::strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+}  // namespace
+
+void set_min_log_severity(LogSeverity severity) {
+  g_min_severity = static_cast<int>(severity);
+}
+
+LogSeverity min_log_severity() { return static_cast<LogSeverity>(g_min_severity.load()); }
+
+namespace detail {
+
+LogMessage::LogMessage(LogSeverity severity, const char* file, int line)
+    : severity_(severity) {
+  // glog's prefix: severity letter, MMDD, time with microseconds, thread id,
+  // file:line. Caffe's tools/extra/parse_log.* depend on this shape.
+  timeval now{};
+  gettimeofday(&now, nullptr);
+  tm local{};
+  localtime_r(&now.tv_sec, &local);
+  static const char kLetters[] = {'I', 'W', 'E'};
+  char prefix[96];
+  std::snprintf(prefix, sizeof(prefix), "%c%02d%02d %02d:%02d:%02d.%06ld %5ld %s:%d] ",
+                kLetters[static_cast<int>(severity)], local.tm_mon + 1, local.tm_mday,
+                local.tm_hour, local.tm_min, local.tm_sec, static_cast<long>(now.tv_usec),
+                static_cast<long>(syscall(SYS_gettid)), base_name(file), line);
+  stream_ << prefix;
+}
+
+LogMessage::~LogMessage() {
+  if (static_cast<int>(severity_) < g_min_severity.load()) return;
+  stream_ << '\n';
+  const std::string text = stream_.str();
+  // One write per message, so lines from several threads do not interleave.
+  std::fwrite(text.data(), 1, text.size(), stderr);
+  std::fflush(stderr);
+}
+
+}  // namespace detail
+}  // namespace xtrain

@@ -1,0 +1,111 @@
+#include "xtrain/synced_memory.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/device_memory.hpp"
+#include "xtrain/error.hpp"
+
+namespace xtrain {
+namespace {
+// 64-byte alignment suits AVX-512 loads and keeps rows on cache lines.
+constexpr std::size_t kHostAlignment = 64;
+
+void* allocate_host(std::size_t size) {
+  if (size == 0) return nullptr;
+  const std::size_t rounded = (size + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
+  void* ptr = std::aligned_alloc(kHostAlignment, rounded);
+  XTRAIN_CHECK(ptr != nullptr, "out of host memory allocating ", size, " bytes");
+  return ptr;
+}
+}  // namespace
+
+SyncedMemory::SyncedMemory(std::size_t size_bytes) : size_(size_bytes) {}
+
+SyncedMemory::~SyncedMemory() {
+  free_cpu();
+  free_gpu();
+}
+
+void SyncedMemory::free_cpu() {
+  if (cpu_ptr_ && owns_cpu_data_) std::free(cpu_ptr_);
+  cpu_ptr_ = nullptr;
+  owns_cpu_data_ = false;
+}
+
+void SyncedMemory::free_gpu() {
+  if (gpu_ptr_) device_memory::free(gpu_ptr_, gpu_device_);
+  gpu_ptr_ = nullptr;
+}
+
+void SyncedMemory::to_cpu() {
+  switch (head_) {
+    case Head::kUninitialized:
+      cpu_ptr_ = allocate_host(size_);
+      owns_cpu_data_ = true;
+      if (cpu_ptr_) std::memset(cpu_ptr_, 0, size_);
+      head_ = Head::kAtCpu;
+      break;
+    case Head::kAtGpu:
+      if (!cpu_ptr_) {
+        cpu_ptr_ = allocate_host(size_);
+        owns_cpu_data_ = true;
+      }
+      device_memory::copy_to_host(cpu_ptr_, gpu_ptr_, size_, gpu_device_);
+      head_ = Head::kSynced;
+      break;
+    case Head::kAtCpu:
+    case Head::kSynced:
+      break;
+  }
+}
+
+void SyncedMemory::to_gpu() {
+  switch (head_) {
+    case Head::kUninitialized:
+      gpu_ptr_ = device_memory::allocate(size_, &gpu_device_);
+      device_memory::zero(gpu_ptr_, size_, gpu_device_);
+      head_ = Head::kAtGpu;
+      break;
+    case Head::kAtCpu:
+      if (!gpu_ptr_) gpu_ptr_ = device_memory::allocate(size_, &gpu_device_);
+      device_memory::copy_to_device(gpu_ptr_, cpu_ptr_, size_, gpu_device_);
+      head_ = Head::kSynced;
+      break;
+    case Head::kAtGpu:
+    case Head::kSynced:
+      break;
+  }
+}
+
+const void* SyncedMemory::cpu_data() {
+  to_cpu();
+  return cpu_ptr_;
+}
+
+void* SyncedMemory::mutable_cpu_data() {
+  to_cpu();
+  head_ = Head::kAtCpu;
+  return cpu_ptr_;
+}
+
+const void* SyncedMemory::gpu_data() {
+  to_gpu();
+  return gpu_ptr_;
+}
+
+void* SyncedMemory::mutable_gpu_data() {
+  to_gpu();
+  head_ = Head::kAtGpu;
+  return gpu_ptr_;
+}
+
+void SyncedMemory::set_cpu_data(void* data) {
+  XTRAIN_ASSERT(data != nullptr);
+  free_cpu();
+  cpu_ptr_ = data;
+  owns_cpu_data_ = false;
+  head_ = Head::kAtCpu;
+}
+
+}  // namespace xtrain
