@@ -67,7 +67,11 @@ class Net {
   const std::vector<std::string>& blob_names() const { return blob_names_; }
   const std::vector<BlobVec>& bottom_vecs() const { return bottom_vecs_; }
   const std::vector<BlobVec>& top_vecs() const { return top_vecs_; }
-  const std::vector<std::vector<int>>& top_ids(int layer) const;
+  // Blob indices (into blobs()) of each layer's tops and bottoms.
+  const std::vector<std::vector<int>>& top_id_vecs() const { return top_id_vecs_; }
+  const std::vector<std::vector<int>>& bottom_id_vecs() const { return bottom_id_vecs_; }
+  // The loss weight of each blob (0 for blobs that are not losses).
+  const std::vector<float>& blob_loss_weights() const { return blob_loss_weights_; }
   const BlobVec& output_blobs() const { return net_output_blobs_; }
   const std::vector<int>& output_blob_indices() const { return net_output_blob_indices_; }
   const BlobVec& input_blobs() const { return net_input_blobs_; }
@@ -133,6 +137,8 @@ class Net {
   std::vector<int> learnable_param_ids_;
   std::vector<float> params_lr_;
   std::vector<float> params_weight_decay_;
+  std::vector<bool> has_params_lr_;
+  std::vector<bool> has_params_decay_;
 };
 
 // The layers of `param` whose rules match its state (phase, level, stages).

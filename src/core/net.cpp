@@ -1,0 +1,438 @@
+#include "xtrain/net.hpp"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "core/net_input_upgrade.hpp"
+#include "xtrain/error.hpp"
+#include "xtrain/layer_registry.hpp"
+#include "xtrain/logging.hpp"
+#include "xtrain/proto_io.hpp"
+
+namespace xtrain {
+
+Net::Net(const NetParameter& param, const NetOptions& options) : options_(options) {
+  init(param);
+}
+
+Net::Net(const std::string& prototxt_path, Phase phase, int level,
+         const std::vector<std::string>& stages, const NetOptions& options)
+    : options_(options) {
+  NetParameter param = read_net_params_from_text_file(prototxt_path);
+  param.mutable_state()->set_phase(phase);
+  param.mutable_state()->set_level(level);
+  for (const std::string& stage : stages) param.mutable_state()->add_stage(stage);
+  init(param);
+}
+
+void Net::init(const NetParameter& in_param) {
+  NetParameter upgraded(in_param);
+  if (upgrade_net_inputs(&upgraded)) {
+    XLOG(WARNING) << "Net '" << upgraded.name()
+                  << "' declares inputs with the deprecated input/input_dim fields; "
+                     "using an Input layer instead";
+  }
+  phase_ = upgraded.state().phase();
+  const NetParameter param = insert_splits(filter_net(upgraded));
+  name_ = param.name();
+  if (options_.verbose) {
+    XLOG(INFO) << "Initializing net '" << name_ << "' for phase "
+               << (phase_ == TRAIN ? "TRAIN" : "TEST");
+  }
+
+  std::map<std::string, int> blob_name_to_idx;
+  std::vector<std::string> available_blobs;
+  const int layer_count = param.layer_size();
+  bottom_vecs_.resize(layer_count);
+  top_vecs_.resize(layer_count);
+  bottom_id_vecs_.resize(layer_count);
+  top_id_vecs_.resize(layer_count);
+  bottom_need_backward_.resize(layer_count);
+  param_id_vecs_.resize(layer_count);
+  std::size_t memory_used = 0;
+
+  for (int layer_id = 0; layer_id < layer_count; ++layer_id) {
+    LayerParameter layer_param = param.layer(layer_id);
+    if (!layer_param.has_phase()) layer_param.set_phase(phase_);
+    XTRAIN_CHECK(layer_param.propagate_down_size() == 0 ||
+                     layer_param.propagate_down_size() == layer_param.bottom_size(),
+                 "layer '", layer_param.name(), "' has ", layer_param.propagate_down_size(),
+                 " propagate_down values but ", layer_param.bottom_size(),
+                 " bottoms; give one per bottom");
+    XTRAIN_CHECK(layer_names_index_.count(layer_param.name()) == 0, "two layers are named '",
+                 layer_param.name(), "'; layer names must be unique");
+
+    std::shared_ptr<Layer> layer = LayerRegistry::global().create(layer_param);
+    layer->set_device(options_.device);
+    layer->seed(derive_seed(options_.random_seed, "layer", static_cast<std::uint64_t>(layer_id)));
+    layers_.push_back(layer);
+    layer_names_.push_back(layer_param.name());
+    layer_names_index_[layer_param.name()] = layer_id;
+    if (options_.verbose) XLOG(INFO) << "Creating layer " << layer_param.name();
+
+    bool need_backward = false;
+    for (int bottom_id = 0; bottom_id < layer_param.bottom_size(); ++bottom_id) {
+      const int blob_id =
+          append_bottom(param, layer_id, bottom_id, &blob_name_to_idx, &available_blobs);
+      need_backward |= blob_need_backward_[blob_id];
+    }
+    for (int top_id = 0; top_id < layer_param.top_size(); ++top_id) {
+      append_top(param, layer_id, top_id, &blob_name_to_idx);
+      available_blobs.push_back(layer_param.top(top_id));
+    }
+    // Layers like Accuracy may get tops the prototxt did not name.
+    if (layer->auto_top_blobs()) {
+      const int needed = std::max(layer->min_top_blobs(), layer->exact_num_top_blobs());
+      for (int top_id = layer_param.top_size(); top_id < needed; ++top_id) {
+        auto blob = std::make_shared<Blob>();
+        blobs_.push_back(blob);
+        blob_names_.push_back("(automatic)");
+        blob_need_backward_.push_back(false);
+        blob_loss_weights_.push_back(0);
+        top_id_vecs_[layer_id].push_back(static_cast<int>(blobs_.size()) - 1);
+        top_vecs_[layer_id].push_back(blob.get());
+      }
+    }
+
+    if (options_.verbose) XLOG(INFO) << "Setting up " << layer_param.name();
+    layer->setup(bottom_vecs_[layer_id], top_vecs_[layer_id]);
+    for (std::size_t top_id = 0; top_id < top_vecs_[layer_id].size(); ++top_id) {
+      const int blob_id = top_id_vecs_[layer_id][top_id];
+      blob_loss_weights_[blob_id] = layer->loss(static_cast<int>(top_id));
+      if (options_.verbose) {
+        XLOG(INFO) << "Top shape: " << top_vecs_[layer_id][top_id]->shape_string();
+        if (layer->loss(static_cast<int>(top_id)) != 0) {
+          XLOG(INFO) << "    with loss weight " << layer->loss(static_cast<int>(top_id));
+        }
+      }
+      memory_used += top_vecs_[layer_id][top_id]->count();
+    }
+    if (options_.verbose) {
+      XLOG(INFO) << "Memory required for data: " << memory_used * sizeof(float);
+    }
+
+    const int param_size = layer_param.param_size();
+    const int num_param_blobs = static_cast<int>(layer->blobs().size());
+    XTRAIN_CHECK(param_size <= num_param_blobs, "layer '", layer_param.name(), "' (",
+                 layer_param.type(), ") has ", param_size, " param specs but only ",
+                 num_param_blobs, " learnable blobs");
+    for (int param_id = 0; param_id < num_param_blobs; ++param_id) {
+      const ParamSpec spec = param_id < param_size ? layer_param.param(param_id) : ParamSpec();
+      const bool param_need_backward = spec.lr_mult() != 0;
+      need_backward |= param_need_backward;
+      layer->set_param_propagate_down(param_id, param_need_backward);
+    }
+    for (int param_id = 0; param_id < num_param_blobs; ++param_id) {
+      append_param(param, layer_id, param_id);
+    }
+    layer_need_backward_.push_back(need_backward);
+    if (need_backward) {
+      for (int blob_id : top_id_vecs_[layer_id]) blob_need_backward_[blob_id] = true;
+    }
+  }
+
+  compute_backward_needs(param);
+
+  // What no layer consumed is the net's output.
+  for (const std::string& blob_name : available_blobs) {
+    if (options_.verbose) XLOG(INFO) << "This network produces output " << blob_name;
+    const int blob_id = blob_name_to_idx[blob_name];
+    net_output_blobs_.push_back(blobs_[blob_id].get());
+    net_output_blob_indices_.push_back(blob_id);
+  }
+  for (std::size_t i = 0; i < blob_names_.size(); ++i) blob_names_index_[blob_names_[i]] = static_cast<int>(i);
+
+  // Parameters named alike share one blob (data and gradient).
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    if (param_owners_[i] < 0) continue;
+    params_[i]->share_data(*params_[param_owners_[i]]);
+    params_[i]->share_diff(*params_[param_owners_[i]]);
+  }
+  if (options_.verbose) XLOG(INFO) << "Network initialization done.";
+}
+
+int Net::append_bottom(const NetParameter& param, int layer_id, int bottom_id,
+                       std::map<std::string, int>* blob_name_to_idx,
+                       std::vector<std::string>* available_blobs) {
+  const LayerParameter& layer_param = param.layer(layer_id);
+  const std::string& blob_name = layer_param.bottom(bottom_id);
+  auto available = std::find(available_blobs->begin(), available_blobs->end(), blob_name);
+  XTRAIN_CHECK(available != available_blobs->end(), "layer '", layer_param.name(), "' (",
+               layer_param.type(), ") reads bottom blob '", blob_name,
+               "', which no earlier layer produces (check the spelling, the layer order, and "
+               "the include/exclude rules for this phase)");
+  const int blob_id = (*blob_name_to_idx)[blob_name];
+  if (options_.verbose) XLOG(INFO) << layer_names_[layer_id] << " <- " << blob_name;
+  bottom_vecs_[layer_id].push_back(blobs_[blob_id].get());
+  bottom_id_vecs_[layer_id].push_back(blob_id);
+  available_blobs->erase(available);
+  bool need_backward = blob_need_backward_[blob_id];
+  if (layer_param.propagate_down_size() > 0) {
+    need_backward = need_backward && layer_param.propagate_down(bottom_id);
+  }
+  bottom_need_backward_[layer_id].push_back(need_backward);
+  return blob_id;
+}
+
+void Net::append_top(const NetParameter& param, int layer_id, int top_id,
+                     std::map<std::string, int>* blob_name_to_idx) {
+  const LayerParameter& layer_param = param.layer(layer_id);
+  const std::string& blob_name = layer_param.top(top_id);
+  // A top named like the bottom at the same position is computed in place.
+  const bool in_place =
+      top_id < layer_param.bottom_size() && blob_name == layer_param.bottom(top_id);
+  if (in_place) {
+    if (options_.verbose) XLOG(INFO) << layer_param.name() << " -> " << blob_name << " (in-place)";
+    const int blob_id = (*blob_name_to_idx)[blob_name];
+    top_vecs_[layer_id].push_back(blobs_[blob_id].get());
+    top_id_vecs_[layer_id].push_back(blob_id);
+    return;
+  }
+  XTRAIN_CHECK(blob_name_to_idx->count(blob_name) == 0, "layer '", layer_param.name(),
+               "' produces top blob '", blob_name,
+               "', which an earlier layer already produces; a top may reuse a name only "
+               "in place (as the top at the position of the same-named bottom)");
+  if (options_.verbose) XLOG(INFO) << layer_param.name() << " -> " << blob_name;
+  auto blob = std::make_shared<Blob>();
+  const int blob_id = static_cast<int>(blobs_.size());
+  blobs_.push_back(blob);
+  blob_names_.push_back(blob_name);
+  blob_need_backward_.push_back(false);
+  blob_loss_weights_.push_back(0);
+  (*blob_name_to_idx)[blob_name] = blob_id;
+  top_id_vecs_[layer_id].push_back(blob_id);
+  top_vecs_[layer_id].push_back(blob.get());
+}
+
+void Net::append_param(const NetParameter& param, int layer_id, int param_id) {
+  const LayerParameter& layer_param = param.layer(layer_id);
+  const ParamSpec spec =
+      param_id < layer_param.param_size() ? layer_param.param(param_id) : ParamSpec();
+  const std::string& param_name = spec.name();
+  const int net_param_id = static_cast<int>(params_.size());
+  params_.push_back(layers_[layer_id]->blobs()[param_id]);
+  param_id_vecs_[layer_id].push_back(net_param_id);
+  param_layer_indices_.emplace_back(layer_id, param_id);
+  param_display_names_.push_back(param_name.empty()
+                                     ? layer_param.name() + "/" + std::to_string(param_id)
+                                     : param_name);
+
+  auto owner = param_name.empty() ? param_names_index_.end() : param_names_index_.find(param_name);
+  if (owner == param_names_index_.end()) {
+    // This layer owns the blob.
+    param_owners_.push_back(-1);
+    if (!param_name.empty()) param_names_index_[param_name] = net_param_id;
+    learnable_param_ids_.push_back(static_cast<int>(learnable_params_.size()));
+    learnable_params_.push_back(params_[net_param_id].get());
+    params_lr_.push_back(spec.lr_mult());
+    params_weight_decay_.push_back(spec.decay_mult());
+    has_params_lr_.push_back(spec.has_lr_mult());
+    has_params_decay_.push_back(spec.has_decay_mult());
+    return;
+  }
+
+  // A name seen before: share the owner's blob.
+  const int owner_id = owner->second;
+  param_owners_.push_back(owner_id);
+  const auto [owner_layer, owner_param] = param_layer_indices_[owner_id];
+  const Blob& owner_blob = *layers_[owner_layer]->blobs()[owner_param];
+  const Blob& this_blob = *layers_[layer_id]->blobs()[param_id];
+  if (spec.share_mode() == ParamSpec::PERMISSIVE) {
+    XTRAIN_CHECK(owner_blob.count() == this_blob.count(), "shared parameter '", param_name,
+                 "': layer '", layer_names_[owner_layer], "' has ", owner_blob.shape_string(),
+                 " but layer '", layer_param.name(), "' has ", this_blob.shape_string(),
+                 " (PERMISSIVE sharing needs equal counts)");
+  } else {
+    XTRAIN_CHECK(owner_blob.shape() == this_blob.shape(), "shared parameter '", param_name,
+                 "': layer '", layer_names_[owner_layer], "' has shape ",
+                 owner_blob.shape_string(), " but layer '", layer_param.name(), "' has ",
+                 this_blob.shape_string(), " (use share_mode: PERMISSIVE to share by count)");
+  }
+  const int learnable_id = learnable_param_ids_[owner_id];
+  learnable_param_ids_.push_back(learnable_id);
+  if (spec.has_lr_mult()) {
+    XTRAIN_CHECK(!has_params_lr_[learnable_id] || params_lr_[learnable_id] == spec.lr_mult(),
+                 "shared parameter '", param_name, "' has different lr_mult values (",
+                 params_lr_[learnable_id], " and ", spec.lr_mult(), " in layer '",
+                 layer_param.name(), "')");
+    params_lr_[learnable_id] = spec.lr_mult();
+    has_params_lr_[learnable_id] = true;
+  }
+  if (spec.has_decay_mult()) {
+    XTRAIN_CHECK(!has_params_decay_[learnable_id] ||
+                     params_weight_decay_[learnable_id] == spec.decay_mult(),
+                 "shared parameter '", param_name, "' has different decay_mult values (",
+                 params_weight_decay_[learnable_id], " and ", spec.decay_mult(), " in layer '",
+                 layer_param.name(), "')");
+    params_weight_decay_[learnable_id] = spec.decay_mult();
+    has_params_decay_[learnable_id] = true;
+  }
+}
+
+void Net::compute_backward_needs(const NetParameter& param) {
+  // Walking from the top: a layer needs backward only if some loss depends on
+  // its output and something below it wants a gradient.
+  std::set<std::string> blobs_under_loss;
+  std::set<std::string> blobs_skip_backward;
+  for (int layer_id = static_cast<int>(layers_.size()) - 1; layer_id >= 0; --layer_id) {
+    bool contributes_to_loss = false;
+    bool skip_propagate_down = true;
+    for (std::size_t top_id = 0; top_id < top_vecs_[layer_id].size(); ++top_id) {
+      const std::string& blob_name = blob_names_[top_id_vecs_[layer_id][top_id]];
+      if (layers_[layer_id]->loss(static_cast<int>(top_id)) != 0 ||
+          blobs_under_loss.count(blob_name)) {
+        contributes_to_loss = true;
+      }
+      if (!blobs_skip_backward.count(blob_name)) skip_propagate_down = false;
+      if (contributes_to_loss && !skip_propagate_down) break;
+    }
+    if (layer_need_backward_[layer_id] && skip_propagate_down) {
+      layer_need_backward_[layer_id] = false;
+      std::fill(bottom_need_backward_[layer_id].begin(), bottom_need_backward_[layer_id].end(),
+                false);
+    }
+    if (!contributes_to_loss) layer_need_backward_[layer_id] = false;
+    if (options_.verbose) {
+      XLOG(INFO) << layer_names_[layer_id]
+                 << (layer_need_backward_[layer_id] ? " needs backward computation."
+                                                    : " does not need backward computation.");
+    }
+    for (std::size_t bottom_id = 0; bottom_id < bottom_vecs_[layer_id].size(); ++bottom_id) {
+      const std::string& blob_name = blob_names_[bottom_id_vecs_[layer_id][bottom_id]];
+      if (contributes_to_loss) {
+        blobs_under_loss.insert(blob_name);
+      } else {
+        bottom_need_backward_[layer_id][bottom_id] = false;
+      }
+      if (!bottom_need_backward_[layer_id][bottom_id]) blobs_skip_backward.insert(blob_name);
+    }
+  }
+  if (!param.force_backward()) return;
+  for (std::size_t layer_id = 0; layer_id < layers_.size(); ++layer_id) {
+    layer_need_backward_[layer_id] = true;
+    for (std::size_t bottom_id = 0; bottom_id < bottom_vecs_[layer_id].size(); ++bottom_id) {
+      const bool allowed = layers_[layer_id]->allow_force_backward(static_cast<int>(bottom_id));
+      bottom_need_backward_[layer_id][bottom_id] = bottom_need_backward_[layer_id][bottom_id] || allowed;
+      const int blob_id = bottom_id_vecs_[layer_id][bottom_id];
+      blob_need_backward_[blob_id] = blob_need_backward_[blob_id] || allowed;
+    }
+    for (std::size_t param_id = 0; param_id < layers_[layer_id]->blobs().size(); ++param_id) {
+      layers_[layer_id]->set_param_propagate_down(static_cast<int>(param_id), true);
+    }
+  }
+}
+
+float Net::forward() {
+  float loss = 0;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    loss += layers_[i]->forward(bottom_vecs_[i], top_vecs_[i]);
+  }
+  return loss;
+}
+
+void Net::backward() {
+  for (int i = static_cast<int>(layers_.size()) - 1; i >= 0; --i) {
+    if (layer_need_backward_[i]) {
+      layers_[i]->backward(top_vecs_[i], bottom_need_backward_[i], bottom_vecs_[i]);
+    }
+  }
+}
+
+float Net::forward_backward() {
+  const float loss = forward();
+  backward();
+  return loss;
+}
+
+void Net::reshape() {
+  for (std::size_t i = 0; i < layers_.size(); ++i) layers_[i]->reshape(bottom_vecs_[i], top_vecs_[i]);
+}
+
+void Net::clear_param_diffs() {
+  for (Blob* blob : learnable_params_) {
+    if (blob->count() > 0) std::fill_n(blob->mutable_cpu_diff(), blob->count(), 0.0f);
+  }
+}
+
+void Net::copy_trained_layers_from(const NetParameter& trained) {
+  for (const LayerParameter& source : trained.layer()) {
+    auto target = layer_names_index_.find(source.name());
+    if (target == layer_names_index_.end()) {
+      XLOG(INFO) << "Ignoring source layer " << source.name();
+      continue;
+    }
+    Layer& layer = *layers_[target->second];
+    auto& target_blobs = layer.blobs();
+    XTRAIN_CHECK(static_cast<int>(target_blobs.size()) == source.blobs_size(),
+                 "cannot copy weights into layer '", source.name(), "': the weights file has ",
+                 source.blobs_size(), " blobs for it but the net's layer has ",
+                 target_blobs.size(),
+                 ". To learn this layer from scratch instead, rename it in the net.");
+    for (int j = 0; j < source.blobs_size(); ++j) {
+      if (!target_blobs[j]->shape_equals(source.blobs(j))) {
+        throw Error("cannot copy weights into layer '" + source.name() + "' (param " +
+                    std::to_string(j) + "): the weights file has shape " +
+                    shape_to_string(blob_proto_shape(source.blobs(j))) +
+                    " but the net needs " + shape_to_string(target_blobs[j]->shape()) +
+                    ". To learn this layer from scratch instead of copying it, rename the "
+                    "layer in the net.");
+      }
+      target_blobs[j]->from_proto(source.blobs(j), false);
+    }
+  }
+}
+
+void Net::copy_trained_layers_from(const std::string& weights_path) {
+  NetParameter trained;
+  read_proto_from_binary_file(weights_path, &trained);
+  XTRAIN_CHECK(trained.layer_size() > 0, "'", weights_path,
+               "' holds no layers, so it is not a .caffemodel with weights (is it a "
+               ".solverstate? resume from those with --snapshot)");
+  copy_trained_layers_from(trained);
+}
+
+void Net::share_trained_layers_with(const Net& other) {
+  for (std::size_t i = 0; i < other.layers_.size(); ++i) {
+    auto target = layer_names_index_.find(other.layer_names_[i]);
+    if (target == layer_names_index_.end()) continue;
+    auto& target_blobs = layers_[target->second]->blobs();
+    const auto& source_blobs = other.layers_[i]->blobs();
+    XTRAIN_CHECK(target_blobs.size() == source_blobs.size(), "layer '", other.layer_names_[i],
+                 "' has ", source_blobs.size(), " learnable blobs in one net and ",
+                 target_blobs.size(), " in the other");
+    for (std::size_t j = 0; j < source_blobs.size(); ++j) {
+      XTRAIN_CHECK(target_blobs[j]->shape() == source_blobs[j]->shape(), "layer '",
+                   other.layer_names_[i], "' param ", j, " has shape ",
+                   source_blobs[j]->shape_string(), " in one net and ",
+                   target_blobs[j]->shape_string(), " in the other");
+      target_blobs[j]->share_data(*source_blobs[j]);
+    }
+  }
+}
+
+void Net::to_proto(NetParameter* param, bool write_diff) const {
+  param->Clear();
+  param->set_name(name_);
+  for (const auto& layer : layers_) layer->to_proto(param->add_layer(), write_diff);
+}
+
+bool Net::has_blob(const std::string& name) const { return blob_names_index_.count(name) > 0; }
+
+std::shared_ptr<Blob> Net::blob_by_name(const std::string& name) const {
+  auto found = blob_names_index_.find(name);
+  XTRAIN_CHECK(found != blob_names_index_.end(), "net '", name_, "' has no blob named '", name,
+               "'");
+  return blobs_[found->second];
+}
+
+bool Net::has_layer(const std::string& name) const { return layer_names_index_.count(name) > 0; }
+
+std::shared_ptr<Layer> Net::layer_by_name(const std::string& name) const {
+  auto found = layer_names_index_.find(name);
+  XTRAIN_CHECK(found != layer_names_index_.end(), "net '", name_, "' has no layer named '",
+               name, "'");
+  return layers_[found->second];
+}
+
+}  // namespace xtrain

@@ -1,0 +1,142 @@
+// The CUDA side of src/core/elementwise_ops.hpp: one grid-stride kernel
+// template applies any of the shared functors, so each launcher below is a
+// single line, plus the per-position softmax kernels (one thread walks the
+// channels of one (outer, inner) position).
+#include "cuda/elementwise_kernels.hpp"
+
+#include <algorithm>
+
+#include "core/elementwise_ops.hpp"
+#include "cuda/cuda_check.hpp"
+
+namespace xtrain::cuda {
+namespace {
+
+constexpr int kThreadsPerBlock = 256;
+// Enough blocks to fill any current GPU; the grid-stride loop covers the rest.
+constexpr std::size_t kMaxBlocks = 4096;
+
+int blocks_for(std::size_t n) {
+  return static_cast<int>(
+      std::min<std::size_t>((n + kThreadsPerBlock - 1) / kThreadsPerBlock, kMaxBlocks));
+}
+
+template <typename Op, typename... Inputs>
+__global__ void apply_kernel(std::size_t n, Op op, float* out, const Inputs*... in) {
+  const std::size_t stride = static_cast<std::size_t>(blockDim.x) * gridDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    out[i] = op(in[i]...);
+  }
+}
+
+template <typename Op, typename... Inputs>
+void apply(std::size_t n, cudaStream_t stream, Op op, float* out, const Inputs*... in) {
+  if (n == 0) return;
+  apply_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream>>>(n, op, out, in...);
+  XTRAIN_CUDA_CHECK(cudaGetLastError());
+}
+
+__global__ void softmax_forward_kernel(const float* x, float* y, std::size_t outer,
+                                       std::size_t channels, std::size_t inner) {
+  const std::size_t positions = outer * inner;
+  const std::size_t stride = static_cast<std::size_t>(blockDim.x) * gridDim.x;
+  for (std::size_t p = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       p < positions; p += stride) {
+    const std::size_t offset = (p / inner) * channels * inner + p % inner;
+    const float* in = x + offset;
+    float* out = y + offset;
+    float max_value = in[0];
+    for (std::size_t c = 1; c < channels; ++c) max_value = fmaxf(max_value, in[c * inner]);
+    float sum = 0;
+    for (std::size_t c = 0; c < channels; ++c) {
+      const float e = expf(in[c * inner] - max_value);
+      out[c * inner] = e;
+      sum += e;
+    }
+    for (std::size_t c = 0; c < channels; ++c) out[c * inner] /= sum;
+  }
+}
+
+__global__ void softmax_backward_kernel(const float* y, const float* dy, float* dx,
+                                        std::size_t outer, std::size_t channels,
+                                        std::size_t inner) {
+  const std::size_t positions = outer * inner;
+  const std::size_t stride = static_cast<std::size_t>(blockDim.x) * gridDim.x;
+  for (std::size_t p = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       p < positions; p += stride) {
+    const std::size_t offset = (p / inner) * channels * inner + p % inner;
+    float dot = 0;
+    for (std::size_t c = 0; c < channels; ++c) {
+      dot += dy[offset + c * inner] * y[offset + c * inner];
+    }
+    for (std::size_t c = 0; c < channels; ++c) {
+      const std::size_t i = offset + c * inner;
+      dx[i] = (dy[i] - dot) * y[i];
+    }
+  }
+}
+
+}  // namespace
+
+void relu_forward(const float* x, float* y, std::size_t n, float negative_slope,
+                  cudaStream_t stream) {
+  apply(n, stream, ops::ReluForward{negative_slope}, y, x);
+}
+
+void relu_backward(const float* x, const float* dy, float* dx, std::size_t n,
+                   float negative_slope, cudaStream_t stream) {
+  apply(n, stream, ops::ReluBackward{negative_slope}, dx, x, dy);
+}
+
+void sigmoid_forward(const float* x, float* y, std::size_t n, cudaStream_t stream) {
+  apply(n, stream, ops::SigmoidForward{}, y, x);
+}
+
+void sigmoid_backward(const float* y, const float* dy, float* dx, std::size_t n,
+                      cudaStream_t stream) {
+  apply(n, stream, ops::SigmoidBackward{}, dx, y, dy);
+}
+
+void tanh_forward(const float* x, float* y, std::size_t n, cudaStream_t stream) {
+  apply(n, stream, ops::TanhForward{}, y, x);
+}
+
+void tanh_backward(const float* y, const float* dy, float* dx, std::size_t n,
+                   cudaStream_t stream) {
+  apply(n, stream, ops::TanhBackward{}, dx, y, dy);
+}
+
+void dropout_forward(const float* x, const unsigned* mask, float* y, std::size_t n, float scale,
+                     cudaStream_t stream) {
+  apply(n, stream, ops::DropoutForward{scale}, y, x, mask);
+}
+
+void dropout_backward(const float* dy, const unsigned* mask, float* dx, std::size_t n,
+                      float scale, cudaStream_t stream) {
+  apply(n, stream, ops::DropoutBackward{scale}, dx, dy, mask);
+}
+
+void add(const float* a, const float* b, float* out, std::size_t n, cudaStream_t stream) {
+  apply(n, stream, ops::Add{}, out, a, b);
+}
+
+void softmax_forward(const float* x, float* y, std::size_t outer, std::size_t channels,
+                     std::size_t inner, cudaStream_t stream) {
+  const std::size_t positions = outer * inner;
+  if (positions == 0 || channels == 0) return;
+  softmax_forward_kernel<<<blocks_for(positions), kThreadsPerBlock, 0, stream>>>(
+      x, y, outer, channels, inner);
+  XTRAIN_CUDA_CHECK(cudaGetLastError());
+}
+
+void softmax_backward(const float* y, const float* dy, float* dx, std::size_t outer,
+                      std::size_t channels, std::size_t inner, cudaStream_t stream) {
+  const std::size_t positions = outer * inner;
+  if (positions == 0 || channels == 0) return;
+  softmax_backward_kernel<<<blocks_for(positions), kThreadsPerBlock, 0, stream>>>(
+      y, dy, dx, outer, channels, inner);
+  XTRAIN_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace xtrain::cuda

@@ -1,0 +1,44 @@
+// CUDA launchers for the elementwise layers (ReLU, Sigmoid, TanH, Dropout,
+// Split) and the per-position Softmax. Each applies the functor of
+// src/core/elementwise_ops.hpp that the CPU path also uses. All pointers are
+// device pointers; `out` may alias an input. Compiled only in CUDA builds.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+namespace xtrain::cuda {
+
+void relu_forward(const float* x, float* y, std::size_t n, float negative_slope,
+                  cudaStream_t stream = nullptr);
+// dx from the bottom data x (or, in place, the top data: same sign).
+void relu_backward(const float* x, const float* dy, float* dx, std::size_t n,
+                   float negative_slope, cudaStream_t stream = nullptr);
+
+void sigmoid_forward(const float* x, float* y, std::size_t n, cudaStream_t stream = nullptr);
+// dx from the top data y.
+void sigmoid_backward(const float* y, const float* dy, float* dx, std::size_t n,
+                      cudaStream_t stream = nullptr);
+
+void tanh_forward(const float* x, float* y, std::size_t n, cudaStream_t stream = nullptr);
+void tanh_backward(const float* y, const float* dy, float* dx, std::size_t n,
+                   cudaStream_t stream = nullptr);
+
+// y = x * mask * scale (forward) and dx = dy * mask * scale (backward).
+void dropout_forward(const float* x, const unsigned* mask, float* y, std::size_t n, float scale,
+                     cudaStream_t stream = nullptr);
+void dropout_backward(const float* dy, const unsigned* mask, float* dx, std::size_t n,
+                      float scale, cudaStream_t stream = nullptr);
+
+// out = a + b
+void add(const float* a, const float* b, float* out, std::size_t n, cudaStream_t stream = nullptr);
+
+// Softmax over the middle axis of an (outer, channels, inner) array.
+void softmax_forward(const float* x, float* y, std::size_t outer, std::size_t channels,
+                     std::size_t inner, cudaStream_t stream = nullptr);
+// dx = (dy - sum_c dy * y) * y
+void softmax_backward(const float* y, const float* dy, float* dx, std::size_t outer,
+                      std::size_t channels, std::size_t inner, cudaStream_t stream = nullptr);
+
+}  // namespace xtrain::cuda
