@@ -23,4 +23,8 @@ bool cuda_compiled_in();
 // `why_none` (if given) receives the reason when the count is 0.
 int cuda_device_count(std::string* why_none = nullptr);
 
+// Name, memory, compute capability, driver and runtime versions of GPU `id`,
+// one property per line. Throws xtrain::Error if there is no such GPU.
+std::string cuda_device_description(int id);
+
 }  // namespace xtrain

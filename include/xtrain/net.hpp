@@ -76,6 +76,8 @@ class Net {
   const std::vector<int>& output_blob_indices() const { return net_output_blob_indices_; }
   const BlobVec& input_blobs() const { return net_input_blobs_; }
   bool layer_needs_backward(int layer) const { return layer_need_backward_[layer]; }
+  // For each layer, which of its bottoms get a gradient in backward().
+  const std::vector<std::vector<bool>>& bottom_need_backward() const { return bottom_need_backward_; }
 
   bool has_blob(const std::string& name) const;
   // Throws xtrain::Error if there is no such blob.

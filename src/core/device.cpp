@@ -1,5 +1,7 @@
 #include "xtrain/device.hpp"
 
+#include "xtrain/error.hpp"
+
 namespace xtrain {
 
 std::string Device::to_string() const {
@@ -18,6 +20,10 @@ bool cuda_compiled_in() {
 int cuda_device_count(std::string* why_none) {
   if (why_none) *why_none = "this xtrain was built without CUDA (CPU-only build)";
   return 0;
+}
+
+std::string cuda_device_description(int) {
+  throw Error("this xtrain was built without CUDA (CPU-only build): there is no GPU to query");
 }
 #endif
 

@@ -67,6 +67,10 @@ class ConvolutionLayer : public Layer {
   int kernel_dim_ = 0;       // (channels / group) * kh * kw
   std::size_t bottom_dim_ = 0;
   std::size_t top_dim_ = 0;
+  // Offsets of one group's block in the weights, the columns and the output.
+  std::size_t weight_step_ = 0;
+  std::size_t column_step_ = 0;
+  std::size_t output_step_ = 0;
   std::vector<float> columns_;
   std::vector<float> ones_;  // out_spatial_ ones, to add the bias by gemm
 };

@@ -1,0 +1,161 @@
+// Solver: trains a net by repeated gradient steps, tests it now and then,
+// and saves snapshots that training can resume from. Caffe 1.0 semantics:
+//
+//   each iteration:  test (every test_interval, and at 0 if test_initialization)
+//                    clear the gradients
+//                    loss = mean over iter_size of forward_backward()
+//                    display (every `display` iterations, Caffe's log lines)
+//                    gradients-ready callbacks (data-parallel all-reduce)
+//                    apply_update()               (the subclass's rule)
+//                    ++iter
+//                    snapshot (every `snapshot` iterations, or on request)
+//
+// Snapshots are <snapshot_prefix>_iter_<N>.caffemodel (the weights) and
+// <snapshot_prefix>_iter_<N>.solverstate (iteration, schedule position and
+// the update rule's history, plus the path of the .caffemodel).
+//
+// An empty snapshot_prefix is used as is, as Caffe 1.0 does (files named
+// "_iter_<N>.caffemodel" in the working directory); tools that read a solver
+// file should call fill_default_snapshot_prefix() first, which names the
+// snapshots after the solver file as later Caffe versions do.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "xtrain/device.hpp"
+#include "xtrain/net.hpp"
+#include "xtrain/proto/xtrain.pb.h"
+
+namespace xtrain {
+
+struct SolverOptions {
+  Device device = Device::cpu();
+  // In a data-parallel group only the root solver builds test nets, tests,
+  // displays progress and writes snapshots; the others just compute.
+  bool is_root = true;
+  // Print each net's layers and blobs as it is built.
+  bool verbose_nets = true;
+};
+
+class Solver {
+ public:
+  enum class Action { kNone, kStop, kSnapshot };
+  using Callback = std::function<void(Solver&)>;
+  using ActionRequest = std::function<Action()>;
+  // One test net's averaged outputs: (output blob name, value), one entry per
+  // element of each output blob, in the order Caffe prints them.
+  using TestResults = std::vector<std::pair<std::string, float>>;
+
+  // Builds the train net and (on the root) the test nets; throws
+  // xtrain::Error for an inconsistent solver (see solver.cpp for the checks).
+  explicit Solver(const SolverParameter& param, const SolverOptions& options = {});
+  virtual ~Solver();
+  Solver(const Solver&) = delete;
+  Solver& operator=(const Solver&) = delete;
+
+  // Restores from `resume_file` if given, steps until max_iter, snapshots
+  // (snapshot_after_train), then displays and tests a last time.
+  void solve(const std::string& resume_file = "");
+  // Runs `iters` iterations (fewer if a stop is requested).
+  void step(int iters);
+  // Resumes from a .solverstate written for this net (not a .caffemodel).
+  void restore(const std::string& solverstate_path);
+  // Writes the .caffemodel and .solverstate for the current iteration and
+  // returns the paths written. A file that cannot be written is logged as an
+  // error and left out, so a long run survives a full disk.
+  std::vector<std::string> snapshot();
+  void test_all();
+  void test(int test_net_id);
+
+  int iter() const { return iter_; }
+  int current_step() const { return current_step_; }
+  float smoothed_loss() const { return smoothed_loss_; }
+  Net& net() { return *net_; }
+  const Net& net() const { return *net_; }
+  const std::vector<std::shared_ptr<Net>>& test_nets() const { return test_nets_; }
+  const SolverParameter& param() const { return param_; }
+  const SolverOptions& options() const { return options_; }
+  // Whether the action request function asked to stop.
+  bool requested_early_exit() const { return requested_early_exit_; }
+
+  // Called once per iteration after all iter_size backward passes and before
+  // the update; may read and change the learnable parameters' diffs.
+  void add_gradients_ready_callback(Callback callback);
+  // Polled once per iteration (and per test batch): kSnapshot snapshots,
+  // kStop ends training after the current iteration.
+  void set_action_request_function(ActionRequest request);
+
+  // The outputs of the last test of each test net (empty before any test).
+  const std::vector<TestResults>& last_test_results() const { return last_test_results_; }
+
+  virtual const char* type() const = 0;
+
+ protected:
+  // Turns the gradients in the learnable params' diffs into an update and
+  // applies it (data -= diff).
+  virtual void apply_update() = 0;
+  // The update rule's state in a .solverstate.
+  virtual void write_history(SolverState* state) const = 0;
+  // Throws xtrain::Error (naming `path`) if `state` does not fit this net;
+  // changes nothing.
+  virtual void check_history(const SolverState& state, const std::string& path) const = 0;
+  virtual void read_history(const SolverState& state) = 0;
+
+  // Whether this iteration displays progress.
+  bool display_now() const;
+
+  SolverParameter param_;
+  SolverOptions options_;
+  int iter_ = 0;
+  int current_step_ = 0;
+
+ private:
+  void init_train_net();
+  void init_test_nets();
+  void update_smoothed_loss(float loss, int start_iter);
+  void display_train_outputs() const;
+  Action requested_action() const;
+  std::string snapshot_filename(const std::string& extension) const;
+  void check_snapshot_settings() const;
+  std::string resolve_learned_net(const std::string& learned_net,
+                                  const std::string& solverstate_path) const;
+
+  // The run's seed (random_seed, or one from the clock); each net's streams
+  // derive from it.
+  std::uint64_t seed_ = 0;
+  std::shared_ptr<Net> net_;
+  std::vector<std::shared_ptr<Net>> test_nets_;
+  std::vector<Callback> gradients_ready_callbacks_;
+  ActionRequest action_request_;
+  std::vector<TestResults> last_test_results_;
+  bool requested_early_exit_ = false;
+
+  // Loss smoothing over the last average_loss iterations.
+  std::vector<float> losses_;
+  float smoothed_loss_ = 0;
+
+  // Iteration speed for the display line.
+  std::chrono::steady_clock::time_point display_timer_;
+  int iterations_at_last_display_ = 0;
+};
+
+// Creates the solver named by param.type (or the legacy solver_type enum).
+// Throws xtrain::Error for a type that is not available, listing the known.
+std::unique_ptr<Solver> create_solver(const SolverParameter& param,
+                                      const SolverOptions& options = {});
+
+// The solver type names create_solver() accepts.
+std::vector<std::string> solver_types();
+
+// Names snapshots after the solver file, as Caffe after 1.0 does: an empty
+// snapshot_prefix becomes the solver file's path without its extension, and a
+// prefix that is a directory (or ends in '/') gets the file's stem appended.
+void fill_default_snapshot_prefix(SolverParameter* param, const std::string& solver_file);
+
+}  // namespace xtrain

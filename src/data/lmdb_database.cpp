@@ -1,0 +1,286 @@
+#include "data/lmdb_database.hpp"
+
+#include <lmdb.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <system_error>
+
+#include "xtrain/error.hpp"
+#include "xtrain/logging.hpp"
+
+namespace xtrain {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kHowToCreate =
+    " — create it with convert_mnist_data or convert_imageset, or fix the path";
+
+// Errors LMDB reports when the lock file cannot be created next to data.mdb.
+bool is_permission_error(int code) { return code == EACCES || code == EROFS || code == EPERM; }
+
+// Explains the usual ways a read path is wrong before LMDB gets to say
+// "No such file or directory" about a file the user never named.
+void check_looks_like_lmdb(const std::string& path) {
+  std::error_code error;
+  const fs::file_status status = fs::status(path, error);
+  XTRAIN_CHECK(fs::exists(status), "cannot open LMDB '", path, "': ", std::strerror(ENOENT),
+               kHowToCreate);
+  XTRAIN_CHECK(!fs::is_regular_file(status), "cannot open LMDB '", path,
+               "': it is a file, but an LMDB is a directory holding data.mdb and lock.mdb; "
+               "give the directory");
+  XTRAIN_CHECK(fs::is_directory(status), "cannot open LMDB '", path, "': not a directory");
+  if (fs::exists(fs::path(path) / "data.mdb", error)) return;
+  XTRAIN_CHECK(!fs::exists(fs::path(path) / "CURRENT", error), "cannot open LMDB '", path,
+               "': it looks like a LevelDB (a CURRENT file but no data.mdb); LevelDB is not "
+               "supported, convert the DB to LMDB");
+  XTRAIN_CHECK(false, "cannot open LMDB '", path, "': the directory has no data.mdb",
+               kHowToCreate);
+}
+
+// Opens `path` with `flags`; on failure closes the handle (as LMDB requires)
+// and returns the error code.
+int open_environment(const std::string& path, unsigned int flags, std::size_t map_size,
+                     MDB_env** env) {
+  int rc = mdb_env_create(env);
+  if (rc != MDB_SUCCESS) return rc;
+  if (map_size > 0) {
+    rc = mdb_env_set_mapsize(*env, map_size);
+    if (rc != MDB_SUCCESS) {
+      mdb_env_close(*env);
+      *env = nullptr;
+      return rc;
+    }
+  }
+  rc = mdb_env_open(*env, path.c_str(), flags, 0664);
+  if (rc != MDB_SUCCESS) {
+    mdb_env_close(*env);
+    *env = nullptr;
+  }
+  return rc;
+}
+
+// LMDB allows one environment per directory per process (a second one would
+// break its file locks), so readers of the same directory share one.
+std::mutex& reader_cache_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+std::map<std::string, std::weak_ptr<LmdbDatabase>>& reader_cache() {
+  static std::map<std::string, std::weak_ptr<LmdbDatabase>> cache;
+  return cache;
+}
+
+}  // namespace
+
+void LmdbDatabase::fail(const std::string& what, int code) const {
+  throw Error("LMDB '" + path_ + "': " + what + ": " + mdb_strerror(code));
+}
+
+std::shared_ptr<LmdbDatabase> LmdbDatabase::open_for_reading(const std::string& path) {
+  check_looks_like_lmdb(path);
+  std::error_code error;
+  std::string cache_key = fs::canonical(path, error).string();
+  if (error) cache_key = path;
+
+  std::lock_guard<std::mutex> lock(reader_cache_mutex());
+  auto& cache = reader_cache();
+  if (auto cached = cache[cache_key].lock()) return cached;
+
+  std::shared_ptr<LmdbDatabase> database(new LmdbDatabase(path, /*read_only=*/true));
+  int rc = open_environment(path, MDB_RDONLY | MDB_NOTLS, 0, &database->env_);
+  if (is_permission_error(rc)) {
+    // No lock file and no right to create one: read without locking, which
+    // is safe as long as nobody writes the database meanwhile.
+    XLOG(INFO) << "LMDB '" << path << "': cannot create lock.mdb (" << mdb_strerror(rc)
+               << "); reading without locks";
+    rc = open_environment(path, MDB_RDONLY | MDB_NOTLS | MDB_NOLOCK, 0, &database->env_);
+  }
+  if (rc != MDB_SUCCESS) {
+    throw Error("cannot open LMDB '" + path + "': " + mdb_strerror(rc) + kHowToCreate);
+  }
+  MDB_txn* txn = nullptr;
+  rc = mdb_txn_begin(database->env_, nullptr, MDB_RDONLY, &txn);
+  if (rc != MDB_SUCCESS) database->fail("cannot begin a read transaction", rc);
+  rc = mdb_dbi_open(txn, nullptr, 0, &database->dbi_);
+  if (rc != MDB_SUCCESS) {
+    mdb_txn_abort(txn);
+    database->fail("cannot open the main database", rc);
+  }
+  // Committing (not aborting) keeps the database handle open.
+  rc = mdb_txn_commit(txn);
+  if (rc != MDB_SUCCESS) database->fail("cannot open the main database", rc);
+
+  for (auto it = cache.begin(); it != cache.end();) {
+    it = it->second.expired() ? cache.erase(it) : std::next(it);
+  }
+  cache[cache_key] = database;
+  return database;
+}
+
+std::shared_ptr<LmdbDatabase> LmdbDatabase::open_for_writing(const std::string& path,
+                                                             std::size_t initial_map_size) {
+  std::error_code error;
+  fs::create_directories(path, error);
+  XTRAIN_CHECK(!error, "cannot create the LMDB directory '", path, "': ", error.message());
+
+  std::shared_ptr<LmdbDatabase> database(new LmdbDatabase(path, /*read_only=*/false));
+  int rc = open_environment(path, 0, initial_map_size, &database->env_);
+  if (rc != MDB_SUCCESS) {
+    throw Error("cannot open LMDB '" + path + "' for writing: " + mdb_strerror(rc));
+  }
+  MDB_txn* txn = nullptr;
+  rc = mdb_txn_begin(database->env_, nullptr, 0, &txn);
+  if (rc != MDB_SUCCESS) database->fail("cannot begin a write transaction", rc);
+  rc = mdb_dbi_open(txn, nullptr, 0, &database->dbi_);
+  if (rc != MDB_SUCCESS) {
+    mdb_txn_abort(txn);
+    database->fail("cannot open the main database", rc);
+  }
+  rc = mdb_txn_commit(txn);
+  if (rc != MDB_SUCCESS) database->fail("cannot open the main database", rc);
+  return database;
+}
+
+LmdbDatabase::~LmdbDatabase() {
+  if (env_ == nullptr) return;
+  mdb_dbi_close(env_, dbi_);
+  mdb_env_close(env_);
+}
+
+std::size_t LmdbDatabase::num_records() const {
+  MDB_stat stat;
+  const int rc = mdb_env_stat(env_, &stat);
+  if (rc != MDB_SUCCESS) fail("cannot count the records", rc);
+  return stat.ms_entries;
+}
+
+std::size_t LmdbDatabase::map_size() const {
+  MDB_envinfo info;
+  const int rc = mdb_env_info(env_, &info);
+  if (rc != MDB_SUCCESS) fail("cannot query the map size", rc);
+  return info.me_mapsize;
+}
+
+void LmdbDatabase::grow_map() {
+  XTRAIN_ASSERT(!read_only_, "grow_map() on a read-only LMDB");
+  const std::size_t new_size = map_size() * 2;
+  const int rc = mdb_env_set_mapsize(env_, new_size);
+  if (rc != MDB_SUCCESS) {
+    fail("cannot grow the memory map to " + std::to_string(new_size >> 20) + " MiB", rc);
+  }
+}
+
+// ---------------------------------------------------------------------------
+
+LmdbCursor::LmdbCursor(std::shared_ptr<LmdbDatabase> database) : database_(std::move(database)) {
+  MDB_env* env = database_->env();
+  int rc = mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn_);
+  if (rc == MDB_MAP_RESIZED) {
+    // Another process grew the database since we opened it: adopt its size.
+    rc = mdb_env_set_mapsize(env, 0);
+    if (rc == MDB_SUCCESS) rc = mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn_);
+  }
+  if (rc != MDB_SUCCESS) database_->fail("cannot begin a read transaction", rc);
+  rc = mdb_cursor_open(txn_, database_->dbi(), &cursor_);
+  if (rc != MDB_SUCCESS) {
+    mdb_txn_abort(txn_);
+    database_->fail("cannot open a cursor", rc);
+  }
+  seek_to_first();
+}
+
+LmdbCursor::~LmdbCursor() {
+  mdb_cursor_close(cursor_);
+  mdb_txn_abort(txn_);
+}
+
+void LmdbCursor::move(int operation) {
+  MDB_val key;
+  MDB_val value;
+  const int rc = mdb_cursor_get(cursor_, &key, &value, static_cast<MDB_cursor_op>(operation));
+  if (rc == MDB_NOTFOUND) {
+    valid_ = false;
+    return;
+  }
+  if (rc != MDB_SUCCESS) database_->fail("cannot read the next record", rc);
+  valid_ = true;
+  key_ = std::string_view(static_cast<const char*>(key.mv_data), key.mv_size);
+  value_ = std::string_view(static_cast<const char*>(value.mv_data), value.mv_size);
+}
+
+void LmdbCursor::seek_to_first() { move(MDB_FIRST); }
+
+void LmdbCursor::next() {
+  XTRAIN_ASSERT(valid_, "LmdbCursor::next() past the last record");
+  move(MDB_NEXT);
+}
+
+std::string_view LmdbCursor::key() const {
+  XTRAIN_ASSERT(valid_, "LmdbCursor::key() on an invalid cursor");
+  return key_;
+}
+
+std::string_view LmdbCursor::value() const {
+  XTRAIN_ASSERT(valid_, "LmdbCursor::value() on an invalid cursor");
+  return value_;
+}
+
+// ---------------------------------------------------------------------------
+
+LmdbWriter::LmdbWriter(std::shared_ptr<LmdbDatabase> database,
+                       std::size_t records_per_transaction)
+    : database_(std::move(database)), records_per_transaction_(records_per_transaction) {
+  XTRAIN_ASSERT(!database_->read_only(), "LmdbWriter on a database opened for reading");
+  XTRAIN_ASSERT(records_per_transaction_ > 0);
+  pending_.reserve(records_per_transaction_);
+}
+
+LmdbWriter::~LmdbWriter() {
+  if (!pending_.empty()) {
+    XLOG(WARNING) << "LMDB '" << database_->path() << "': " << pending_.size()
+                  << " records were never committed and are discarded";
+  }
+}
+
+void LmdbWriter::put(std::string key, std::string value) {
+  pending_.emplace_back(std::move(key), std::move(value));
+  if (pending_.size() >= records_per_transaction_) commit();
+}
+
+void LmdbWriter::commit() {
+  if (pending_.empty()) return;
+  while (!try_commit()) {
+    database_->grow_map();
+    XLOG(INFO) << "LMDB '" << database_->path() << "': map full, grew it to "
+               << (database_->map_size() >> 20) << " MiB";
+  }
+  num_committed_ += pending_.size();
+  pending_.clear();
+}
+
+bool LmdbWriter::try_commit() {
+  MDB_txn* txn = nullptr;
+  int rc = mdb_txn_begin(database_->env(), nullptr, 0, &txn);
+  if (rc != MDB_SUCCESS) database_->fail("cannot begin a write transaction", rc);
+  for (auto& [key, value] : pending_) {
+    MDB_val mdb_key{key.size(), key.data()};
+    MDB_val mdb_value{value.size(), value.data()};
+    rc = mdb_put(txn, database_->dbi(), &mdb_key, &mdb_value, 0);
+    if (rc == MDB_SUCCESS) continue;
+    mdb_txn_abort(txn);
+    if (rc == MDB_MAP_FULL) return false;
+    database_->fail("cannot write record '" + key + "'", rc);
+  }
+  // The commit frees the transaction whether it succeeds or not.
+  rc = mdb_txn_commit(txn);
+  if (rc == MDB_MAP_FULL) return false;
+  if (rc != MDB_SUCCESS) database_->fail("cannot commit a transaction", rc);
+  return true;
+}
+
+}  // namespace xtrain

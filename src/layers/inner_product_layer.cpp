@@ -1,0 +1,152 @@
+#include "layers/inner_product_layer.hpp"
+
+#include <limits>
+#include <string>
+
+#include "core/math_functions.hpp"
+#include "layers/builtin_layers.hpp"
+#include "xtrain/error.hpp"
+#include "xtrain/filler.hpp"
+#include "xtrain/layer_registry.hpp"
+
+namespace xtrain {
+namespace {
+
+using math::Transpose;
+
+// Blobs stored by old Caffe versions use 4-d shapes padded with leading 1s.
+bool same_as_legacy_4d(std::vector<int> a, std::vector<int> b) {
+  if (a.size() > 4 || b.size() > 4) return false;
+  a.insert(a.begin(), 4 - a.size(), 1);
+  b.insert(b.begin(), 4 - b.size(), 1);
+  return a == b;
+}
+
+}  // namespace
+
+int InnerProductLayer::axis_checked(const Blob& input) const {
+  const int axis = param_.inner_product_param().axis();
+  XTRAIN_CHECK(axis >= -input.num_axes() && axis < input.num_axes(), where(), ": axis ", axis,
+               " is out of range for the input of shape ", input.shape_string());
+  return input.canonical_axis_index(axis);
+}
+
+void InnerProductLayer::layer_setup(const BlobVec& bottom, const BlobVec& top) {
+  (void)top;
+  const InnerProductParameter& ip = param_.inner_product_param();
+  XTRAIN_CHECK(ip.num_output() > 0 && ip.num_output() <= std::numeric_limits<int>::max(),
+               where(), ": inner_product_param.num_output must be > 0");
+  num_output_ = static_cast<int>(ip.num_output());
+  bias_term_ = ip.bias_term();
+  transpose_ = ip.transpose();
+  const Blob& input = *bottom[0];
+  const std::size_t input_size = input.count(axis_checked(input));
+  XTRAIN_CHECK(input_size > 0 && input_size <= static_cast<std::size_t>(
+                                                   std::numeric_limits<int>::max()),
+               where(), ": the input ", input.shape_string(), " gives ", input_size,
+               " values per row; it must be between 1 and 2^31 - 1");
+  input_size_ = static_cast<int>(input_size);
+
+  const std::vector<int> weight_shape = transpose_ ? std::vector<int>{input_size_, num_output_}
+                                                   : std::vector<int>{num_output_, input_size_};
+  const std::vector<int> bias_shape = {num_output_};
+  const std::size_t expected_blobs = bias_term_ ? 2 : 1;
+  if (!blobs_.empty()) {
+    // Weights given with the layer: keep them if they fit.
+    XTRAIN_CHECK(blobs_.size() == expected_blobs, where(), " has ", blobs_.size(),
+                 " stored blobs but needs ", expected_blobs, " (weights",
+                 bias_term_ ? " and bias" : "", "); check bias_term");
+    const std::vector<int>* expected[] = {&weight_shape, &bias_shape};
+    const char* names[] = {"weight", "bias"};
+    for (std::size_t i = 0; i < blobs_.size(); ++i) {
+      Blob& blob = *blobs_[i];
+      if (blob.shape() == *expected[i]) continue;
+      XTRAIN_CHECK(same_as_legacy_4d(blob.shape(), *expected[i]), where(), ": the stored ",
+                   names[i], " blob has shape ", blob.shape_string(), " but this layer needs ",
+                   shape_to_string(*expected[i]), transpose_ ? " (input size K, num_output N)"
+                                                             : " (num_output N, input size K)",
+                   "; check num_output, transpose and the input shape ", input.shape_string());
+      blob.reshape(*expected[i]);
+    }
+  } else {
+    auto fill = [this](Blob& blob, const FillerParameter& filler, const char* field) {
+      try {
+        make_filler(filler)->fill(blob, random());
+      } catch (const Error& error) {
+        throw Error(where() + ": " + field + ": " + error.what());
+      }
+    };
+    blobs_.push_back(std::make_shared<Blob>(weight_shape));
+    fill(*blobs_[0], ip.weight_filler(), "weight_filler");
+    if (bias_term_) {
+      blobs_.push_back(std::make_shared<Blob>(bias_shape));
+      fill(*blobs_[1], ip.bias_filler(), "bias_filler");
+    }
+  }
+  for (std::size_t i = 0; i < blobs_.size(); ++i) {
+    set_param_propagate_down(static_cast<int>(i), true);
+  }
+}
+
+void InnerProductLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
+  const Blob& input = *bottom[0];
+  const int axis = axis_checked(input);
+  XTRAIN_CHECK(input.count(axis) == static_cast<std::size_t>(input_size_), where(),
+               ": the input size changed: the weights expect K = ", input_size_,
+               " values per row (axes from ", axis, " on), but the input ",
+               input.shape_string(), " has ", input.count(axis),
+               "; an InnerProduct layer cannot change its input size after setup");
+  rows_ = static_cast<int>(input.count(0, axis));
+  std::vector<int> top_shape(input.shape().begin(), input.shape().begin() + axis);
+  top_shape.push_back(num_output_);
+  top[0]->reshape(top_shape);
+  if (bias_term_) ones_.assign(rows_, 1.0f);
+}
+
+void InnerProductLayer::forward_cpu(const BlobVec& bottom, const BlobVec& top) {
+  if (rows_ == 0) return;
+  const float* input = bottom[0]->cpu_data();
+  const float* weights = blobs_[0]->cpu_data();
+  float* output = top[0]->mutable_cpu_data();
+  math::gemm(Transpose::kNo, transpose_ ? Transpose::kNo : Transpose::kYes, rows_, num_output_,
+             input_size_, 1.0f, input, weights, 0.0f, output);
+  if (bias_term_) {
+    math::gemm(Transpose::kNo, Transpose::kNo, rows_, num_output_, 1, 1.0f, ones_.data(),
+               blobs_[1]->cpu_data(), 1.0f, output);
+  }
+}
+
+void InnerProductLayer::backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                                     const BlobVec& bottom) {
+  if (rows_ == 0) return;
+  const float* output_diff = top[0]->cpu_diff();
+  const float* input = bottom[0]->cpu_data();
+  if (param_propagate_down(0)) {
+    float* weight_diff = blobs_[0]->mutable_cpu_diff();
+    if (transpose_) {
+      // dW (K x N) += X^T * dtop
+      math::gemm(Transpose::kYes, Transpose::kNo, input_size_, num_output_, rows_, 1.0f, input,
+                 output_diff, 1.0f, weight_diff);
+    } else {
+      // dW (N x K) += dtop^T * X
+      math::gemm(Transpose::kYes, Transpose::kNo, num_output_, input_size_, rows_, 1.0f,
+                 output_diff, input, 1.0f, weight_diff);
+    }
+  }
+  if (bias_term_ && param_propagate_down(1)) {
+    // db += dtop^T * 1
+    math::gemv(Transpose::kYes, rows_, num_output_, 1.0f, output_diff, ones_.data(), 1.0f,
+               blobs_[1]->mutable_cpu_diff());
+  }
+  if (propagate_down[0]) {
+    math::gemm(Transpose::kNo, transpose_ ? Transpose::kYes : Transpose::kNo, rows_,
+               input_size_, num_output_, 1.0f, output_diff, blobs_[0]->cpu_data(), 0.0f,
+               bottom[0]->mutable_cpu_diff());
+  }
+}
+
+void register_inner_product_layer(LayerRegistry& registry) {
+  add_layer<InnerProductLayer>(registry, "InnerProduct");
+}
+
+}  // namespace xtrain

@@ -1,0 +1,45 @@
+// InnerProduct (Caffe type "InnerProduct"): a fully connected layer.
+//
+// The bottom is read as a matrix X of M rows and K columns, M = the product
+// of the axes before `axis` and K = the product of the axes from `axis` on:
+//   top = X * W^T + 1 * b^T        (M x N),  W is (N, K)
+// or, with transpose: true, W is stored as (K, N) and top = X * W + 1 * b^T.
+// Top shape = bottom shape[0:axis] + (N). Blobs: weight, bias (N).
+// Backward adds dW and db into the param diffs (Caffe accumulates them; the
+// solver clears them) and overwrites dX = dtop * W (or dtop * W^T).
+#pragma once
+
+#include <vector>
+
+#include "xtrain/layer.hpp"
+
+namespace xtrain {
+
+class InnerProductLayer : public Layer {
+ public:
+  explicit InnerProductLayer(const LayerParameter& param) : Layer(param) {}
+
+  void layer_setup(const BlobVec& bottom, const BlobVec& top) override;
+  void reshape(const BlobVec& bottom, const BlobVec& top) override;
+
+  const char* type() const override { return "InnerProduct"; }
+  int exact_num_bottom_blobs() const override { return 1; }
+  int exact_num_top_blobs() const override { return 1; }
+
+ protected:
+  void forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
+  void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+
+ private:
+  int axis_checked(const Blob& input) const;
+
+  int num_output_ = 0;  // N
+  int input_size_ = 0;  // K
+  int rows_ = 0;        // M
+  bool bias_term_ = true;
+  bool transpose_ = false;
+  std::vector<float> ones_;  // M ones, to add the bias by gemm
+};
+
+}  // namespace xtrain

@@ -1,0 +1,71 @@
+// Pooling (Caffe type "Pooling"): max or average over 2-D windows of each
+// channel of an (N, C, H, W) input.
+//
+// Window (y, x) covers rows [y*sh - ph, y*sh - ph + kh) and the like for
+// columns. Caffe rounds the output size UP:
+//   pooled = ceil((in + 2*pad - k) / stride) + 1,
+// and, with padding, drops the last window if it would start at or past
+// in + pad (every window must start inside the image or its left padding).
+//   MAX: top = the largest input in the window (clipped to the image); an
+//        optional second top holds its index y*W + x within the channel, and
+//        backward routes each top gradient to that input.
+//   AVE: top = (sum of the inputs in the window clipped to the image) /
+//        pool_size, where pool_size is the size of the window clipped to the
+//        padded image [-pad, in + pad), not to the image: padding cells
+//        count in the divisor as zeros, the part of a ceil-mode window that
+//        hangs past the padding does not. Backward spreads
+//        top_diff / pool_size over the same inputs.
+// global_pooling makes the window the whole input (pad 0, stride 1).
+#pragma once
+
+#include <vector>
+
+#include "xtrain/layer.hpp"
+
+namespace xtrain {
+
+class PoolingLayer : public Layer {
+ public:
+  explicit PoolingLayer(const LayerParameter& param) : Layer(param) {}
+
+  void layer_setup(const BlobVec& bottom, const BlobVec& top) override;
+  void reshape(const BlobVec& bottom, const BlobVec& top) override;
+
+  const char* type() const override { return "Pooling"; }
+  int exact_num_bottom_blobs() const override { return 1; }
+  int min_top_blobs() const override { return 1; }
+  // MAX may output the argmax mask as a second top.
+  int max_top_blobs() const override {
+    return param_.pooling_param().pool() == PoolingParameter::MAX ? 2 : 1;
+  }
+
+ protected:
+  void forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
+  void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+
+ private:
+  void forward_max(const BlobVec& bottom, const BlobVec& top);
+  void forward_average(const BlobVec& bottom, const BlobVec& top);
+  void backward_max(const BlobVec& top, const BlobVec& bottom);
+  void backward_average(const BlobVec& top, const BlobVec& bottom);
+
+  PoolingParameter::PoolMethod method_ = PoolingParameter::MAX;
+  bool global_ = false;
+  int kernel_h_ = 0;
+  int kernel_w_ = 0;
+  int pad_h_ = 0;
+  int pad_w_ = 0;
+  int stride_h_ = 1;
+  int stride_w_ = 1;
+
+  int planes_ = 0;  // num * channels
+  int height_ = 0;
+  int width_ = 0;
+  int pooled_h_ = 0;
+  int pooled_w_ = 0;
+  // The argmax of each output when there is no mask top.
+  std::vector<int> max_index_;
+};
+
+}  // namespace xtrain

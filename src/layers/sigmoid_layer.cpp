@@ -1,0 +1,61 @@
+// Sigmoid:
+//   y = 1 / (1 + e^-x)
+//   dE/dx = dE/dy * y * (1 - y)
+// The backward pass reads only the output, so the layer works in place.
+#include "core/elementwise_ops.hpp"
+#include "layers/builtin_layers.hpp"
+#include "xtrain/layer.hpp"
+#include "xtrain/layer_registry.hpp"
+
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/elementwise_kernels.hpp"
+#endif
+
+namespace xtrain {
+namespace {
+
+class SigmoidLayer : public Layer {
+ public:
+  using Layer::Layer;
+  const char* type() const override { return "Sigmoid"; }
+  int exact_num_bottom_blobs() const override { return 1; }
+  int exact_num_top_blobs() const override { return 1; }
+
+  void reshape(const BlobVec& bottom, const BlobVec& top) override {
+    top[0]->reshape_like(*bottom[0]);
+  }
+
+ protected:
+  void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    ops::apply_cpu(bottom[0]->count(), ops::SigmoidForward{}, top[0]->mutable_cpu_data(),
+                   bottom[0]->cpu_data());
+  }
+
+  void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    ops::apply_cpu(bottom[0]->count(), ops::SigmoidBackward{}, bottom[0]->mutable_cpu_diff(),
+                   top[0]->cpu_data(), top[0]->cpu_diff());
+  }
+
+#ifdef XTRAIN_USE_CUDA
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    cuda::sigmoid_forward(bottom[0]->gpu_data(), top[0]->mutable_gpu_data(), bottom[0]->count());
+  }
+
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    cuda::sigmoid_backward(top[0]->gpu_data(), top[0]->gpu_diff(), bottom[0]->mutable_gpu_diff(),
+                           bottom[0]->count());
+  }
+#endif
+};
+
+}  // namespace
+
+void register_sigmoid_layer(LayerRegistry& registry) {
+  add_layer<SigmoidLayer>(registry, "Sigmoid");
+}
+
+}  // namespace xtrain

@@ -1,0 +1,211 @@
+// SoftmaxWithLoss: the multinomial logistic loss of a softmax, computed in one
+// layer for a stable gradient. Bottoms: scores (outer, C, inner) around
+// softmax_param.axis, and labels (outer * inner integer values in [0, C)).
+// With p = softmax(scores) over that axis and L the non-ignored positions:
+//   loss = -1/N * sum_{(o,i) in L} log(max(p[o, label(o,i), i], FLT_MIN))
+//   dE/dscores[o, c, i] = w/N * (p[o, c, i] - [c == label(o,i)])   for (o,i) in L,
+//                         0                                        otherwise,
+// where w is the loss weight (top[0]'s diff) and N the normaliser chosen by
+// loss_param.normalization: FULL = outer * inner, VALID = |L|,
+// BATCH_SIZE = outer, NONE = 1, and never below 1. An optional second top
+// returns p itself (it gets no gradient).
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <memory>
+
+#include "layers/builtin_layers.hpp"
+#include "layers/softmax_layer.hpp"
+#include "xtrain/error.hpp"
+#include "xtrain/layer.hpp"
+#include "xtrain/layer_registry.hpp"
+
+namespace xtrain {
+namespace {
+
+class SoftmaxWithLossLayer : public Layer {
+ public:
+  explicit SoftmaxWithLossLayer(const LayerParameter& param) : Layer(param) {
+    // A loss layer's loss is its first top, weighted 1 unless the user says
+    // otherwise; the probability top, if declared, is not a loss.
+    if (param_.loss_weight_size() == 0) {
+      default_loss_weights_ = true;
+      set_default_loss_weights(std::max(param_.top_size(), 1));
+    }
+  }
+
+  const char* type() const override { return "SoftmaxWithLoss"; }
+  int exact_num_bottom_blobs() const override { return 2; }
+  int min_top_blobs() const override { return 1; }
+  int max_top_blobs() const override { return 2; }
+  bool auto_top_blobs() const override { return true; }
+  // Labels are data, not something a gradient could change.
+  bool allow_force_backward(int bottom_index) const override { return bottom_index != 1; }
+
+  void layer_setup(const BlobVec& bottom, const BlobVec& top) override {
+    if (default_loss_weights_ && param_.loss_weight_size() != static_cast<int>(top.size())) {
+      set_default_loss_weights(static_cast<int>(top.size()));
+    }
+    LayerParameter softmax_param = param_;
+    softmax_param.set_type("Softmax");
+    softmax_param.clear_loss_weight();
+    softmax_param.clear_bottom();
+    softmax_param.clear_top();
+    softmax_ = std::make_unique<SoftmaxLayer>(softmax_param);
+    softmax_->set_device(device());
+    softmax_bottom_ = {bottom[0]};
+    softmax_top_ = {&prob_};
+    softmax_->setup(softmax_bottom_, softmax_top_);
+
+    const LossParameter& loss = param_.loss_param();
+    has_ignore_label_ = loss.has_ignore_label();
+    ignore_label_ = loss.ignore_label();
+    // The legacy `normalize` flag counts only when `normalization` is unset.
+    if (!loss.has_normalization() && loss.has_normalize()) {
+      normalization_ = loss.normalize() ? LossParameter::VALID : LossParameter::BATCH_SIZE;
+    } else {
+      normalization_ = loss.normalization();
+    }
+  }
+
+  void reshape(const BlobVec& bottom, const BlobVec& top) override {
+    softmax_->set_device(device());
+    softmax_bottom_[0] = bottom[0];
+    softmax_->reshape(softmax_bottom_, softmax_top_);
+    const int axis = softmax_->axis();
+    outer_num_ = softmax_->outer_num();
+    inner_num_ = softmax_->inner_num();
+    num_classes_ = bottom[0]->shape(axis);
+    XTRAIN_CHECK(bottom[1]->count() == outer_num_ * inner_num_, where(), ": the labels (",
+                 bottom[1]->shape_string(), ") must hold one label per score position: ",
+                 outer_num_ * inner_num_, " values for scores of shape ",
+                 bottom[0]->shape_string(), " with the softmax over axis ", axis,
+                 " (e.g. N*H*W labels for N x C x H x W scores, each in [0, C))");
+    XTRAIN_CHECK(bottom[1]->num_axes() > 0 && bottom[0]->shape(0) == bottom[1]->shape(0),
+                 where(), ": the scores (", bottom[0]->shape_string(), ") and the labels (",
+                 bottom[1]->shape_string(), ") must have the same first dimension");
+    top[0]->reshape(std::vector<int>{});
+    if (top.size() >= 2) {
+      top[1]->reshape_like(*bottom[0]);
+      top[1]->share_data(prob_);
+    }
+  }
+
+ protected:
+  void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    softmax_->forward(softmax_bottom_, softmax_top_);
+    const float* prob = prob_.cpu_data();
+    const float* labels = bottom[1]->cpu_data();
+    const std::size_t class_stride = inner_num_;
+    const std::size_t sample_stride = static_cast<std::size_t>(num_classes_) * inner_num_;
+    // Accumulated in float with double logs, as Caffe does, so losses agree
+    // to the last printed digit.
+    float loss = 0;
+    std::size_t valid = 0;
+    for (std::size_t o = 0; o < outer_num_; ++o) {
+      for (std::size_t i = 0; i < inner_num_; ++i) {
+        const float raw_label = labels[o * inner_num_ + i];
+        if (is_ignored(raw_label)) continue;
+        const int label = checked_label(raw_label, o * inner_num_ + i);
+        const float p = prob[o * sample_stride + label * class_stride + i];
+        loss = static_cast<float>(loss - std::log(static_cast<double>(std::max(p, FLT_MIN))));
+        ++valid;
+      }
+    }
+    top[0]->mutable_cpu_data()[0] = loss / normalizer(valid);
+  }
+
+  void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    XTRAIN_CHECK(propagate_down.size() < 2 || !propagate_down[1], where(),
+                 " cannot backpropagate to its label input (bottom 1, '",
+                 param_.bottom_size() > 1 ? param_.bottom(1) : std::string("labels"),
+                 "'); remove propagate_down: true for it");
+    if (propagate_down.empty() || !propagate_down[0]) return;
+    float* diff = bottom[0]->mutable_cpu_diff();
+    std::copy_n(prob_.cpu_data(), prob_.count(), diff);
+    const float* labels = bottom[1]->cpu_data();
+    const std::size_t sample_stride = static_cast<std::size_t>(num_classes_) * inner_num_;
+    std::size_t valid = 0;
+    for (std::size_t o = 0; o < outer_num_; ++o) {
+      for (std::size_t i = 0; i < inner_num_; ++i) {
+        float* position = diff + o * sample_stride + i;
+        const float raw_label = labels[o * inner_num_ + i];
+        if (is_ignored(raw_label)) {
+          for (int c = 0; c < num_classes_; ++c) position[c * inner_num_] = 0;
+          continue;
+        }
+        position[checked_label(raw_label, o * inner_num_ + i) * inner_num_] -= 1;
+        ++valid;
+      }
+    }
+    const float scale = top[0]->cpu_diff()[0] / normalizer(valid);
+    for (std::size_t j = 0; j < prob_.count(); ++j) diff[j] *= scale;
+  }
+
+ private:
+  void set_default_loss_weights(int tops) {
+    param_.clear_loss_weight();
+    param_.add_loss_weight(1.0f);
+    for (int i = 1; i < tops; ++i) param_.add_loss_weight(0.0f);
+  }
+
+  // Caffe truncates the stored float label to an int before comparing.
+  bool is_ignored(float raw_label) const {
+    return has_ignore_label_ && in_int_range(raw_label) &&
+           static_cast<int>(raw_label) == ignore_label_;
+  }
+
+  static bool in_int_range(float value) { return value > -2147483648.0f && value < 2147483648.0f; }
+
+  int checked_label(float raw_label, std::size_t position) const {
+    const bool valid = in_int_range(raw_label) && static_cast<int>(raw_label) >= 0 &&
+                       static_cast<int>(raw_label) < num_classes_;
+    XTRAIN_CHECK(valid, where(), ": label ", raw_label, " at position ", position,
+                 " is out of range: the scores have ", num_classes_,
+                 " classes, so labels must be in [0, ", num_classes_ - 1,
+                 "]; check the data's labels or the num_output of the layer that produces the "
+                 "scores",
+                 has_ignore_label_ ? "" : " (or set loss_param.ignore_label to skip a label)");
+    return static_cast<int>(raw_label);
+  }
+
+  float normalizer(std::size_t valid) const {
+    float value = 1;
+    switch (normalization_) {
+      case LossParameter::FULL:
+        value = static_cast<float>(outer_num_ * inner_num_);
+        break;
+      case LossParameter::VALID:
+        value = static_cast<float>(valid);
+        break;
+      case LossParameter::BATCH_SIZE:
+        value = static_cast<float>(outer_num_);
+        break;
+      case LossParameter::NONE:
+        value = 1;
+        break;
+    }
+    return std::max(1.0f, value);
+  }
+
+  bool default_loss_weights_ = false;
+  std::unique_ptr<SoftmaxLayer> softmax_;
+  Blob prob_;
+  BlobVec softmax_bottom_;
+  BlobVec softmax_top_;
+  bool has_ignore_label_ = false;
+  int ignore_label_ = 0;
+  LossParameter::NormalizationMode normalization_ = LossParameter::VALID;
+  std::size_t outer_num_ = 0;
+  std::size_t inner_num_ = 0;
+  int num_classes_ = 0;
+};
+
+}  // namespace
+
+void register_softmax_with_loss_layer(LayerRegistry& registry) {
+  add_layer<SoftmaxWithLossLayer>(registry, "SoftmaxWithLoss");
+}
+
+}  // namespace xtrain

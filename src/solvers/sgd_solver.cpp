@@ -1,0 +1,133 @@
+#include "solvers/sgd_solver.hpp"
+
+#include <cmath>
+
+#include "core/math_functions.hpp"
+#include "xtrain/error.hpp"
+#include "xtrain/logging.hpp"
+#include "xtrain/lr_policy.hpp"
+
+namespace xtrain {
+namespace {
+
+// "conv1/0" (or the ParamSpec name) for learnable parameter `learnable_id`.
+std::string learnable_param_name(const Net& net, int learnable_id) {
+  for (std::size_t i = 0; i < net.params().size(); ++i) {
+    if (net.param_owners()[i] < 0 && net.learnable_param_ids()[i] == learnable_id) {
+      return net.param_display_names()[i];
+    }
+  }
+  return "#" + std::to_string(learnable_id);
+}
+
+}  // namespace
+
+SGDSolver::SGDSolver(const SolverParameter& param, const SolverOptions& options)
+    : Solver(param, options) {
+  // Caffe only looks at the type when some decay is non-zero; so do we.
+  const std::string& regularization = param_.regularization_type();
+  XTRAIN_CHECK(param_.weight_decay() == 0 || regularization == "L2" || regularization == "L1",
+               "unknown regularization_type \"", regularization, "\"; use \"L2\" or \"L1\"");
+  for (const Blob* param_blob : net().learnable_params()) {
+    history_.push_back(std::make_unique<Blob>(param_blob->shape()));
+  }
+}
+
+void SGDSolver::apply_update() {
+  const int previous_step = current_step_;
+  const float rate = learning_rate(param_, iter_, &current_step_);
+  if (param_.lr_policy() == "multistep" && current_step_ != previous_step) {
+    XLOG(INFO) << "MultiStep Status: Iteration " << iter_ << ", step = " << current_step_;
+  }
+  if (display_now()) XLOG(INFO) << "Iteration " << iter_ << ", lr = " << rate;
+  clip_gradients();
+  const std::vector<Blob*>& params = net().learnable_params();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const int id = static_cast<int>(i);
+    normalize(id);
+    regularize(id);
+    compute_update_value(id, rate);
+  }
+  for (Blob* param_blob : params) param_blob->update();
+}
+
+void SGDSolver::clip_gradients() {
+  const float clip = param_.clip_gradients();
+  if (clip < 0) return;
+  const std::vector<Blob*>& params = net().learnable_params();
+  double sum_of_squares = 0;
+  for (const Blob* param_blob : params) sum_of_squares += param_blob->sumsq_diff();
+  const float norm = static_cast<float>(std::sqrt(sum_of_squares));
+  if (norm <= clip) return;
+  const float scale = clip / norm;
+  XLOG(INFO) << "Gradient clipping: scaling down gradients (L2 norm " << norm << " > " << clip
+             << ") by scale factor " << scale;
+  for (Blob* param_blob : params) param_blob->scale_diff(scale);
+}
+
+void SGDSolver::normalize(int param_id) {
+  // The diffs hold the sum over iter_size passes; make it their mean.
+  if (param_.iter_size() == 1) return;
+  Blob& param_blob = *net().learnable_params()[param_id];
+  math::scale(param_blob.count(), 1.0f / static_cast<float>(param_.iter_size()),
+              param_blob.mutable_cpu_diff());
+}
+
+void SGDSolver::regularize(int param_id) {
+  const float decay = param_.weight_decay() * net().params_weight_decay()[param_id];
+  if (decay == 0) return;
+  Blob& param_blob = *net().learnable_params()[param_id];
+  const std::size_t count = param_blob.count();
+  const float* weights = param_blob.cpu_data();
+  float* diff = param_blob.mutable_cpu_diff();
+  if (param_.regularization_type() == "L2") {
+    math::axpy(count, decay, weights, diff);
+  } else {
+    // L1; sign(0) = 0, as in Caffe.
+    for (std::size_t j = 0; j < count; ++j) {
+      diff[j] += decay * static_cast<float>((weights[j] > 0) - (weights[j] < 0));
+    }
+  }
+}
+
+void SGDSolver::compute_update_value(int param_id, float rate) {
+  Blob& param_blob = *net().learnable_params()[param_id];
+  Blob& history = *history_[param_id];
+  const float local_rate = rate * net().params_lr()[param_id];
+  const std::size_t count = param_blob.count();
+  float* velocity = history.mutable_cpu_data();
+  math::axpby(count, local_rate, param_blob.cpu_diff(), param_.momentum(), velocity);
+  math::copy(count, velocity, param_blob.mutable_cpu_diff());
+}
+
+void SGDSolver::write_history(SolverState* state) const {
+  state->clear_history();
+  for (const auto& history : history_) history->to_proto(state->add_history());
+}
+
+void SGDSolver::check_history(const SolverState& state, const std::string& path) const {
+  const auto expected = static_cast<int>(history_.size());
+  XTRAIN_CHECK(state.history_size() == expected, "'", path,
+               "' is not a solver state of this net: it holds ", state.history_size(),
+               " history blobs but net '", net().name(), "' has ", expected,
+               " learnable parameters (expected a .solverstate written for this net by the ",
+               type(), " solver; got a .caffemodel?)");
+  for (int i = 0; i < expected; ++i) {
+    if (history_[i]->shape_equals(state.history(i))) continue;
+    throw Error("'" + path + "' is not a solver state of this net: its history blob " +
+                std::to_string(i) + " has shape " +
+                shape_to_string(blob_proto_shape(state.history(i))) + " but parameter '" +
+                learnable_param_name(net(), i) + "' of net '" + net().name() + "' has shape " +
+                shape_to_string(history_[i]->shape()) +
+                " (expected a .solverstate written for this net)");
+  }
+}
+
+void SGDSolver::read_history(const SolverState& state) {
+  XLOG(INFO) << "SGDSolver: restoring history";
+  for (std::size_t i = 0; i < history_.size(); ++i) {
+    history_[i]->from_proto(state.history(static_cast<int>(i)), false);
+  }
+}
+
+}  // namespace xtrain

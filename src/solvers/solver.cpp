@@ -1,0 +1,343 @@
+// Solver construction (which nets, in which state), the training loop and
+// testing. Snapshots and restoring live in solver_snapshot.cpp.
+#include "xtrain/solver.hpp"
+
+#include <sstream>
+
+#include "xtrain/error.hpp"
+#include "xtrain/logging.hpp"
+#include "xtrain/lr_policy.hpp"
+#include "xtrain/proto_io.hpp"
+#include "xtrain/random.hpp"
+
+namespace xtrain {
+namespace {
+
+const char* const kTrainNetFields = "net, net_param, train_net, train_net_param";
+
+std::string phase_name(Phase phase) { return phase == TRAIN ? "TRAIN" : "TEST"; }
+
+// Caffe's order of precedence for a net's state: the phase implied by the
+// net's role, then the state written in the net, then the solver's
+// train_state/test_state (later ones win field by field).
+void set_net_state(NetParameter* net_param, Phase phase, const NetState* solver_state) {
+  NetState state;
+  state.set_phase(phase);
+  state.MergeFrom(net_param->state());
+  if (solver_state != nullptr) state.MergeFrom(*solver_state);
+  *net_param->mutable_state() = state;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// " (* 1 = 0.123 loss)" after an output that is a weighted loss.
+std::string loss_suffix(float loss_weight, float value) {
+  if (loss_weight == 0) return "";
+  std::ostringstream out;
+  out << " (* " << loss_weight << " = " << loss_weight * value << " loss)";
+  return out.str();
+}
+
+}  // namespace
+
+Solver::Solver(const SolverParameter& param, const SolverOptions& options)
+    : param_(param), options_(options) {
+  if (options_.is_root) {
+    XLOG(INFO) << "Initializing solver from parameters: \n" << param_.DebugString();
+  }
+  XTRAIN_CHECK(param_.iter_size() >= 1, "iter_size must be at least 1, got ",
+               param_.iter_size());
+  XTRAIN_CHECK(param_.average_loss() >= 1, "average_loss must be at least 1, got ",
+               param_.average_loss());
+  XTRAIN_CHECK(param_.display() >= 0, "display must be >= 0 (0: no display), got ",
+               param_.display());
+  XTRAIN_CHECK(param_.max_iter() >= 0, "max_iter must be >= 0, got ", param_.max_iter());
+  XTRAIN_CHECK(param_.test_interval() >= 0, "test_interval must be >= 0 (0: never test), got ",
+               param_.test_interval());
+  check_learning_rate_policy(param_);
+  check_snapshot_settings();
+
+  seed_ = param_.random_seed() >= 0 ? static_cast<std::uint64_t>(param_.random_seed())
+                                    : nondeterministic_seed();
+  init_train_net();
+  if (options_.is_root) init_test_nets();
+  if (options_.is_root) XLOG(INFO) << "Solver scaffolding done.";
+}
+
+Solver::~Solver() = default;
+
+void Solver::init_train_net() {
+  const int sources = param_.has_net() + param_.has_net_param() + param_.has_train_net() +
+                      param_.has_train_net_param();
+  XTRAIN_CHECK(sources >= 1, "the solver names no train net; set one of: ", kTrainNetFields);
+  XTRAIN_CHECK(sources <= 1, "the solver names ", sources, " train nets; keep exactly one of: ",
+               kTrainNetFields);
+
+  NetParameter net_param;
+  if (param_.has_train_net_param()) {
+    XLOG(INFO) << "Creating training net specified in train_net_param.";
+    net_param = param_.train_net_param();
+  } else if (param_.has_train_net()) {
+    XLOG(INFO) << "Creating training net from train_net file: " << param_.train_net();
+    net_param = read_net_params_from_text_file(param_.train_net());
+  } else if (param_.has_net_param()) {
+    XLOG(INFO) << "Creating training net specified in net_param.";
+    net_param = param_.net_param();
+  } else {
+    XLOG(INFO) << "Creating training net from net file: " << param_.net();
+    net_param = read_net_params_from_text_file(param_.net());
+  }
+  set_net_state(&net_param, TRAIN, param_.has_train_state() ? &param_.train_state() : nullptr);
+
+  NetOptions net_options;
+  net_options.random_seed = derive_seed(seed_, "train");
+  net_options.device = options_.device;
+  net_options.verbose = options_.verbose_nets;
+  net_ = std::make_shared<Net>(net_param, net_options);
+}
+
+void Solver::init_test_nets() {
+  // As in Caffe: test_net_param entries, then test_net files, then the
+  // generic net (net/net_param) once for each test_iter entry left over.
+  const bool has_generic_net = param_.has_net() || param_.has_net_param();
+  const int explicit_nets = param_.test_net_param_size() + param_.test_net_size();
+  const int test_iters = param_.test_iter_size();
+  if (has_generic_net) {
+    XTRAIN_CHECK(test_iters >= explicit_nets, "the solver has ", explicit_nets,
+                 " test nets (test_net/test_net_param) but only ", test_iters,
+                 " test_iter values; give one test_iter per test net");
+  } else {
+    XTRAIN_CHECK(test_iters == explicit_nets, "the solver has ", explicit_nets,
+                 " test nets (test_net/test_net_param) but ", test_iters,
+                 " test_iter values; give one test_iter per test net");
+  }
+  XTRAIN_CHECK(param_.test_state_size() == 0 || param_.test_state_size() == test_iters,
+               "the solver has ", param_.test_state_size(), " test_state entries for ",
+               test_iters, " test nets; give one test_state per test net, or none");
+  if (test_iters == 0) return;
+  XTRAIN_CHECK(param_.test_interval() > 0, "the solver has ", test_iters,
+               " test net(s) (test_iter) but no test_interval; set test_interval to the "
+               "number of iterations between tests");
+  for (int i = 0; i < test_iters; ++i) {
+    XTRAIN_CHECK(param_.test_iter(i) > 0, "test_iter #", i, " must be > 0 (batches per test), got ",
+                 param_.test_iter(i));
+  }
+
+  for (int i = 0; i < test_iters; ++i) {
+    NetParameter net_param;
+    std::string source;
+    if (i < param_.test_net_param_size()) {
+      source = "test_net_param";
+      net_param = param_.test_net_param(i);
+    } else if (i < explicit_nets) {
+      const std::string& path = param_.test_net(i - param_.test_net_param_size());
+      source = "test_net file: " + path;
+      net_param = read_net_params_from_text_file(path);
+    } else if (param_.has_net_param()) {
+      source = "net_param";
+      net_param = param_.net_param();
+    } else {
+      source = "net file: " + param_.net();
+      net_param = read_net_params_from_text_file(param_.net());
+    }
+    XLOG(INFO) << "Creating test net (#" << i << ") specified by " << source;
+    set_net_state(&net_param, TEST, param_.test_state_size() ? &param_.test_state(i) : nullptr);
+
+    NetOptions net_options;
+    net_options.random_seed = derive_seed(seed_, "test", static_cast<std::uint64_t>(i));
+    net_options.device = options_.device;
+    net_options.verbose = options_.verbose_nets;
+    auto test_net = std::make_shared<Net>(net_param, net_options);
+    test_net->share_trained_layers_with(*net_);
+    test_nets_.push_back(test_net);
+  }
+  last_test_results_.resize(test_nets_.size());
+}
+
+void Solver::add_gradients_ready_callback(Callback callback) {
+  gradients_ready_callbacks_.push_back(std::move(callback));
+}
+
+void Solver::set_action_request_function(ActionRequest request) {
+  action_request_ = std::move(request);
+}
+
+Solver::Action Solver::requested_action() const {
+  return action_request_ ? action_request_() : Action::kNone;
+}
+
+bool Solver::display_now() const {
+  return options_.is_root && param_.display() > 0 && iter_ % param_.display() == 0;
+}
+
+void Solver::solve(const std::string& resume_file) {
+  XLOG(INFO) << "Solving " << net_->name();
+  XLOG(INFO) << "Learning Rate Policy: " << param_.lr_policy();
+  requested_early_exit_ = false;
+  if (!resume_file.empty()) {
+    XLOG(INFO) << "Restoring previous solver status from " << resume_file;
+    restore(resume_file);
+  }
+
+  const int start_iter = iter_;
+  step(param_.max_iter() - iter_);
+  // A stop request still saves the work done, as in Caffe.
+  if (options_.is_root && param_.snapshot_after_train() &&
+      (param_.snapshot() == 0 || iter_ % param_.snapshot() != 0)) {
+    snapshot();
+  }
+  if (requested_early_exit_) {
+    XLOG(INFO) << "Optimization stopped early.";
+    return;
+  }
+  // One more forward pass (no update) to show the loss of the final weights.
+  if (display_now()) {
+    update_smoothed_loss(net_->forward(), start_iter);
+    XLOG(INFO) << "Iteration " << iter_ << ", loss = " << smoothed_loss_;
+  }
+  if (options_.is_root && param_.test_interval() > 0 && iter_ % param_.test_interval() == 0) {
+    test_all();
+  }
+  XLOG(INFO) << "Optimization Done.";
+}
+
+void Solver::step(int iters) {
+  const int start_iter = iter_;
+  const int stop_iter = iter_ + iters;
+  losses_.clear();
+  smoothed_loss_ = 0;
+  display_timer_ = std::chrono::steady_clock::now();
+  iterations_at_last_display_ = iter_;
+
+  while (iter_ < stop_iter) {
+    net_->clear_param_diffs();
+    if (options_.is_root && param_.test_interval() > 0 && iter_ % param_.test_interval() == 0 &&
+        (iter_ > 0 || param_.test_initialization())) {
+      test_all();
+      if (requested_early_exit_) break;
+    }
+
+    const bool display = display_now();
+    float loss = 0;
+    for (int i = 0; i < param_.iter_size(); ++i) loss += net_->forward_backward();
+    loss /= static_cast<float>(param_.iter_size());
+    update_smoothed_loss(loss, start_iter);
+    if (display) {
+      const double lapse = seconds_since(display_timer_);
+      const double per_second = (iter_ - iterations_at_last_display_) / (lapse > 0 ? lapse : 1);
+      XLOG(INFO) << "Iteration " << iter_ << " (" << static_cast<float>(per_second)
+                 << " iter/s, " << static_cast<float>(lapse) << "s/" << param_.display()
+                 << " iters), loss = " << smoothed_loss_;
+      display_timer_ = std::chrono::steady_clock::now();
+      iterations_at_last_display_ = iter_;
+      display_train_outputs();
+    }
+
+    for (const Callback& callback : gradients_ready_callbacks_) callback(*this);
+    apply_update();
+    // iter_ counts the updates done, which is what snapshots record.
+    ++iter_;
+
+    const Action request = requested_action();
+    if ((options_.is_root && param_.snapshot() > 0 && iter_ % param_.snapshot() == 0) ||
+        request == Action::kSnapshot) {
+      snapshot();
+    }
+    if (request == Action::kStop) {
+      requested_early_exit_ = true;
+      break;
+    }
+  }
+}
+
+void Solver::update_smoothed_loss(float loss, int start_iter) {
+  // Mean of the last average_loss losses, kept as a running sum over a ring.
+  const std::size_t window = static_cast<std::size_t>(param_.average_loss());
+  if (losses_.size() < window) {
+    losses_.push_back(loss);
+    const float size = static_cast<float>(losses_.size());
+    smoothed_loss_ = (smoothed_loss_ * (size - 1) + loss) / size;
+  } else {
+    const std::size_t slot = static_cast<std::size_t>(iter_ - start_iter) % window;
+    smoothed_loss_ += (loss - losses_[slot]) / static_cast<float>(window);
+    losses_[slot] = loss;
+  }
+}
+
+void Solver::display_train_outputs() const {
+  const BlobVec& outputs = net_->output_blobs();
+  int score_index = 0;
+  for (std::size_t j = 0; j < outputs.size(); ++j) {
+    const int blob_index = net_->output_blob_indices()[j];
+    const std::string& name = net_->blob_names()[blob_index];
+    const float loss_weight = net_->blob_loss_weights()[blob_index];
+    const float* values = outputs[j]->cpu_data();
+    for (std::size_t k = 0; k < outputs[j]->count(); ++k) {
+      XLOG(INFO) << "    Train net output #" << score_index++ << ": " << name << " = "
+                 << values[k] << loss_suffix(loss_weight, values[k]);
+    }
+  }
+}
+
+void Solver::test_all() {
+  for (std::size_t i = 0; i < test_nets_.size() && !requested_early_exit_; ++i) {
+    test(static_cast<int>(i));
+  }
+}
+
+void Solver::test(int test_net_id) {
+  XTRAIN_ASSERT(test_net_id >= 0 && test_net_id < static_cast<int>(test_nets_.size()),
+                "test net ", test_net_id, " of ", test_nets_.size());
+  XLOG(INFO) << "Iteration " << iter_ << ", Testing net (#" << test_net_id << ")";
+  Net& test_net = *test_nets_[test_net_id];
+  // Re-share every time: restoring may have given the train net new blobs.
+  test_net.share_trained_layers_with(*net_);
+
+  const int batches = param_.test_iter(test_net_id);
+  std::vector<double> sums;  // one per output element, over the batches
+  double loss = 0;
+  for (int batch = 0; batch < batches; ++batch) {
+    const Action request = requested_action();
+    if (request == Action::kSnapshot) snapshot();
+    if (request == Action::kStop) requested_early_exit_ = true;
+    if (requested_early_exit_) break;
+
+    const float batch_loss = test_net.forward();
+    if (param_.test_compute_loss()) loss += batch_loss;
+    std::size_t index = 0;
+    for (const Blob* output : test_net.output_blobs()) {
+      const float* values = output->cpu_data();
+      for (std::size_t k = 0; k < output->count(); ++k, ++index) {
+        if (index == sums.size()) sums.push_back(0);
+        sums[index] += values[k];
+      }
+    }
+  }
+  if (requested_early_exit_) {
+    XLOG(INFO) << "Test interrupted.";
+    return;
+  }
+  if (param_.test_compute_loss()) {
+    XLOG(INFO) << "Test loss: " << static_cast<float>(loss / batches);
+  }
+
+  TestResults& results = last_test_results_[test_net_id];
+  results.clear();
+  std::size_t index = 0;
+  const BlobVec& outputs = test_net.output_blobs();
+  for (std::size_t j = 0; j < outputs.size(); ++j) {
+    const int blob_index = test_net.output_blob_indices()[j];
+    const std::string& name = test_net.blob_names()[blob_index];
+    const float loss_weight = test_net.blob_loss_weights()[blob_index];
+    for (std::size_t k = 0; k < outputs[j]->count() && index < sums.size(); ++k, ++index) {
+      const float mean = static_cast<float>(sums[index] / batches);
+      XLOG(INFO) << "    Test net output #" << index << ": " << name << " = " << mean
+                 << loss_suffix(loss_weight, mean);
+      results.emplace_back(name, mean);
+    }
+  }
+}
+
+}  // namespace xtrain

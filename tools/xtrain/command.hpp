@@ -1,0 +1,27 @@
+// The subcommands of `xtrain` and what they share.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "xtrain/device.hpp"
+#include "xtrain/proto/xtrain.pb.h"
+
+namespace xtrain::cli {
+
+int train_command();
+int test_command();
+int time_command();
+int device_query_command();
+
+// "a,b,c" -> {"a", "b", "c"}; "" -> {}.
+std::vector<std::string> split_commas(const std::string& text);
+
+// The device from --gpu (and the solver's mode, if any). Throws xtrain::Error
+// with one clear line when a GPU is asked for and none can be used.
+Device choose_device(const std::string& gpu_flag, bool solver_wants_gpu, int solver_device_id);
+
+// TRAIN or TEST from a flag value; `fallback` when empty.
+Phase parse_phase(const std::string& text, Phase fallback);
+
+}  // namespace xtrain::cli

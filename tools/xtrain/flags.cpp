@@ -1,0 +1,16 @@
+#include "flags.hpp"
+
+DEFINE_string(solver, "", "train: the solver prototxt");
+DEFINE_string(model, "", "test/time: the net prototxt");
+DEFINE_string(weights, "",
+              "train/test: weights (.caffemodel) to start from; comma-separated to load several");
+DEFINE_string(snapshot, "", "train: a .solverstate to resume from");
+DEFINE_string(gpu, "",
+              "GPU ids to run on, comma-separated, or 'all'; empty: CPU unless the solver says GPU");
+DEFINE_string(phase, "", "time: TRAIN (default) or TEST; test: TEST (default) or TRAIN");
+DEFINE_int32(level, 0, "the net state's level (selects layers by min_level/max_level)");
+DEFINE_string(stage, "", "the net state's stages, comma-separated (select layers by stage)");
+DEFINE_int32(iterations, 50, "test/time: how many iterations (batches) to run");
+DEFINE_int32(max_iter, -1, "train: stop after this many iterations instead of the solver's max_iter");
+DEFINE_string(sigint_effect, "stop", "train: on SIGINT (Ctrl-C): stop, snapshot or none");
+DEFINE_string(sighup_effect, "snapshot", "train: on SIGHUP: stop, snapshot or none");

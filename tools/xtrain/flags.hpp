@@ -1,0 +1,17 @@
+// The flags of the `xtrain` tool: Caffe's names, so Caffe job scripts work.
+#pragma once
+
+#include <gflags/gflags.h>
+
+DECLARE_string(solver);
+DECLARE_string(model);
+DECLARE_string(weights);
+DECLARE_string(snapshot);
+DECLARE_string(gpu);
+DECLARE_string(phase);
+DECLARE_int32(level);
+DECLARE_string(stage);
+DECLARE_int32(iterations);
+DECLARE_int32(max_iter);
+DECLARE_string(sigint_effect);
+DECLARE_string(sighup_effect);

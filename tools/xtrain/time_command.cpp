@@ -1,0 +1,113 @@
+// xtrain time: forward and backward time of every layer, averaged over
+// --iterations, with Caffe's summary lines and a per-layer table.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "command.hpp"
+#include "flags.hpp"
+#include "xtrain/error.hpp"
+#include "xtrain/logging.hpp"
+#include "xtrain/net.hpp"
+
+namespace xtrain::cli {
+namespace {
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+long peak_resident_kib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+}  // namespace
+
+int time_command() {
+  XTRAIN_CHECK(!FLAGS_model.empty(), "xtrain time needs --model=NET.prototxt");
+  XTRAIN_CHECK(FLAGS_iterations > 0, "--iterations must be positive, got ", FLAGS_iterations);
+  NetOptions options;
+  options.device = choose_device(FLAGS_gpu, false, 0);
+  const Phase phase = parse_phase(FLAGS_phase, TRAIN);
+  Net net(FLAGS_model, phase, FLAGS_level, split_commas(FLAGS_stage), options);
+  const bool with_backward = phase == TRAIN;
+
+  XLOG(INFO) << "Performing Forward";
+  const float initial_loss = net.forward();
+  XLOG(INFO) << "Initial loss: " << initial_loss;
+  if (with_backward) {
+    XLOG(INFO) << "Performing Backward";
+    net.backward();
+  }
+
+  const auto& layers = net.layers();
+  std::vector<double> forward_ms(layers.size(), 0.0);
+  std::vector<double> backward_ms(layers.size(), 0.0);
+  double total_forward = 0;
+  double total_backward = 0;
+  XLOG(INFO) << "*** Benchmark begins ***";
+  XLOG(INFO) << "Testing for " << FLAGS_iterations << " iterations.";
+  const auto total_start = Clock::now();
+  for (int iteration = 0; iteration < FLAGS_iterations; ++iteration) {
+    const auto iteration_start = Clock::now();
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      const auto start = Clock::now();
+      layers[i]->forward(net.bottom_vecs()[i], net.top_vecs()[i]);
+      forward_ms[i] += ms_since(start);
+    }
+    total_forward += ms_since(iteration_start);
+    if (with_backward) {
+      const auto backward_start = Clock::now();
+      for (int i = static_cast<int>(layers.size()) - 1; i >= 0; --i) {
+        if (!net.layer_needs_backward(i)) continue;
+        const auto start = Clock::now();
+        layers[i]->backward(net.top_vecs()[i], net.bottom_need_backward()[i],
+                            net.bottom_vecs()[i]);
+        backward_ms[i] += ms_since(start);
+      }
+      total_backward += ms_since(backward_start);
+    }
+    XLOG(INFO) << "Iteration: " << iteration + 1
+               << " forward-backward time: " << ms_since(iteration_start) << " ms.";
+  }
+  const double total_ms = ms_since(total_start);
+  const int n = FLAGS_iterations;
+
+  XLOG(INFO) << "Average time per layer: ";
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    XLOG(INFO) << std::string(10 > net.layer_names()[i].size() ? 10 - net.layer_names()[i].size() : 0, ' ')
+               << net.layer_names()[i] << "\tforward: " << forward_ms[i] / n << " ms.";
+    if (with_backward) {
+      XLOG(INFO) << std::string(10 > net.layer_names()[i].size() ? 10 - net.layer_names()[i].size() : 0, ' ')
+                 << net.layer_names()[i] << "\tbackward: " << backward_ms[i] / n << " ms.";
+    }
+  }
+  XLOG(INFO) << "Average Forward pass: " << total_forward / n << " ms.";
+  if (with_backward) XLOG(INFO) << "Average Backward pass: " << total_backward / n << " ms.";
+  XLOG(INFO) << "Average Forward-Backward: " << total_ms / n << " ms.";
+  XLOG(INFO) << "Total Time: " << total_ms << " ms.";
+  XLOG(INFO) << "*** Benchmark ends ***";
+
+  // The table on stdout: one row per layer, then the totals.
+  std::printf("%-24s %-18s %12s %12s %7s\n", "layer", "type", "forward ms", "backward ms", "share");
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const double layer_ms = (forward_ms[i] + backward_ms[i]) / n;
+    std::printf("%-24s %-18s %12.3f %12.3f %6.1f%%\n", net.layer_names()[i].c_str(),
+                layers[i]->type(), forward_ms[i] / n, backward_ms[i] / n,
+                100.0 * layer_ms / (total_ms / n));
+  }
+  int batch = 0;
+  if (!net.blobs().empty() && net.blobs().front()->num_axes() > 0) {
+    batch = net.blobs().front()->shape(0);
+  }
+  std::printf("forward %.3f ms, backward %.3f ms, forward-backward %.3f ms per iteration",
+              total_forward / n, total_backward / n, total_ms / n);
+  if (batch > 0) std::printf(" (batch %d: %.0f images/s)", batch, batch * 1000.0 / (total_ms / n));
+  std::printf("\npeak resident memory %.1f MiB\n", peak_resident_kib() / 1024.0);
+  return 0;
+}
+
+}  // namespace xtrain::cli
