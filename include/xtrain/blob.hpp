@@ -20,7 +20,6 @@ class Blob {
  public:
   Blob() = default;
   explicit Blob(const std::vector<int>& shape);
-  Blob(int num, int channels, int height, int width);
 
   void reshape(const std::vector<int>& shape);
   void reshape(const BlobShape& shape);

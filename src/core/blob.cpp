@@ -11,10 +11,6 @@ namespace xtrain {
 
 Blob::Blob(const std::vector<int>& shape) { reshape(shape); }
 
-Blob::Blob(int num, int channels, int height, int width) {
-  reshape({num, channels, height, width});
-}
-
 void Blob::reshape(const std::vector<int>& shape) {
   std::size_t count = 1;
   for (std::size_t i = 0; i < shape.size(); ++i) {
