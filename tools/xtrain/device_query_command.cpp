@@ -10,7 +10,7 @@ namespace xtrain::cli {
 int device_query_command() {
   const std::string gpu = FLAGS_gpu.empty() ? "0" : FLAGS_gpu;
   std::string why_none;
-  XTRAIN_CHECK(cuda_device_count(&why_none) > 0, why_none);
+  XTRAIN_CHECK(cuda_device_count(&why_none) > 0, "no GPU to query: ", why_none);
   std::vector<std::string> ids = gpu == "all" ? std::vector<std::string>{} : split_commas(gpu);
   if (gpu == "all") {
     for (int i = 0; i < cuda_device_count(); ++i) ids.push_back(std::to_string(i));

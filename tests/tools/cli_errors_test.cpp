@@ -1,0 +1,183 @@
+// Bad input to the tools: each case is one clear line naming the file, the
+// line, the layer or the shapes, and exit code 1 — never a crash.
+#include <gtest/gtest.h>
+
+#include "lmdb_fixture.hpp"
+#include "tool_runner.hpp"
+#include "xtrain/proto/xtrain.pb.h"
+#include "xtrain/proto_io.hpp"
+
+namespace xtrain::testing {
+namespace {
+
+// The error line of a failed run, checked for the common promises.
+std::string expect_one_line_error(const ToolResult& result, const std::string& tool) {
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  const std::string line = last_line(result.output);
+  EXPECT_EQ(line.rfind(tool + ": error: ", 0), 0u) << result.output;
+  EXPECT_EQ(result.output.find("Check failed"), std::string::npos) << result.output;
+  EXPECT_EQ(result.output.find("terminate"), std::string::npos) << result.output;
+  return line;
+}
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+const char* kTinyNet = R"(name: "tiny"
+layer { name: "data" type: "Input" top: "data" top: "label"
+        input_param { shape { dim: 4 dim: 3 } shape { dim: 4 } } }
+layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip"
+        inner_product_param { num_output: %d weight_filler { type: "xavier" } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+)";
+
+std::string tiny_net(int outputs) {
+  char text[1024];
+  std::snprintf(text, sizeof(text), kTinyNet, outputs);
+  return text;
+}
+
+std::string tiny_solver(const std::string& net_path, const std::string& prefix) {
+  return "net: \"" + net_path + "\"\nbase_lr: 0.1\nlr_policy: \"fixed\"\nmax_iter: 2\n" +
+         "display: 1\nsnapshot_prefix: \"" + prefix + "\"\nsolver_mode: CPU\nrandom_seed: 1\n";
+}
+
+TEST(CliErrors, MisspeltFieldNamesFileLineAndField) {
+  TempDir dir("cli");
+  const std::string net = dir.write("net.prototxt",
+                                    "name: \"n\"\nlayer {\n  name: \"conv1\"\n  tpye: \"Convolution\"\n}\n");
+  const std::string line =
+      expect_one_line_error(run_tool(tool_path("xtrain") + " time --model=" + net), "xtrain time");
+  EXPECT_CONTAINS(line, net + ":4:");
+  EXPECT_CONTAINS(line, "tpye");
+}
+
+TEST(CliErrors, UnknownLayerTypeListsTheKnownOnes) {
+  TempDir dir("cli");
+  const std::string net = dir.write(
+      "net.prototxt", "layer { name: \"c\" type: \"Convolutoin\" }\n");
+  const std::string line =
+      expect_one_line_error(run_tool(tool_path("xtrain") + " time --model=" + net), "xtrain time");
+  EXPECT_CONTAINS(line, "'Convolutoin'");
+  EXPECT_CONTAINS(line, "Convolution, ");
+  EXPECT_CONTAINS(line, "InnerProduct");
+}
+
+TEST(CliErrors, BottomNoLayerProducesNamesLayerAndBlob) {
+  TempDir dir("cli");
+  const std::string net = dir.write("net.prototxt", R"(
+    layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 1 dim: 2 } } }
+    layer { name: "relu" type: "ReLU" bottom: "dat" top: "relu" })");
+  const std::string line =
+      expect_one_line_error(run_tool(tool_path("xtrain") + " time --model=" + net), "xtrain time");
+  EXPECT_CONTAINS(line, "'relu'");
+  EXPECT_CONTAINS(line, "'dat'");
+}
+
+TEST(CliErrors, ShapeMismatchNamesLayerAndShapes) {
+  TempDir dir("cli");
+  const std::string net = dir.write("net.prototxt", R"(
+    layer { name: "data" type: "Input" top: "data" top: "label"
+            input_param { shape { dim: 4 dim: 10 } shape { dim: 3 } } }
+    layer { name: "loss" type: "SoftmaxWithLoss" bottom: "data" bottom: "label" top: "loss" })");
+  const std::string line =
+      expect_one_line_error(run_tool(tool_path("xtrain") + " time --model=" + net), "xtrain time");
+  EXPECT_CONTAINS(line, "'loss'");
+  EXPECT_CONTAINS(line, "3");
+}
+
+std::string data_net(const std::string& source, const std::string& transform = "") {
+  return "layer { name: \"d\" type: \"Data\" top: \"data\" top: \"label\" " + transform +
+         " data_param { source: \"" + source + "\" batch_size: 2 backend: LMDB } }\n";
+}
+
+TEST(CliErrors, MissingLmdbNamesThePath) {
+  TempDir dir("cli");
+  const std::string net = dir.write("net.prototxt", data_net(dir.file("no_such_lmdb")));
+  const std::string line =
+      expect_one_line_error(run_tool(tool_path("xtrain") + " time --model=" + net), "xtrain time");
+  EXPECT_CONTAINS(line, dir.file("no_such_lmdb"));
+}
+
+TEST(CliErrors, EmptyLmdbSaysItIsEmpty) {
+  TempDir dir("cli");
+  write_datum_lmdb(dir.file("empty_lmdb"), 1, 2, 2, {});
+  const std::string net = dir.write("net.prototxt", data_net(dir.file("empty_lmdb")));
+  const std::string line =
+      expect_one_line_error(run_tool(tool_path("xtrain") + " time --model=" + net), "xtrain time");
+  EXPECT_CONTAINS(line, dir.file("empty_lmdb"));
+  EXPECT_CONTAINS(line, "empty");
+}
+
+TEST(CliErrors, MeanFileOfTheWrongSizeNamesBothShapes) {
+  TempDir dir("cli");
+  write_datum_lmdb(dir.file("lmdb"), 1, 2, 2, {{0, {1, 2, 3, 4}}, {1, {5, 6, 7, 8}}});
+  BlobProto mean;
+  for (int d : {1, 1, 3, 3}) mean.mutable_shape()->add_dim(d);
+  for (int i = 0; i < 9; ++i) mean.add_data(0.0f);
+  write_proto_to_binary_file(mean, dir.file("mean.binaryproto"));
+  const std::string net = dir.write(
+      "net.prototxt",
+      data_net(dir.file("lmdb"), "transform_param { mean_file: \"" + dir.file("mean.binaryproto") + "\" }"));
+  const std::string line =
+      expect_one_line_error(run_tool(tool_path("xtrain") + " time --model=" + net), "xtrain time");
+  EXPECT_CONTAINS(line, "mean.binaryproto");
+}
+
+class TrainedTinyNet : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    net_ = dir_.write("tiny.prototxt", tiny_net(2));
+    solver_ = dir_.write("solver.prototxt", tiny_solver(net_, dir_.file("tiny")));
+    const ToolResult trained =
+        run_tool(tool_path("xtrain") + " train --solver=" + solver_, dir_.path());
+    ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  }
+  TempDir dir_{"cli_trained"};
+  std::string net_;
+  std::string solver_;
+};
+
+TEST_F(TrainedTinyNet, SnapshotGivenACaffemodelSaysWhatItExpected) {
+  const std::string line = expect_one_line_error(
+      run_tool(tool_path("xtrain") + " train --solver=" + solver_ +
+               " --snapshot=" + dir_.file("tiny_iter_2.caffemodel")),
+      "xtrain train");
+  EXPECT_CONTAINS(line, "tiny_iter_2.caffemodel");
+  EXPECT_CONTAINS(line, "solverstate");
+}
+
+TEST_F(TrainedTinyNet, SnapshotOfAnotherNetIsRefused) {
+  const std::string other_net = dir_.write("other.prototxt", tiny_net(5));
+  const std::string other_solver =
+      dir_.write("other_solver.prototxt", tiny_solver(other_net, dir_.file("other")));
+  const std::string line = expect_one_line_error(
+      run_tool(tool_path("xtrain") + " train --solver=" + other_solver +
+               " --snapshot=" + dir_.file("tiny_iter_2.solverstate")),
+      "xtrain train");
+  EXPECT_CONTAINS(line, "tiny_iter_2.solverstate");
+}
+
+TEST_F(TrainedTinyNet, WeightsOfADifferentShapeNameTheLayerAndSuggestRenaming) {
+  const std::string other_net = dir_.write("other.prototxt", tiny_net(5));
+  const std::string other_solver =
+      dir_.write("other_solver.prototxt", tiny_solver(other_net, dir_.file("other")));
+  const std::string line = expect_one_line_error(
+      run_tool(tool_path("xtrain") + " train --solver=" + other_solver +
+               " --weights=" + dir_.file("tiny_iter_2.caffemodel")),
+      "xtrain train");
+  EXPECT_CONTAINS(line, "'ip'");
+  EXPECT_CONTAINS(line, "(2, 3)");
+  EXPECT_CONTAINS(line, "(5, 3)");
+  EXPECT_CONTAINS(line, "rename");
+}
+
+TEST(CliErrors, GpuOnAMachineWithoutOneIsOneLine) {
+  const ToolResult result = run_tool(tool_path("xtrain") + " device_query --gpu=0");
+  if (result.exit_code == 0) GTEST_SKIP() << "a GPU is present: " << result.output;
+  const std::string line = expect_one_line_error(result, "xtrain device_query");
+  EXPECT_CONTAINS(line, "GPU");
+}
+
+}  // namespace
+}  // namespace xtrain::testing
