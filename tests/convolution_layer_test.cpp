@@ -28,8 +28,12 @@ struct ConvSpec {
   int group = 1;
   bool bias = true;
 
-  int out_h() const { return (input[2] + 2 * pad_h - (dilation_h * (kernel_h - 1) + 1)) / stride_h + 1; }
-  int out_w() const { return (input[3] + 2 * pad_w - (dilation_w * (kernel_w - 1) + 1)) / stride_w + 1; }
+  int out_h() const {
+    return (input[2] + 2 * pad_h - (dilation_h * (kernel_h - 1) + 1)) / stride_h + 1;
+  }
+  int out_w() const {
+    return (input[3] + 2 * pad_w - (dilation_w * (kernel_w - 1) + 1)) / stride_w + 1;
+  }
 };
 
 // Uses the square forms where the two axes agree and the _h/_w (or per-axis
@@ -158,7 +162,9 @@ class ConvolutionTest : public ::testing::Test {
                                            spec.kernel_h, spec.kernel_w};
     ASSERT_EQ(layer->blobs().size(), spec.bias ? 2u : 1u);
     EXPECT_EQ(layer->blobs()[0]->shape(), weight_shape);
-    if (spec.bias) EXPECT_EQ(layer->blobs()[1]->shape(), std::vector<int>{spec.num_output});
+    if (spec.bias) {
+      EXPECT_EQ(layer->blobs()[1]->shape(), std::vector<int>{spec.num_output});
+    }
     const std::vector<int> top_shape = {spec.input[0], spec.num_output, spec.out_h(), spec.out_w()};
     ASSERT_EQ(output_.shape(), top_shape);
 
@@ -353,8 +359,7 @@ TEST_F(ConvolutionTest, GradientTwoBottoms) {
   fill_random(input_, 3);
   auto layer = LayerRegistry::global().create(conv_param(s));
   layer->setup({&input_, &second_input}, {&output_, &second_output});
-  testing::GradientChecker().check(*layer, {&input_, &second_input},
-                                   {&output_, &second_output});
+  testing::GradientChecker().check(*layer, {&input_, &second_input}, {&output_, &second_output});
 }
 
 TEST_F(ConvolutionTest, ParamGradientsAccumulate) {
@@ -393,8 +398,11 @@ TEST_F(ConvolutionTest, KeepsPreloadedWeights) {
   LayerParameter wrong = conv_param(spec({1, 2, 3, 3}, 1, 3, 3));
   weights.to_proto(wrong.add_blobs());
   bias.to_proto(wrong.add_blobs());
-  expect_error([&] { make(wrong, {1, 2, 3, 3}); },
-               {"layer 'conv' (Convolution)", "weight", "1 2 2 2", "1 2 3 3"});
+  expect_error(
+      [&] {
+        make(wrong, {1, 2, 3, 3});
+      },
+      {"layer 'conv' (Convolution)", "weight", "(1, 2, 2, 2)", "(1, 2, 3, 3)"});
   LayerParameter missing_bias = conv_param(spec({1, 2, 3, 3}, 1, 2, 2));
   weights.to_proto(missing_bias.add_blobs());
   expect_error([&] { make(missing_bias, {1, 2, 3, 3}); }, {"conv", "bias_term"});
@@ -420,41 +428,55 @@ TEST_F(ConvolutionTest, RejectsKernelLargerThanInput) {
 }
 
 TEST_F(ConvolutionTest, RejectsInconsistentKernelParams) {
-  expect_error([&] {
-    make(parse_layer(R"(name: "c" type: "Convolution"
+  expect_error(
+      [&] {
+        make(parse_layer(R"(name: "c" type: "Convolution"
         convolution_param { num_output: 2 kernel_size: 3 kernel_h: 3 kernel_w: 3 })"),
-         {1, 1, 5, 5});
-  }, {"layer 'c' (Convolution)", "kernel_size", "not both"});
-  expect_error([&] {
-    make(parse_layer(R"(name: "c" type: "Convolution" convolution_param { num_output: 2 })"),
-         {1, 1, 5, 5});
-  }, {"kernel_size", "required"});
-  expect_error([&] {
-    make(parse_layer(R"(name: "c" type: "Convolution"
+             {1, 1, 5, 5});
+      },
+      {"layer 'c' (Convolution)", "kernel_size", "not both"});
+  expect_error(
+      [&] {
+        make(parse_layer(R"(name: "c" type: "Convolution" convolution_param { num_output: 2 })"),
+             {1, 1, 5, 5});
+      },
+      {"kernel_size", "required"});
+  expect_error(
+      [&] {
+        make(parse_layer(R"(name: "c" type: "Convolution"
         convolution_param { num_output: 2 kernel_h: 3 })"),
-         {1, 1, 5, 5});
-  }, {"kernel size must be > 0"});
-  expect_error([&] {
-    make(parse_layer(R"(name: "c" type: "Convolution"
+             {1, 1, 5, 5});
+      },
+      {"kernel size must be > 0"});
+  expect_error(
+      [&] {
+        make(parse_layer(R"(name: "c" type: "Convolution"
         convolution_param { num_output: 2 kernel_size: 3 kernel_size: 3 kernel_size: 3 })"),
-         {1, 1, 5, 5});
-  }, {"kernel_size has 3 values"});
-  expect_error([&] {
-    make(parse_layer(R"(name: "c" type: "Convolution"
+             {1, 1, 5, 5});
+      },
+      {"kernel_size has 3 values"});
+  expect_error(
+      [&] {
+        make(parse_layer(R"(name: "c" type: "Convolution"
         convolution_param { num_output: 2 kernel_size: 3 stride: 2 stride_h: 2 stride_w: 2 })"),
-         {1, 1, 5, 5});
-  }, {"stride", "not both"});
-  expect_error([&] {
-    make(parse_layer(R"(name: "c" type: "Convolution"
+             {1, 1, 5, 5});
+      },
+      {"stride", "not both"});
+  expect_error(
+      [&] {
+        make(parse_layer(R"(name: "c" type: "Convolution"
         convolution_param { num_output: 0 kernel_size: 3 })"),
-         {1, 1, 5, 5});
-  }, {"num_output must be > 0"});
+             {1, 1, 5, 5});
+      },
+      {"num_output must be > 0"});
 }
 
 TEST_F(ConvolutionTest, RejectsNdAndChangedChannels) {
-  expect_error([&] {
-    make(conv_param(spec({1, 1, 5}, 2, 3, 3)), {2, 1, 5});
-  }, {"layer 'conv' (Convolution)", "not supported yet"});
+  expect_error(
+      [&] {
+        make(conv_param(spec({1, 1, 5}, 2, 3, 3)), {2, 1, 5});
+      },
+      {"layer 'conv' (Convolution)", "not supported yet"});
   auto layer = make(conv_param(spec({1, 2, 5, 5}, 2, 3, 3)), {1, 2, 5, 5});
   input_.reshape({1, 3, 5, 5});
   expect_error([&] { layer->forward({&input_}, {&output_}); },

@@ -76,9 +76,8 @@ TEST(Im2col, MatchesTheDefiningFormula) {
       for (int k = 0; k < columns; ++k) {
         ASSERT_EQ(col[r * columns + k], expected_column_entry(image, g, r, k))
             << "geometry c" << g.channels << " " << g.height << "x" << g.width << " kernel "
-            << g.kernel_h << "x" << g.kernel_w << " pad " << g.pad_h << "x" << g.pad_w
-            << " stride " << g.stride_h << "x" << g.stride_w << ", row " << r << ", column "
-            << k;
+            << g.kernel_h << "x" << g.kernel_w << " pad " << g.pad_h << "x" << g.pad_w << " stride "
+            << g.stride_h << "x" << g.stride_w << ", row " << r << ", column " << k;
       }
     }
   }

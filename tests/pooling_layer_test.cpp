@@ -75,7 +75,8 @@ void fill_distinct(Blob& blob, std::uint64_t seed) {
 // Caffe's output size, written out independently of the layer. The clip
 // applies on both axes when either axis is padded.
 int caffe_pooled_size(int input, int kernel, int pad, int stride, bool any_padding) {
-  int pooled = static_cast<int>(std::ceil(static_cast<float>(input + 2 * pad - kernel) / stride)) + 1;
+  int pooled =
+      static_cast<int>(std::ceil(static_cast<float>(input + 2 * pad - kernel) / stride)) + 1;
   if (any_padding && (pooled - 1) * stride >= input + pad) --pooled;
   return pooled;
 }
@@ -148,9 +149,7 @@ class PoolingTest : public ::testing::Test {
     layer->setup({&input_}, tops(with_mask));
     return layer;
   }
-  BlobVec tops(bool with_mask) {
-    return with_mask ? BlobVec{&output_, &mask_} : BlobVec{&output_};
-  }
+  BlobVec tops(bool with_mask) { return with_mask ? BlobVec{&output_, &mask_} : BlobVec{&output_}; }
 
   void check_forward(const PoolSpec& s, const std::vector<int>& input_shape, bool with_mask) {
     SCOPED_TRACE(std::string(s.max ? "MAX" : "AVE") + " input " + shape_to_string(input_shape) +
@@ -163,7 +162,9 @@ class PoolingTest : public ::testing::Test {
     ASSERT_EQ(output_.count(), expected.values.size());
     for (std::size_t i = 0; i < expected.values.size(); ++i) {
       ASSERT_NEAR(output_.cpu_data()[i], expected.values[i], 1e-5f) << "element " << i;
-      if (with_mask) ASSERT_EQ(mask_.cpu_data()[i], expected.argmax[i]) << "element " << i;
+      if (with_mask) {
+        ASSERT_EQ(mask_.cpu_data()[i], expected.argmax[i]) << "element " << i;
+      }
     }
   }
 
@@ -216,8 +217,7 @@ TEST_F(PoolingTest, CaffeCeilModeShapes) {
   only_h_padded.pad_h = 1;
   only_h_padded.stride_h = 2;
   only_h_padded.stride_w = 3;
-  EXPECT_EQ(pooled_shape(pool_param(only_h_padded), {1, 1, 5, 6}),
-            (std::vector<int>{1, 1, 3, 2}));
+  EXPECT_EQ(pooled_shape(pool_param(only_h_padded), {1, 1, 5, 6}), (std::vector<int>{1, 1, 3, 2}));
   // GoogLeNet-style 3x3 stride 1 pad 1 keeps the size.
   EXPECT_EQ(pooled_shape(pool_param(square(true, 3, 1, 1)), {1, 2, 7, 7}),
             (std::vector<int>{1, 2, 7, 7}));
@@ -242,8 +242,8 @@ TEST_F(PoolingTest, AverageHandComputedWithPadding) {
   auto layer = make(pool_param(square(false, 3, 1, 1)), {1, 1, 3, 3});
   std::fill(input_.mutable_cpu_data(), input_.mutable_cpu_data() + 9, 2.0f);
   layer->forward({&input_}, {&output_});
-  const float expected[] = {8.f / 9, 12.f / 9, 8.f / 9, 12.f / 9, 2.f, 12.f / 9,
-                            8.f / 9, 12.f / 9, 8.f / 9};
+  const float expected[] = {8.f / 9,  12.f / 9, 8.f / 9,  12.f / 9, 2.f,
+                            12.f / 9, 8.f / 9,  12.f / 9, 8.f / 9};
   for (int i = 0; i < 9; ++i) EXPECT_NEAR(output_.cpu_data()[i], expected[i], 1e-6f) << i;
 }
 
@@ -368,42 +368,64 @@ TEST_F(PoolingTest, MaxBackwardRoutesToTheArgmax) {
 }
 
 TEST_F(PoolingTest, RejectsBadParameters) {
-  expect_error([&] {
-    make(parse_layer(R"(name: "p" type: "Pooling" pooling_param { pool: STOCHASTIC kernel_size: 2 })"),
-         {1, 1, 4, 4});
-  }, {"layer 'p' (Pooling)", "STOCHASTIC", "not supported"});
-  expect_error([&] { make(pool_param(square(true, 2, 2, 2)), {1, 1, 4, 4}); },
-               {"layer 'pool' (Pooling)", "pad 2x2", "smaller than the kernel 2x2"});
-  expect_error([&] {
-    make(parse_layer(R"(name: "p" type: "Pooling"
+  expect_error(
+      [&] {
+        make(parse_layer(
+                 R"(name: "p" type: "Pooling" pooling_param { pool: STOCHASTIC kernel_size: 2 })"),
+             {1, 1, 4, 4});
+      },
+      {"layer 'p' (Pooling)", "STOCHASTIC", "not supported"});
+  expect_error(
+      [&] {
+        make(pool_param(square(true, 2, 2, 2)), {1, 1, 4, 4});
+      },
+      {"layer 'pool' (Pooling)", "pad 2x2", "smaller than the kernel 2x2"});
+  expect_error(
+      [&] {
+        make(parse_layer(R"(name: "p" type: "Pooling"
         pooling_param { global_pooling: true kernel_size: 2 })"),
-         {1, 1, 4, 4});
-  }, {"global_pooling", "kernel_size"});
-  expect_error([&] {
-    make(parse_layer(R"(name: "p" type: "Pooling"
+             {1, 1, 4, 4});
+      },
+      {"global_pooling", "kernel_size"});
+  expect_error(
+      [&] {
+        make(parse_layer(R"(name: "p" type: "Pooling"
         pooling_param { global_pooling: true stride: 2 })"),
-         {1, 1, 4, 4});
-  }, {"global_pooling needs pad 0 and stride 1"});
-  expect_error([&] {
-    make(parse_layer(R"(name: "p" type: "Pooling"
+             {1, 1, 4, 4});
+      },
+      {"global_pooling needs pad 0 and stride 1"});
+  expect_error(
+      [&] {
+        make(parse_layer(R"(name: "p" type: "Pooling"
         pooling_param { kernel_size: 2 kernel_h: 2 kernel_w: 2 })"),
-         {1, 1, 4, 4});
-  }, {"not both"});
-  expect_error([&] {
-    make(parse_layer(R"(name: "p" type: "Pooling" pooling_param { kernel_h: 2 })"),
-         {1, 1, 4, 4});
-  }, {"kernel_h and kernel_w"});
-  expect_error([&] {
-    make(parse_layer(R"(name: "p" type: "Pooling"
+             {1, 1, 4, 4});
+      },
+      {"not both"});
+  expect_error(
+      [&] {
+        make(parse_layer(R"(name: "p" type: "Pooling" pooling_param { kernel_h: 2 })"),
+             {1, 1, 4, 4});
+      },
+      {"kernel_h and kernel_w"});
+  expect_error(
+      [&] {
+        make(parse_layer(R"(name: "p" type: "Pooling"
         pooling_param { kernel_size: 2 pad: 1 pad_h: 1 pad_w: 1 })"),
-         {1, 1, 4, 4});
-  }, {"pad_h and pad_w"});
-  expect_error([&] { make(pool_param(square(true, 5, 1)), {1, 1, 3, 3}); },
-               {"does not fit", "1 1 3 3"});
+             {1, 1, 4, 4});
+      },
+      {"pad_h and pad_w"});
+  expect_error(
+      [&] {
+        make(pool_param(square(true, 5, 1)), {1, 1, 3, 3});
+      },
+      {"does not fit", "1 1 3 3"});
   expect_error([&] { make(pool_param(square(true, 2, 2)), {1, 4, 4}); }, {"4 axes"});
   // AVE has no mask top.
-  expect_error([&] { make(pool_param(square(false, 2, 2)), {1, 1, 4, 4}, true); },
-               {"layer 'pool' (Pooling)", "at most 1 top"});
+  expect_error(
+      [&] {
+        make(pool_param(square(false, 2, 2)), {1, 1, 4, 4}, true);
+      },
+      {"layer 'pool' (Pooling)", "at most 1 top"});
 }
 
 }  // namespace

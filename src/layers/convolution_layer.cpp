@@ -59,7 +59,7 @@ void ConvolutionLayer::layer_setup(const BlobVec& bottom, const BlobVec& top) {
   const int spatial_axes = input.num_axes() - channel_axis_ - 1;
   XTRAIN_CHECK(spatial_axes == 2, where(), ": the input ", input.shape_string(), " has ",
                spatial_axes, " spatial axes after the channel axis ", channel_axis_,
-               "; only 2-D convolution is supported yet (N-d convolution is not)");
+               "; only 2-D convolution is implemented (N-d convolution is not supported yet)");
 
   read_geometry(input);
 
@@ -68,8 +68,8 @@ void ConvolutionLayer::layer_setup(const BlobVec& bottom, const BlobVec& top) {
   num_output_ = static_cast<int>(conv.num_output());
   XTRAIN_CHECK(conv.group() > 0, where(), ": group must be > 0");
   group_ = static_cast<int>(conv.group());
-  XTRAIN_CHECK(channels_ % group_ == 0, where(), ": the input has ", channels_,
-               " channels (shape ", input.shape_string(), "), which group ", group_,
+  XTRAIN_CHECK(channels_ % group_ == 0, where(), ": the input has ", channels_, " channels (shape ",
+               input.shape_string(), "), which group ", group_,
                " does not divide; channels must be a multiple of group");
   XTRAIN_CHECK(num_output_ % group_ == 0, where(), ": num_output ", num_output_,
                " is not a multiple of group ", group_);
@@ -91,8 +91,8 @@ void ConvolutionLayer::read_geometry(const Blob& input) {
   const auto dilation = per_axis(here, "dilation", conv.dilation(), "dilation", false, 0, 0, 1);
   XTRAIN_CHECK(kernel[0] > 0 && kernel[1] > 0, here, ": kernel size must be > 0 on both axes, got ",
                kernel[0], "x", kernel[1], " (with kernel_h, give kernel_w too)");
-  XTRAIN_CHECK(stride[0] > 0 && stride[1] > 0, here, ": stride must be > 0, got ", stride[0],
-               "x", stride[1]);
+  XTRAIN_CHECK(stride[0] > 0 && stride[1] > 0, here, ": stride must be > 0, got ", stride[0], "x",
+               stride[1]);
   XTRAIN_CHECK(pad[0] >= 0 && pad[1] >= 0, here, ": pad is too large: ", pad[0], "x", pad[1]);
   XTRAIN_CHECK(dilation[0] > 0 && dilation[1] > 0, here, ": dilation must be > 0, got ",
                dilation[0], "x", dilation[1]);
@@ -107,8 +107,8 @@ void ConvolutionLayer::read_geometry(const Blob& input) {
   geometry_.dilation_h = dilation[0];
   geometry_.dilation_w = dilation[1];
   // Dilation does not matter for a 1x1 kernel.
-  is_1x1_ = kernel[0] == 1 && kernel[1] == 1 && stride[0] == 1 && stride[1] == 1 &&
-            pad[0] == 0 && pad[1] == 0;
+  is_1x1_ = kernel[0] == 1 && kernel[1] == 1 && stride[0] == 1 && stride[1] == 1 && pad[0] == 0 &&
+            pad[1] == 0;
 }
 
 void ConvolutionLayer::setup_params() {
@@ -121,16 +121,16 @@ void ConvolutionLayer::setup_params() {
   if (!blobs_.empty()) {
     // Weights given with the layer: keep them if they fit.
     XTRAIN_CHECK(blobs_.size() == expected_blobs, where(), " has ", blobs_.size(),
-                 " stored blobs but needs ", expected_blobs,
-                 " (weights", bias_term_ ? " and bias" : "", "); check bias_term");
+                 " stored blobs but needs ", expected_blobs, " (weights",
+                 bias_term_ ? " and bias" : "", "); check bias_term");
     const std::vector<int>* expected[] = {&weight_shape, &bias_shape};
     const char* names[] = {"weight", "bias"};
     for (std::size_t i = 0; i < blobs_.size(); ++i) {
       Blob& blob = *blobs_[i];
       if (blob.shape() == *expected[i]) continue;
       XTRAIN_CHECK(same_as_legacy_4d(blob.shape(), *expected[i]), where(), ": the stored ",
-                   names[i], " blob has shape ", blob.shape_string(), " but this layer needs ",
-                   shape_to_string(*expected[i]),
+                   names[i], " blob has shape ", shape_to_string(blob.shape()),
+                   " but this layer needs ", shape_to_string(*expected[i]),
                    " (num_output, input channels / group, kernel_h, kernel_w); the weights do "
                    "not match num_output, group, kernel size or the input channels");
       blob.reshape(*expected[i]);
@@ -158,13 +158,13 @@ void ConvolutionLayer::setup_params() {
 
 void ConvolutionLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   const Blob& input = *bottom[0];
-  XTRAIN_CHECK(input.num_axes() == channel_axis_ + 3, where(), ": the input ",
-               input.shape_string(), " must keep the ", channel_axis_ + 3,
-               " axes it was set up with");
+  XTRAIN_CHECK(input.num_axes() == channel_axis_ + 3, where(), ": the input ", input.shape_string(),
+               " must keep the ", channel_axis_ + 3, " axes it was set up with");
   for (std::size_t i = 1; i < bottom.size(); ++i) {
-    XTRAIN_CHECK(bottom[i]->shape() == input.shape(), where(), ": all bottoms must have one "
-                 "shape, but bottom 0 is ", input.shape_string(), " and bottom ", i, " is ",
-                 bottom[i]->shape_string());
+    XTRAIN_CHECK(bottom[i]->shape() == input.shape(), where(),
+                 ": all bottoms must have one "
+                 "shape, but bottom 0 is ",
+                 input.shape_string(), " and bottom ", i, " is ", bottom[i]->shape_string());
   }
   XTRAIN_CHECK(input.shape(channel_axis_) == channels_, where(), ": the input ",
                input.shape_string(), " has ", input.shape(channel_axis_),
@@ -177,10 +177,10 @@ void ConvolutionLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   const int out_w = geometry_.output_w();
   XTRAIN_CHECK(out_h > 0 && out_w > 0, where(), ": the kernel does not fit the input ",
                input.shape_string(), ": kernel ", geometry_.kernel_h, "x", geometry_.kernel_w,
-               " (dilated extent ", geometry_.kernel_extent_h(), "x",
-               geometry_.kernel_extent_w(), "), pad ", geometry_.pad_h, "x", geometry_.pad_w,
-               ", stride ", geometry_.stride_h, "x", geometry_.stride_w, " give an output of ",
-               out_h, "x", out_w, "; use a smaller kernel or dilation, or more padding");
+               " (dilated extent ", geometry_.kernel_extent_h(), "x", geometry_.kernel_extent_w(),
+               "), pad ", geometry_.pad_h, "x", geometry_.pad_w, ", stride ", geometry_.stride_h,
+               "x", geometry_.stride_w, " give an output of ", out_h, "x", out_w,
+               "; use a smaller kernel or dilation, or more padding");
 
   std::vector<int> top_shape(input.shape().begin(), input.shape().begin() + channel_axis_);
   top_shape.push_back(num_output_);
@@ -195,7 +195,7 @@ void ConvolutionLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   weight_step_ = static_cast<std::size_t>(num_output_ / group_) * kernel_dim_;
   column_step_ = static_cast<std::size_t>(kernel_dim_) * out_spatial_;
   output_step_ = static_cast<std::size_t>(num_output_ / group_) * out_spatial_;
-  if (!is_1x1_) columns_.resize(static_cast<std::size_t>(kernel_dim_) * group_ * out_spatial_);
+  if (!is_1x1_) columns_.resize(column_step_ * group_);
   if (bias_term_) ones_.assign(out_spatial_, 1.0f);
 }
 
@@ -207,8 +207,8 @@ void ConvolutionLayer::forward_image(const float* input, const float* weights, f
   }
   const int outputs_per_group = num_output_ / group_;
   for (int g = 0; g < group_; ++g) {
-    math::gemm(Transpose::kNo, Transpose::kNo, outputs_per_group, out_spatial_, kernel_dim_,
-               1.0f, weights + g * weight_step_, columns + g * column_step_, 0.0f,
+    math::gemm(Transpose::kNo, Transpose::kNo, outputs_per_group, out_spatial_, kernel_dim_, 1.0f,
+               weights + g * weight_step_, columns + g * column_step_, 0.0f,
                output + g * output_step_);
   }
 }
@@ -222,8 +222,8 @@ void ConvolutionLayer::accumulate_weight_gradient(const float* input, const floa
   }
   const int outputs_per_group = num_output_ / group_;
   for (int g = 0; g < group_; ++g) {
-    math::gemm(Transpose::kNo, Transpose::kYes, outputs_per_group, kernel_dim_, out_spatial_,
-               1.0f, output_diff + g * output_step_, columns + g * column_step_, 1.0f,
+    math::gemm(Transpose::kNo, Transpose::kYes, outputs_per_group, kernel_dim_, out_spatial_, 1.0f,
+               output_diff + g * output_step_, columns + g * column_step_, 1.0f,
                weight_diff + g * weight_step_);
   }
 }
@@ -233,8 +233,8 @@ void ConvolutionLayer::input_gradient(const float* output_diff, const float* wei
   float* columns = is_1x1_ ? input_diff : columns_.data();
   const int outputs_per_group = num_output_ / group_;
   for (int g = 0; g < group_; ++g) {
-    math::gemm(Transpose::kYes, Transpose::kNo, kernel_dim_, out_spatial_, outputs_per_group,
-               1.0f, weights + g * weight_step_, output_diff + g * output_step_, 0.0f,
+    math::gemm(Transpose::kYes, Transpose::kNo, kernel_dim_, out_spatial_, outputs_per_group, 1.0f,
+               weights + g * weight_step_, output_diff + g * output_step_, 0.0f,
                columns + g * column_step_);
   }
   if (!is_1x1_) col2im(columns, geometry_, input_diff);
@@ -259,29 +259,27 @@ void ConvolutionLayer::forward_cpu(const BlobVec& bottom, const BlobVec& top) {
 
 void ConvolutionLayer::backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                     const BlobVec& bottom) {
-  const bool weight_needed = param_propagate_down(0);
-  const bool bias_needed = bias_term_ && param_propagate_down(1);
   const float* weights = blobs_[0]->cpu_data();
-  float* weight_diff = weight_needed ? blobs_[0]->mutable_cpu_diff() : nullptr;
-  float* bias_diff = bias_needed ? blobs_[1]->mutable_cpu_diff() : nullptr;
+  float* weight_diff = param_propagate_down(0) ? blobs_[0]->mutable_cpu_diff() : nullptr;
+  float* bias_diff =
+      bias_term_ && param_propagate_down(1) ? blobs_[1]->mutable_cpu_diff() : nullptr;
   for (std::size_t i = 0; i < top.size(); ++i) {
     const float* output_diff = top[i]->cpu_diff();
-    if (bias_needed) {
+    if (bias_diff) {
       for (int n = 0; n < num_; ++n) {
         math::gemv(Transpose::kNo, num_output_, out_spatial_, 1.0f, output_diff + n * top_dim_,
                    ones_.data(), 1.0f, bias_diff);
       }
     }
-    const bool input_needed = propagate_down[i];
-    if (!weight_needed && !input_needed) continue;
+    if (!weight_diff && !propagate_down[i]) continue;
     const float* input = bottom[i]->cpu_data();
-    float* input_diff = input_needed ? bottom[i]->mutable_cpu_diff() : nullptr;
+    float* input_diff = propagate_down[i] ? bottom[i]->mutable_cpu_diff() : nullptr;
     for (int n = 0; n < num_; ++n) {
-      if (weight_needed) {
+      if (weight_diff) {
         accumulate_weight_gradient(input + n * bottom_dim_, output_diff + n * top_dim_,
                                    weight_diff);
       }
-      if (input_needed) {
+      if (input_diff) {
         input_gradient(output_diff + n * top_dim_, weights, input_diff + n * bottom_dim_);
       }
     }

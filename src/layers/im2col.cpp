@@ -1,6 +1,7 @@
 #include "layers/im2col.hpp"
 
 #include <algorithm>
+#include <cstddef>
 
 namespace xtrain {
 namespace {
@@ -27,28 +28,29 @@ ValidRange valid_outputs(int offset, int stride, int input_size, int output_size
 void im2col(const float* image, const Im2colGeometry& g, float* columns) {
   const int out_h = g.output_h();
   const int out_w = g.output_w();
-  const int plane = g.height * g.width;
+  const std::size_t plane = static_cast<std::size_t>(g.height) * g.width;
   for (int c = 0; c < g.channels; ++c) {
-    const float* channel = image + static_cast<std::size_t>(c) * plane;
+    const float* channel = image + c * plane;
     for (int i = 0; i < g.kernel_h; ++i) {
       const int row_offset = i * g.dilation_h - g.pad_h;
       for (int j = 0; j < g.kernel_w; ++j) {
         const int col_offset = j * g.dilation_w - g.pad_w;
         const ValidRange xs = valid_outputs(col_offset, g.stride_w, g.width, out_w);
         for (int y = 0; y < out_h; ++y, columns += out_w) {
+          float* out = columns;
           const int in_y = y * g.stride_h + row_offset;
           if (in_y < 0 || in_y >= g.height) {
-            std::fill(columns, columns + out_w, 0.0f);
+            std::fill(out, out + out_w, 0.0f);
             continue;
           }
-          const float* row = channel + static_cast<std::size_t>(in_y) * g.width;
-          std::fill(columns, columns + xs.begin, 0.0f);
+          const float* in = channel + static_cast<std::size_t>(in_y) * g.width;
+          std::fill(out, out + xs.begin, 0.0f);
           if (g.stride_w == 1 && xs.end > xs.begin) {
-            std::copy(row + xs.begin + col_offset, row + xs.end + col_offset, columns + xs.begin);
+            std::copy(in + xs.begin + col_offset, in + xs.end + col_offset, out + xs.begin);
           } else {
-            for (int x = xs.begin; x < xs.end; ++x) columns[x] = row[x * g.stride_w + col_offset];
+            for (int x = xs.begin; x < xs.end; ++x) out[x] = in[x * g.stride_w + col_offset];
           }
-          std::fill(columns + xs.end, columns + out_w, 0.0f);
+          std::fill(out + xs.end, out + out_w, 0.0f);
         }
       }
     }
@@ -58,20 +60,21 @@ void im2col(const float* image, const Im2colGeometry& g, float* columns) {
 void col2im(const float* columns, const Im2colGeometry& g, float* image) {
   const int out_h = g.output_h();
   const int out_w = g.output_w();
-  const int plane = g.height * g.width;
-  std::fill(image, image + static_cast<std::size_t>(g.channels) * plane, 0.0f);
+  const std::size_t plane = static_cast<std::size_t>(g.height) * g.width;
+  std::fill(image, image + g.channels * plane, 0.0f);
   for (int c = 0; c < g.channels; ++c) {
-    float* channel = image + static_cast<std::size_t>(c) * plane;
+    float* channel = image + c * plane;
     for (int i = 0; i < g.kernel_h; ++i) {
       const int row_offset = i * g.dilation_h - g.pad_h;
       for (int j = 0; j < g.kernel_w; ++j) {
         const int col_offset = j * g.dilation_w - g.pad_w;
         const ValidRange xs = valid_outputs(col_offset, g.stride_w, g.width, out_w);
         for (int y = 0; y < out_h; ++y, columns += out_w) {
+          const float* in = columns;
           const int in_y = y * g.stride_h + row_offset;
           if (in_y < 0 || in_y >= g.height) continue;
-          float* row = channel + static_cast<std::size_t>(in_y) * g.width;
-          for (int x = xs.begin; x < xs.end; ++x) row[x * g.stride_w + col_offset] += columns[x];
+          float* out = channel + static_cast<std::size_t>(in_y) * g.width;
+          for (int x = xs.begin; x < xs.end; ++x) out[x * g.stride_w + col_offset] += in[x];
         }
       }
     }

@@ -34,17 +34,17 @@ int InnerProductLayer::axis_checked(const Blob& input) const {
 void InnerProductLayer::layer_setup(const BlobVec& bottom, const BlobVec& top) {
   (void)top;
   const InnerProductParameter& ip = param_.inner_product_param();
-  XTRAIN_CHECK(ip.num_output() > 0 && ip.num_output() <= std::numeric_limits<int>::max(),
-               where(), ": inner_product_param.num_output must be > 0");
+  XTRAIN_CHECK(ip.num_output() > 0 && ip.num_output() <= std::numeric_limits<int>::max(), where(),
+               ": inner_product_param.num_output must be > 0");
   num_output_ = static_cast<int>(ip.num_output());
   bias_term_ = ip.bias_term();
   transpose_ = ip.transpose();
   const Blob& input = *bottom[0];
   const std::size_t input_size = input.count(axis_checked(input));
-  XTRAIN_CHECK(input_size > 0 && input_size <= static_cast<std::size_t>(
-                                                   std::numeric_limits<int>::max()),
-               where(), ": the input ", input.shape_string(), " gives ", input_size,
-               " values per row; it must be between 1 and 2^31 - 1");
+  XTRAIN_CHECK(
+      input_size > 0 && input_size <= static_cast<std::size_t>(std::numeric_limits<int>::max()),
+      where(), ": the input ", input.shape_string(), " gives ", input_size,
+      " values per row; it must be between 1 and 2^31 - 1");
   input_size_ = static_cast<int>(input_size);
 
   const std::vector<int> weight_shape = transpose_ ? std::vector<int>{input_size_, num_output_}
@@ -62,9 +62,9 @@ void InnerProductLayer::layer_setup(const BlobVec& bottom, const BlobVec& top) {
       Blob& blob = *blobs_[i];
       if (blob.shape() == *expected[i]) continue;
       XTRAIN_CHECK(same_as_legacy_4d(blob.shape(), *expected[i]), where(), ": the stored ",
-                   names[i], " blob has shape ", blob.shape_string(), " but this layer needs ",
-                   shape_to_string(*expected[i]), transpose_ ? " (input size K, num_output N)"
-                                                             : " (num_output N, input size K)",
+                   names[i], " blob has shape ", shape_to_string(blob.shape()),
+                   " but this layer needs ", shape_to_string(*expected[i]),
+                   transpose_ ? " (input size K, num_output N)" : " (num_output N, input size K)",
                    "; check num_output, transpose and the input shape ", input.shape_string());
       blob.reshape(*expected[i]);
     }
@@ -93,8 +93,8 @@ void InnerProductLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   const int axis = axis_checked(input);
   XTRAIN_CHECK(input.count(axis) == static_cast<std::size_t>(input_size_), where(),
                ": the input size changed: the weights expect K = ", input_size_,
-               " values per row (axes from ", axis, " on), but the input ",
-               input.shape_string(), " has ", input.count(axis),
+               " values per row (axes from ", axis, " on), but the input ", input.shape_string(),
+               " has ", input.count(axis),
                "; an InnerProduct layer cannot change its input size after setup");
   rows_ = static_cast<int>(input.count(0, axis));
   std::vector<int> top_shape(input.shape().begin(), input.shape().begin() + axis);
@@ -139,8 +139,8 @@ void InnerProductLayer::backward_cpu(const BlobVec& top, const std::vector<bool>
                blobs_[1]->mutable_cpu_diff());
   }
   if (propagate_down[0]) {
-    math::gemm(Transpose::kNo, transpose_ ? Transpose::kYes : Transpose::kNo, rows_,
-               input_size_, num_output_, 1.0f, output_diff, blobs_[0]->cpu_data(), 0.0f,
+    math::gemm(Transpose::kNo, transpose_ ? Transpose::kYes : Transpose::kNo, rows_, input_size_,
+               num_output_, 1.0f, output_diff, blobs_[0]->cpu_data(), 0.0f,
                bottom[0]->mutable_cpu_diff());
   }
 }

@@ -17,9 +17,8 @@ namespace {
 // start past the input when stride > kernel; it comes out empty: -FLT_MAX for
 // MAX, 0 or NaN for AVE. We keep that too, as trained nets rely on shapes.)
 int pooled_size(int input, int kernel, int pad, int stride, bool any_padding) {
-  int pooled = static_cast<int>(
-                   std::ceil(static_cast<float>(input + 2 * pad - kernel) / stride)) +
-               1;
+  int pooled =
+      static_cast<int>(std::ceil(static_cast<float>(input + 2 * pad - kernel) / stride)) + 1;
   if (any_padding && (pooled - 1) * stride >= input + pad) --pooled;
   return pooled;
 }
@@ -80,22 +79,23 @@ void PoolingLayer::layer_setup(const BlobVec& bottom, const BlobVec& top) {
   stride_w_ = static_cast<int>(pool.has_stride_h() ? pool.stride_w() : pool.stride());
   XTRAIN_CHECK(stride_h_ > 0 && stride_w_ > 0, where(), ": stride must be > 0, got ", stride_h_,
                "x", stride_w_);
-  XTRAIN_CHECK(pad_h_ >= 0 && pad_w_ >= 0, where(), ": pad is too large: ", pad_h_, "x",
-               pad_w_);
+  XTRAIN_CHECK(pad_h_ >= 0 && pad_w_ >= 0, where(), ": pad is too large: ", pad_h_, "x", pad_w_);
   if (global_) {
     XTRAIN_CHECK(pad_h_ == 0 && pad_w_ == 0 && stride_h_ == 1 && stride_w_ == 1, where(),
                  ": global_pooling needs pad 0 and stride 1, got pad ", pad_h_, "x", pad_w_,
                  " and stride ", stride_h_, "x", stride_w_);
   } else {
-    XTRAIN_CHECK(pad_h_ < kernel_h_ && pad_w_ < kernel_w_, where(), ": pad ", pad_h_, "x",
-                 pad_w_, " must be smaller than the kernel ", kernel_h_, "x", kernel_w_);
+    XTRAIN_CHECK(pad_h_ < kernel_h_ && pad_w_ < kernel_w_, where(), ": pad ", pad_h_, "x", pad_w_,
+                 " must be smaller than the kernel ", kernel_h_, "x", kernel_w_);
   }
 }
 
 void PoolingLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   const Blob& input = *bottom[0];
-  XTRAIN_CHECK(input.num_axes() == 4, where(), ": the input must have 4 axes (num, channels, "
-               "height, width), got ", input.shape_string());
+  XTRAIN_CHECK(input.num_axes() == 4, where(),
+               ": the input must have 4 axes (num, channels, "
+               "height, width), got ",
+               input.shape_string());
   planes_ = input.shape(0) * input.shape(1);
   height_ = input.shape(2);
   width_ = input.shape(3);
@@ -106,9 +106,9 @@ void PoolingLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   const bool any_padding = pad_h_ > 0 || pad_w_ > 0;
   pooled_h_ = pooled_size(height_, kernel_h_, pad_h_, stride_h_, any_padding);
   pooled_w_ = pooled_size(width_, kernel_w_, pad_w_, stride_w_, any_padding);
-  XTRAIN_CHECK(pooled_h_ > 0 && pooled_w_ > 0, where(), ": the kernel ", kernel_h_, "x",
-               kernel_w_, " with pad ", pad_h_, "x", pad_w_, " and stride ", stride_h_, "x",
-               stride_w_, " does not fit the input ", input.shape_string(),
+  XTRAIN_CHECK(pooled_h_ > 0 && pooled_w_ > 0, where(), ": the kernel ", kernel_h_, "x", kernel_w_,
+               " with pad ", pad_h_, "x", pad_w_, " and stride ", stride_h_, "x", stride_w_,
+               " does not fit the input ", input.shape_string(),
                "; use a smaller kernel or more padding");
   XTRAIN_ASSERT(!any_padding || ((pooled_h_ - 1) * stride_h_ < height_ + pad_h_ &&
                                  (pooled_w_ - 1) * stride_w_ < width_ + pad_w_));
