@@ -41,8 +41,8 @@ inline void write_datum_lmdb(const std::string& path, int channels, int height, 
     datum.set_label(images[i].label);
     datum.set_data(std::string(images[i].pixels.begin(), images[i].pixels.end()));
     std::string value = datum.SerializeAsString();
-    char key[16];
-    std::snprintf(key, sizeof(key), "%08zu", i);
+    char key[32];
+    std::snprintf(key, sizeof(key), "%08d", static_cast<int>(i));
     MDB_val k{std::strlen(key), key};
     MDB_val v{value.size(), value.data()};
     ok(mdb_put(txn, dbi, &k, &v, 0));

@@ -34,12 +34,13 @@ std::string record_key(std::size_t index) {
 
 void convert(const std::string& images_path, const std::string& labels_path,
              const std::string& db_path) {
-  XTRAIN_CHECK(FLAGS_backend == "lmdb", "--backend=", FLAGS_backend,
-               " is not supported (LevelDB is not supported); use --backend=lmdb");
+  XTRAIN_CHECK(FLAGS_backend != "leveldb",
+               "--backend=leveldb: LevelDB is not supported; use --backend=lmdb");
+  XTRAIN_CHECK(FLAGS_backend == "lmdb", "unknown --backend=", FLAGS_backend,
+               "; use --backend=lmdb");
   std::error_code error;
   XTRAIN_CHECK(!std::filesystem::exists(db_path, error), "'", db_path,
-               "' already exists; delete it first (rm -r ", db_path,
-               ") or choose another DB path");
+               "' already exists; delete it first (rm -r ", db_path, ") or choose another DB path");
 
   // Read and check everything before creating the DB, so bad input leaves
   // nothing behind.

@@ -70,7 +70,8 @@ class BlockingQueue {
 
   void grow() {
     std::vector<T> larger(ring_.size() * 2);
-    for (std::size_t i = 0; i < size_; ++i) larger[i] = std::move(ring_[(head_ + i) % ring_.size()]);
+    for (std::size_t i = 0; i < size_; ++i)
+      larger[i] = std::move(ring_[(head_ + i) % ring_.size()]);
     ring_ = std::move(larger);
     head_ = 0;
   }

@@ -130,7 +130,8 @@ void DataLayer::fill_batch(Batch& batch) {
     const DatumShape shape = datum_shape(datum_);
     XTRAIN_CHECK(shape == record_shape_, where(), ": ", describe_record(cursor_->key(), source),
                  " has shape ", shape.to_string(), ", but the first record has ",
-                 record_shape_.to_string(), "; every record of a Data layer's DB must have the "
+                 record_shape_.to_string(),
+                 "; every record of a Data layer's DB must have the "
                  "same shape");
     transformer_->transform(datum_, transform_random_, batch.data.data() + item * item_size);
     if (output_labels_) batch.labels[item] = static_cast<float>(datum_.label());

@@ -25,8 +25,8 @@ DataTransformer::DataTransformer(const TransformationParameter& param, Phase pha
 void DataTransformer::check_input_shape(const DatumShape& input) const {
   const int crop = static_cast<int>(param_.crop_size());
   XTRAIN_CHECK(crop <= input.height && crop <= input.width, owner_, ": crop_size ", crop,
-               " is larger than the images (", input.to_string(),
-               "); use a crop_size of at most ", std::min(input.height, input.width));
+               " is larger than the images (", input.to_string(), "); use a crop_size of at most ",
+               std::min(input.height, input.width));
   const int means = param_.mean_value_size();
   XTRAIN_CHECK(means == 0 || means == 1 || means == input.channels, owner_, ": ", means,
                " mean_value entries for images with ", input.channels,
@@ -62,13 +62,15 @@ void DataTransformer::transform_values(const Value* values, const DatumShape& in
   const DatumShape output = output_shape(input);
   const bool train = phase_ == TRAIN;
   // Draw order matters for reproducibility: mirror first, then the offsets.
-  const bool mirror = train && param_.mirror() && random.engine()() % 2 != 0;
+  const bool mirror = param_.mirror() && random.engine()() % 2 != 0;
   int h_off = 0;
   int w_off = 0;
   if (param_.crop_size() > 0) {
     if (train) {
-      h_off = static_cast<int>(random.engine()() % static_cast<unsigned>(input.height - output.height + 1));
-      w_off = static_cast<int>(random.engine()() % static_cast<unsigned>(input.width - output.width + 1));
+      h_off = static_cast<int>(random.engine()() %
+                               static_cast<unsigned>(input.height - output.height + 1));
+      w_off = static_cast<int>(random.engine()() %
+                               static_cast<unsigned>(input.width - output.width + 1));
     } else {
       h_off = (input.height - output.height) / 2;
       w_off = (input.width - output.width) / 2;

@@ -10,10 +10,12 @@
 // value for every channel, or one per channel), or 0.
 //
 // Offsets and mirroring, in the order the random numbers are drawn:
-//   TRAIN: mirror = mirror_param && rand() % 2;
-//          h_off = rand() % (H - K + 1), w_off = rand() % (W - K + 1)
-//   TEST:  no mirror; h_off = (H - K) / 2, w_off = (W - K) / 2
+//   both phases: mirror = mirror_param && rand() % 2;
+//   TRAIN: h_off = rand() % (H - K + 1), w_off = rand() % (W - K + 1)
+//   TEST:  h_off = (H - K) / 2, w_off = (W - K) / 2
 // rand() is one 32-bit draw from the RandomStream passed to transform().
+// As in Caffe 1.0, `mirror: true` flips at random in the TEST phase too
+// (nets meant for deterministic scoring set mirror: false for TEST).
 #pragma once
 
 #include <string>

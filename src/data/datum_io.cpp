@@ -33,16 +33,18 @@ void check_datum(const Datum& datum, std::string_view key, const std::string& so
                "without --encoded)");
   const DatumShape shape = datum_shape(datum);
   XTRAIN_CHECK(shape.channels > 0 && shape.height > 0 && shape.width > 0,
-               describe_record(key, source),
-               " has shape ", shape.to_string(), "; every dimension must be positive");
+               describe_record(key, source), " has shape ", shape.to_string(),
+               "; every dimension must be positive");
   const std::size_t bytes = datum.data().size();
   const std::size_t floats = static_cast<std::size_t>(datum.float_data_size());
   if (bytes > 0) {
-    XTRAIN_CHECK(bytes == shape.count(), describe_record(key, source), " has shape ", shape.to_string(), " (",
-                 shape.count(), " pixels) but holds ", bytes, " bytes of pixels");
+    XTRAIN_CHECK(bytes == shape.count(), describe_record(key, source), " has shape ",
+                 shape.to_string(), " (", shape.count(), " pixels) but holds ", bytes,
+                 " bytes of pixels");
   } else {
-    XTRAIN_CHECK(floats == shape.count(), describe_record(key, source), " has shape ", shape.to_string(), " (",
-                 shape.count(), " values) but holds ", floats, " float_data values");
+    XTRAIN_CHECK(floats == shape.count(), describe_record(key, source), " has shape ",
+                 shape.to_string(), " (", shape.count(), " values) but holds ", floats,
+                 " float_data values");
   }
 }
 

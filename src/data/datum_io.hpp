@@ -18,9 +18,7 @@ struct DatumShape {
   int height = 0;
   int width = 0;
 
-  std::size_t count() const {
-    return static_cast<std::size_t>(channels) * height * width;
-  }
+  std::size_t count() const { return static_cast<std::size_t>(channels) * height * width; }
   bool operator==(const DatumShape& other) const {
     return channels == other.channels && height == other.height && width == other.width;
   }

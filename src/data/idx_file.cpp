@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 
@@ -18,8 +19,8 @@ class GzReader {
   explicit GzReader(const std::string& path) : path_(path) {
     errno = 0;
     file_ = gzopen(path.c_str(), "rb");
-    XTRAIN_CHECK(file_ != nullptr, "cannot open IDX file '", path, "': ",
-                 errno ? std::strerror(errno) : "out of memory");
+    XTRAIN_CHECK(file_ != nullptr, "cannot open IDX file '", path,
+                 "': ", errno ? std::strerror(errno) : "out of memory");
   }
   ~GzReader() { gzclose(file_); }
   GzReader(const GzReader&) = delete;
@@ -36,8 +37,8 @@ class GzReader {
       if (n < 0) {
         int code = Z_OK;
         const char* message = gzerror(file_, &code);
-        XTRAIN_CHECK(false, "cannot read IDX file '", path_, "': ",
-                     code == Z_ERRNO ? std::strerror(errno) : message);
+        XTRAIN_CHECK(false, "cannot read IDX file '", path_,
+                     "': ", code == Z_ERRNO ? std::strerror(errno) : message);
       }
       if (n == 0) break;
       done += static_cast<std::size_t>(n);
@@ -86,12 +87,13 @@ std::string hex(std::uint32_t value) {
 void check_magic(GzReader& file, std::uint32_t expected, const char* kind) {
   const std::uint32_t magic = file.read_big_endian_u32("magic number");
   if (magic == expected) return;
-  const char* actual_kind = magic == kIdxImagesMagic   ? " (an IDX images file)"
-                            : magic == kIdxLabelsMagic ? " (an IDX labels file)"
+  const char* actual_kind = magic == kIdxImagesMagic   ? ", an IDX images file"
+                            : magic == kIdxLabelsMagic ? ", an IDX labels file"
                                                        : "";
   XTRAIN_CHECK(false, "'", file.path(), "' is not an IDX ", kind, " file: its magic number is ",
-               magic, " ", hex(magic), actual_kind, ", expected ", expected, " ", hex(expected),
-               "; check the order of the arguments and that the file is not corrupt");
+               magic, " (", hex(magic), actual_kind, "), expected ", expected, " (", hex(expected),
+               "); check the order of the arguments and that the file is not "
+               "corrupt");
 }
 
 }  // namespace
@@ -103,13 +105,14 @@ IdxImages read_idx_images(const std::string& path) {
   images.count = file.read_big_endian_u32("image count");
   const std::uint32_t rows = file.read_big_endian_u32("rows");
   const std::uint32_t cols = file.read_big_endian_u32("columns");
-  // Caps keep rows*cols*count far from overflow; real image sets are tiny.
-  XTRAIN_CHECK(rows > 0 && cols > 0 && rows <= 65535 && cols <= 65535, "IDX images file '", path,
-               "' has images of ", rows, "x", cols, " pixels; the header is corrupt");
+  // An image must fit one Datum (protobuf sizes are int); then count * rows *
+  // cols < 2^32 * 2^31 fits in 64 bits.
+  XTRAIN_CHECK(rows > 0 && cols > 0 && std::uint64_t{rows} * cols <= INT_MAX, "IDX images file '",
+               path, "' has images of ", rows, "x", cols, " pixels; the header is corrupt");
   images.rows = static_cast<int>(rows);
   images.cols = static_cast<int>(cols);
-  images.pixels =
-      file.read_payload(images.count * static_cast<std::size_t>(rows) * cols, "pixels");
+  const std::uint64_t pixels = std::uint64_t{images.count} * (std::uint64_t{rows} * cols);
+  images.pixels = file.read_payload(static_cast<std::size_t>(pixels), "pixels");
   return images;
 }
 

@@ -1,6 +1,7 @@
 #include "data/lmdb_database.hpp"
 
 #include <lmdb.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
@@ -38,8 +39,7 @@ void check_looks_like_lmdb(const std::string& path) {
   XTRAIN_CHECK(!fs::exists(fs::path(path) / "CURRENT", error), "cannot open LMDB '", path,
                "': it looks like a LevelDB (a CURRENT file but no data.mdb); LevelDB is not "
                "supported, convert the DB to LMDB");
-  XTRAIN_CHECK(false, "cannot open LMDB '", path, "': the directory has no data.mdb",
-               kHowToCreate);
+  XTRAIN_CHECK(false, "cannot open LMDB '", path, "': the directory has no data.mdb", kHowToCreate);
 }
 
 // Opens `path` with `flags`; on failure closes the handle (as LMDB requires)
@@ -65,13 +65,20 @@ int open_environment(const std::string& path, unsigned int flags, std::size_t ma
 }
 
 // LMDB allows one environment per directory per process (a second one would
-// break its file locks), so readers of the same directory share one.
+// break its file locks), so readers of the same directory share one. The
+// data file's identity tells a database apart from a newer one written in its
+// place.
+struct CachedReader {
+  std::weak_ptr<LmdbDatabase> database;
+  dev_t device = 0;
+  ino_t inode = 0;
+};
 std::mutex& reader_cache_mutex() {
   static std::mutex mutex;
   return mutex;
 }
-std::map<std::string, std::weak_ptr<LmdbDatabase>>& reader_cache() {
-  static std::map<std::string, std::weak_ptr<LmdbDatabase>> cache;
+std::map<std::string, CachedReader>& reader_cache() {
+  static std::map<std::string, CachedReader> cache;
   return cache;
 }
 
@@ -87,9 +94,18 @@ std::shared_ptr<LmdbDatabase> LmdbDatabase::open_for_reading(const std::string& 
   std::string cache_key = fs::canonical(path, error).string();
   if (error) cache_key = path;
 
+  struct stat data_file {};
+  ::stat((fs::path(path) / "data.mdb").c_str(), &data_file);
+
   std::lock_guard<std::mutex> lock(reader_cache_mutex());
   auto& cache = reader_cache();
-  if (auto cached = cache[cache_key].lock()) return cached;
+  if (auto found = cache.find(cache_key); found != cache.end()) {
+    const CachedReader& cached = found->second;
+    auto database = cached.database.lock();
+    if (database && cached.device == data_file.st_dev && cached.inode == data_file.st_ino) {
+      return database;
+    }
+  }
 
   std::shared_ptr<LmdbDatabase> database(new LmdbDatabase(path, /*read_only=*/true));
   int rc = open_environment(path, MDB_RDONLY | MDB_NOTLS, 0, &database->env_);
@@ -116,9 +132,9 @@ std::shared_ptr<LmdbDatabase> LmdbDatabase::open_for_reading(const std::string& 
   if (rc != MDB_SUCCESS) database->fail("cannot open the main database", rc);
 
   for (auto it = cache.begin(); it != cache.end();) {
-    it = it->second.expired() ? cache.erase(it) : std::next(it);
+    it = it->second.database.expired() ? cache.erase(it) : std::next(it);
   }
-  cache[cache_key] = database;
+  cache[cache_key] = CachedReader{database, data_file.st_dev, data_file.st_ino};
   return database;
 }
 
@@ -232,8 +248,7 @@ std::string_view LmdbCursor::value() const {
 
 // ---------------------------------------------------------------------------
 
-LmdbWriter::LmdbWriter(std::shared_ptr<LmdbDatabase> database,
-                       std::size_t records_per_transaction)
+LmdbWriter::LmdbWriter(std::shared_ptr<LmdbDatabase> database, std::size_t records_per_transaction)
     : database_(std::move(database)), records_per_transaction_(records_per_transaction) {
   XTRAIN_ASSERT(!database_->read_only(), "LmdbWriter on a database opened for reading");
   XTRAIN_ASSERT(records_per_transaction_ > 0);

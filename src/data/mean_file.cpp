@@ -36,8 +36,10 @@ MeanImage read_mean_file(const std::string& path) {
 void MeanImage::check_matches(const DatumShape& image) const {
   const std::vector<int> expected = {1, image.channels, image.height, image.width};
   XTRAIN_CHECK(shape == expected, "mean file '", path, "' has shape ", shape_to_string(shape),
-               ", but the data has shape ", image.to_string(), " (channels x height x width, "
-               "before cropping), so the mean must be ", shape_to_string(expected),
+               ", but the data has shape ", image.to_string(),
+               " (channels x height x width, "
+               "before cropping), so the mean must be ",
+               shape_to_string(expected),
                "; recompute it with compute_image_mean on this database");
 }
 

@@ -12,8 +12,8 @@ namespace xtrain {
 
 struct MeanImage {
   std::string path;
-  std::vector<int> shape;    // as stored
-  std::vector<float> values; // C*H*W, in C, H, W order
+  std::vector<int> shape;     // as stored
+  std::vector<float> values;  // C*H*W, in C, H, W order
 
   // Throws xtrain::Error naming the file and both shapes unless this mean is
   // (1, C, H, W) for the image shape C x H x W (before cropping).
