@@ -116,12 +116,12 @@ TEST_P(ActivationLayerTest, NoPropagateDownLeavesBottomDiffAlone) {
 
 INSTANTIATE_TEST_SUITE_P(
     Layers, ActivationLayerTest,
-    ::testing::Values(
-        ActivationCase{"name: 'relu' type: 'ReLU'", relu, true},
-        ActivationCase{"name: 'leaky' type: 'ReLU' relu_param { negative_slope: 0.1 }",
-                       leaky_relu, true},
-        ActivationCase{"name: 'sigmoid' type: 'Sigmoid'", sigmoid, false},
-        ActivationCase{"name: 'tanh' type: 'TanH'", tanh_reference, false}),
+    ::testing::Values(ActivationCase{"name: 'relu' type: 'ReLU'", relu, true},
+                      ActivationCase{
+                          "name: 'leaky' type: 'ReLU' relu_param { negative_slope: 0.1 }",
+                          leaky_relu, true},
+                      ActivationCase{"name: 'sigmoid' type: 'Sigmoid'", sigmoid, false},
+                      ActivationCase{"name: 'tanh' type: 'TanH'", tanh_reference, false}),
     [](const ::testing::TestParamInfo<ActivationCase>& info) {
       return std::string(info.index == 0   ? "ReLU"
                          : info.index == 1 ? "LeakyReLU"

@@ -34,8 +34,8 @@ TEST(DropoutLayerTest, TrainZeroesAboutRatioAndScalesTheRest) {
     Blob bottom({10, 20, 10});
     Blob top;
     fill_away_from_zero(bottom, 3);
-    auto layer = make_dropout("dropout_param { dropout_ratio: " + std::to_string(ratio) + " }",
-                              TRAIN);
+    auto layer =
+        make_dropout("dropout_param { dropout_ratio: " + std::to_string(ratio) + " }", TRAIN);
     layer->setup({&bottom}, {&top});
     layer->forward({&bottom}, {&top});
     const float scale = 1.0f / (1.0f - ratio);
@@ -113,7 +113,9 @@ TEST(DropoutLayerTest, InPlaceTrain) {
   layer->forward({&blob}, {&blob});
   for (std::size_t i = 0; i < 200; ++i) {
     const float y = blob.cpu_data()[i];
-    if (y != 0) EXPECT_FLOAT_EQ(y, 2.0f * original.cpu_data()[i]);
+    if (y != 0) {
+      EXPECT_FLOAT_EQ(y, 2.0f * original.cpu_data()[i]);
+    }
     blob.mutable_cpu_diff()[i] = 1.0f;
   }
   layer->backward({&blob}, {true}, {&blob});

@@ -2,12 +2,11 @@
 // template applies any of the shared functors, so each launcher below is a
 // single line, plus the per-position softmax kernels (one thread walks the
 // channels of one (outer, inner) position).
-#include "cuda/elementwise_kernels.hpp"
-
 #include <algorithm>
 
 #include "core/elementwise_ops.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/elementwise_kernels.hpp"
 
 namespace xtrain::cuda {
 namespace {
@@ -84,8 +83,8 @@ void relu_forward(const float* x, float* y, std::size_t n, float negative_slope,
   apply(n, stream, ops::ReluForward{negative_slope}, y, x);
 }
 
-void relu_backward(const float* x, const float* dy, float* dx, std::size_t n,
-                   float negative_slope, cudaStream_t stream) {
+void relu_backward(const float* x, const float* dy, float* dx, std::size_t n, float negative_slope,
+                   cudaStream_t stream) {
   apply(n, stream, ops::ReluBackward{negative_slope}, dx, x, dy);
 }
 
@@ -102,8 +101,7 @@ void tanh_forward(const float* x, float* y, std::size_t n, cudaStream_t stream) 
   apply(n, stream, ops::TanhForward{}, y, x);
 }
 
-void tanh_backward(const float* y, const float* dy, float* dx, std::size_t n,
-                   cudaStream_t stream) {
+void tanh_backward(const float* y, const float* dy, float* dx, std::size_t n, cudaStream_t stream) {
   apply(n, stream, ops::TanhBackward{}, dx, y, dy);
 }
 
@@ -112,8 +110,8 @@ void dropout_forward(const float* x, const unsigned* mask, float* y, std::size_t
   apply(n, stream, ops::DropoutForward{scale}, y, x, mask);
 }
 
-void dropout_backward(const float* dy, const unsigned* mask, float* dx, std::size_t n,
-                      float scale, cudaStream_t stream) {
+void dropout_backward(const float* dy, const unsigned* mask, float* dx, std::size_t n, float scale,
+                      cudaStream_t stream) {
   apply(n, stream, ops::DropoutBackward{scale}, dx, dy, mask);
 }
 
@@ -125,8 +123,8 @@ void softmax_forward(const float* x, float* y, std::size_t outer, std::size_t ch
                      std::size_t inner, cudaStream_t stream) {
   const std::size_t positions = outer * inner;
   if (positions == 0 || channels == 0) return;
-  softmax_forward_kernel<<<blocks_for(positions), kThreadsPerBlock, 0, stream>>>(
-      x, y, outer, channels, inner);
+  softmax_forward_kernel<<<blocks_for(positions), kThreadsPerBlock, 0, stream>>>(x, y, outer,
+                                                                                 channels, inner);
   XTRAIN_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -134,8 +132,8 @@ void softmax_backward(const float* y, const float* dy, float* dx, std::size_t ou
                       std::size_t channels, std::size_t inner, cudaStream_t stream) {
   const std::size_t positions = outer * inner;
   if (positions == 0 || channels == 0) return;
-  softmax_backward_kernel<<<blocks_for(positions), kThreadsPerBlock, 0, stream>>>(
-      y, dy, dx, outer, channels, inner);
+  softmax_backward_kernel<<<blocks_for(positions), kThreadsPerBlock, 0, stream>>>(y, dy, dx, outer,
+                                                                                  channels, inner);
   XTRAIN_CUDA_CHECK(cudaGetLastError());
 }
 

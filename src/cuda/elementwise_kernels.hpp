@@ -13,8 +13,8 @@ namespace xtrain::cuda {
 void relu_forward(const float* x, float* y, std::size_t n, float negative_slope,
                   cudaStream_t stream = nullptr);
 // dx from the bottom data x (or, in place, the top data: same sign).
-void relu_backward(const float* x, const float* dy, float* dx, std::size_t n,
-                   float negative_slope, cudaStream_t stream = nullptr);
+void relu_backward(const float* x, const float* dy, float* dx, std::size_t n, float negative_slope,
+                   cudaStream_t stream = nullptr);
 
 void sigmoid_forward(const float* x, float* y, std::size_t n, cudaStream_t stream = nullptr);
 // dx from the top data y.
@@ -28,8 +28,8 @@ void tanh_backward(const float* y, const float* dy, float* dx, std::size_t n,
 // y = x * mask * scale (forward) and dx = dy * mask * scale (backward).
 void dropout_forward(const float* x, const unsigned* mask, float* y, std::size_t n, float scale,
                      cudaStream_t stream = nullptr);
-void dropout_backward(const float* dy, const unsigned* mask, float* dx, std::size_t n,
-                      float scale, cudaStream_t stream = nullptr);
+void dropout_backward(const float* dy, const unsigned* mask, float* dx, std::size_t n, float scale,
+                      cudaStream_t stream = nullptr);
 
 // out = a + b
 void add(const float* a, const float* b, float* out, std::size_t n, cudaStream_t stream = nullptr);

@@ -45,12 +45,13 @@ class AccuracyLayer : public Layer {
     inner_num_ = scores.count(axis + 1);
     num_classes_ = scores.shape(axis);
     XTRAIN_CHECK(bottom[1]->count() == outer_num_ * inner_num_, where(), ": the labels (",
-                 bottom[1]->shape_string(), ") must hold one label per score position: ",
-                 outer_num_ * inner_num_, " values for scores of shape ", scores.shape_string(),
+                 bottom[1]->shape_string(),
+                 ") must hold one label per score position: ", outer_num_ * inner_num_,
+                 " values for scores of shape ", scores.shape_string(),
                  " with the classes on axis ", axis);
     XTRAIN_CHECK(top_k_ <= static_cast<unsigned>(num_classes_), where(), ": top_k = ", top_k_,
-                 " is more than the number of classes (", num_classes_,
-                 " on axis ", axis, " of ", scores.shape_string(), ")");
+                 " is more than the number of classes (", num_classes_, " on axis ", axis, " of ",
+                 scores.shape_string(), ")");
     top[0]->reshape(std::vector<int>{});
     if (top.size() > 1) {
       top[1]->reshape(std::vector<int>{num_classes_});

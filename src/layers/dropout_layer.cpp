@@ -40,6 +40,7 @@ class DropoutLayer : public Layer {
 
   void reshape(const BlobVec& bottom, const BlobVec& top) override {
     top[0]->reshape_like(*bottom[0]);
+    if (!training()) return;  // a test net needs no mask
     const std::size_t bytes = bottom[0]->count() * sizeof(unsigned);
     if (!mask_ || mask_->size() < bytes) mask_ = std::make_unique<SyncedMemory>(bytes);
   }

@@ -41,7 +41,8 @@ void SoftmaxLayer::forward_cpu(const BlobVec& bottom, const BlobVec& top) {
     }
     // y and x may be the same array: each element is read before it is written.
     for (std::size_t c = 0; c < channels_; ++c) {
-      for (std::size_t i = 0; i < inner; ++i) y[c * inner + i] = std::exp(x[c * inner + i] - scratch[i]);
+      for (std::size_t i = 0; i < inner; ++i)
+        y[c * inner + i] = std::exp(x[c * inner + i] - scratch[i]);
     }
     std::copy_n(y, inner, scratch);
     for (std::size_t c = 1; c < channels_; ++c) {

@@ -77,12 +77,13 @@ class SoftmaxWithLossLayer : public Layer {
     inner_num_ = softmax_->inner_num();
     num_classes_ = bottom[0]->shape(axis);
     XTRAIN_CHECK(bottom[1]->count() == outer_num_ * inner_num_, where(), ": the labels (",
-                 bottom[1]->shape_string(), ") must hold one label per score position: ",
-                 outer_num_ * inner_num_, " values for scores of shape ",
-                 bottom[0]->shape_string(), " with the softmax over axis ", axis,
+                 bottom[1]->shape_string(),
+                 ") must hold one label per score position: ", outer_num_ * inner_num_,
+                 " values for scores of shape ", bottom[0]->shape_string(),
+                 " with the softmax over axis ", axis,
                  " (e.g. N*H*W labels for N x C x H x W scores, each in [0, C))");
-    XTRAIN_CHECK(bottom[1]->num_axes() > 0 && bottom[0]->shape(0) == bottom[1]->shape(0),
-                 where(), ": the scores (", bottom[0]->shape_string(), ") and the labels (",
+    XTRAIN_CHECK(bottom[1]->num_axes() > 0 && bottom[0]->shape(0) == bottom[1]->shape(0), where(),
+                 ": the scores (", bottom[0]->shape_string(), ") and the labels (",
                  bottom[1]->shape_string(), ") must have the same first dimension");
     top[0]->reshape(std::vector<int>{});
     if (top.size() >= 2) {
@@ -98,8 +99,8 @@ class SoftmaxWithLossLayer : public Layer {
     const float* labels = bottom[1]->cpu_data();
     const std::size_t class_stride = inner_num_;
     const std::size_t sample_stride = static_cast<std::size_t>(num_classes_) * inner_num_;
-    // Accumulated in float with double logs, as Caffe does, so losses agree
-    // to the last printed digit.
+    // Accumulated in float with double logs, the way Caffe's code evaluates
+    // it, so printed losses stay as close as possible to Caffe's.
     float loss = 0;
     std::size_t valid = 0;
     for (std::size_t o = 0; o < outer_num_; ++o) {

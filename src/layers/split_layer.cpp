@@ -61,8 +61,8 @@ class SplitLayer : public Layer {
     const std::size_t count = bottom[0]->count();
     float* diff = bottom[0]->mutable_gpu_diff();
     if (top.size() == 1) {
-      XTRAIN_CUDA_CHECK(cudaMemcpy(diff, top[0]->gpu_diff(), count * sizeof(float),
-                                   cudaMemcpyDeviceToDevice));
+      XTRAIN_CUDA_CHECK(
+          cudaMemcpy(diff, top[0]->gpu_diff(), count * sizeof(float), cudaMemcpyDeviceToDevice));
       return;
     }
     cuda::add(top[0]->gpu_diff(), top[1]->gpu_diff(), diff, count);
