@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,7 +36,9 @@
 namespace xtrain {
 
 struct SolverOptions {
-  Device device = Device::cpu();
+  // Where the nets compute. Unset: the solver's solver_mode/device_id if
+  // solver_mode is given explicitly (as the tool sets it), else the CPU.
+  std::optional<Device> device;
   // In a data-parallel group only the root solver builds test nets, tests,
   // displays progress and writes snapshots; the others just compute.
   bool is_root = true;
@@ -70,6 +73,8 @@ class Solver {
   // returns the paths written. A file that cannot be written is logged as an
   // error and left out, so a long run survives a full disk.
   std::vector<std::string> snapshot();
+  // What the most recent snapshot() wrote (empty before any).
+  const std::vector<std::string>& last_snapshot_paths() const { return last_snapshot_paths_; }
   void test_all();
   void test(int test_net_id);
 
@@ -81,6 +86,8 @@ class Solver {
   const std::vector<std::shared_ptr<Net>>& test_nets() const { return test_nets_; }
   const SolverParameter& param() const { return param_; }
   const SolverOptions& options() const { return options_; }
+  // The device the nets compute on.
+  const Device& device() const { return device_; }
   // Whether the action request function asked to stop.
   bool requested_early_exit() const { return requested_early_exit_; }
 
@@ -129,6 +136,8 @@ class Solver {
   // The run's seed (random_seed, or one from the clock); each net's streams
   // derive from it.
   std::uint64_t seed_ = 0;
+  Device device_;
+  std::vector<std::string> last_snapshot_paths_;
   std::shared_ptr<Net> net_;
   std::vector<std::shared_ptr<Net>> test_nets_;
   std::vector<Callback> gradients_ready_callbacks_;

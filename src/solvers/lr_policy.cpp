@@ -41,15 +41,14 @@ void require_stepsize(const SolverParameter& param) {
 }  // namespace
 
 const std::vector<std::string>& learning_rate_policies() {
-  static const std::vector<std::string> names = {"fixed", "step",  "exp",    "inv",
+  static const std::vector<std::string> names = {"fixed",     "step", "exp",    "inv",
                                                  "multistep", "poly", "sigmoid"};
   return names;
 }
 
 void check_learning_rate_policy(const SolverParameter& param) {
   const std::string& policy = param.lr_policy();
-  XTRAIN_CHECK(param.has_lr_policy(), "the solver has no lr_policy; set one of: ",
-               policy_list());
+  XTRAIN_CHECK(param.has_lr_policy(), "the solver has no lr_policy; set one of: ", policy_list());
   XTRAIN_CHECK(param.has_base_lr(), "the solver has no base_lr; set e.g. `base_lr: 0.01`");
   if (policy == "fixed") return;
   if (policy == "step") {
@@ -62,8 +61,10 @@ void check_learning_rate_policy(const SolverParameter& param) {
     require_power(param);
   } else if (policy == "poly") {
     require_power(param);
-    XTRAIN_CHECK(param.max_iter() > 0, "lr_policy \"poly\" decays to zero at max_iter, so it "
-                 "needs max_iter > 0, got ", param.max_iter());
+    XTRAIN_CHECK(param.max_iter() > 0,
+                 "lr_policy \"poly\" decays to zero at max_iter, so it "
+                 "needs max_iter > 0, got ",
+                 param.max_iter());
   } else if (policy == "sigmoid") {
     require_gamma(param);
     require_stepsize(param);

@@ -114,12 +114,11 @@ void SGDSolver::check_history(const SolverState& state, const std::string& path)
                type(), " solver; got a .caffemodel?)");
   for (int i = 0; i < expected; ++i) {
     if (history_[i]->shape_equals(state.history(i))) continue;
-    throw Error("'" + path + "' is not a solver state of this net: its history blob " +
-                std::to_string(i) + " has shape " +
-                shape_to_string(blob_proto_shape(state.history(i))) + " but parameter '" +
-                learnable_param_name(net(), i) + "' of net '" + net().name() + "' has shape " +
-                shape_to_string(history_[i]->shape()) +
-                " (expected a .solverstate written for this net)");
+    throw Error(
+        "'" + path + "' is not a solver state of this net: its history blob " + std::to_string(i) +
+        " has shape " + shape_to_string(blob_proto_shape(state.history(i))) + " but parameter '" +
+        learnable_param_name(net(), i) + "' of net '" + net().name() + "' has shape " +
+        shape_to_string(history_[i]->shape()) + " (expected a .solverstate written for this net)");
   }
 }
 

@@ -15,8 +15,6 @@ namespace {
 
 const char* const kTrainNetFields = "net, net_param, train_net, train_net_param";
 
-std::string phase_name(Phase phase) { return phase == TRAIN ? "TRAIN" : "TEST"; }
-
 // Caffe's order of precedence for a net's state: the phase implied by the
 // net's role, then the state written in the net, then the solver's
 // train_state/test_state (later ones win field by field).
@@ -47,8 +45,7 @@ Solver::Solver(const SolverParameter& param, const SolverOptions& options)
   if (options_.is_root) {
     XLOG(INFO) << "Initializing solver from parameters: \n" << param_.DebugString();
   }
-  XTRAIN_CHECK(param_.iter_size() >= 1, "iter_size must be at least 1, got ",
-               param_.iter_size());
+  XTRAIN_CHECK(param_.iter_size() >= 1, "iter_size must be at least 1, got ", param_.iter_size());
   XTRAIN_CHECK(param_.average_loss() >= 1, "average_loss must be at least 1, got ",
                param_.average_loss());
   XTRAIN_CHECK(param_.display() >= 0, "display must be >= 0 (0: no display), got ",
@@ -59,6 +56,11 @@ Solver::Solver(const SolverParameter& param, const SolverOptions& options)
   check_learning_rate_policy(param_);
   check_snapshot_settings();
 
+  if (options_.device) {
+    device_ = *options_.device;
+  } else if (param_.has_solver_mode() && param_.solver_mode() == SolverParameter::GPU) {
+    device_ = Device::gpu(param_.device_id());
+  }
   seed_ = param_.random_seed() >= 0 ? static_cast<std::uint64_t>(param_.random_seed())
                                     : nondeterministic_seed();
   init_train_net();
@@ -72,8 +74,8 @@ void Solver::init_train_net() {
   const int sources = param_.has_net() + param_.has_net_param() + param_.has_train_net() +
                       param_.has_train_net_param();
   XTRAIN_CHECK(sources >= 1, "the solver names no train net; set one of: ", kTrainNetFields);
-  XTRAIN_CHECK(sources <= 1, "the solver names ", sources, " train nets; keep exactly one of: ",
-               kTrainNetFields);
+  XTRAIN_CHECK(sources <= 1, "the solver names ", sources,
+               " train nets; keep exactly one of: ", kTrainNetFields);
 
   NetParameter net_param;
   if (param_.has_train_net_param()) {
@@ -93,7 +95,7 @@ void Solver::init_train_net() {
 
   NetOptions net_options;
   net_options.random_seed = derive_seed(seed_, "train");
-  net_options.device = options_.device;
+  net_options.device = device_;
   net_options.verbose = options_.verbose_nets;
   net_ = std::make_shared<Net>(net_param, net_options);
 }
@@ -114,8 +116,8 @@ void Solver::init_test_nets() {
                  " test_iter values; give one test_iter per test net");
   }
   XTRAIN_CHECK(param_.test_state_size() == 0 || param_.test_state_size() == test_iters,
-               "the solver has ", param_.test_state_size(), " test_state entries for ",
-               test_iters, " test nets; give one test_state per test net, or none");
+               "the solver has ", param_.test_state_size(), " test_state entries for ", test_iters,
+               " test nets; give one test_state per test net, or none");
   if (test_iters == 0) return;
   XTRAIN_CHECK(param_.test_interval() > 0, "the solver has ", test_iters,
                " test net(s) (test_iter) but no test_interval; set test_interval to the "
@@ -147,7 +149,7 @@ void Solver::init_test_nets() {
 
     NetOptions net_options;
     net_options.random_seed = derive_seed(seed_, "test", static_cast<std::uint64_t>(i));
-    net_options.device = options_.device;
+    net_options.device = device_;
     net_options.verbose = options_.verbose_nets;
     auto test_net = std::make_shared<Net>(net_param, net_options);
     test_net->share_trained_layers_with(*net_);
@@ -227,8 +229,8 @@ void Solver::step(int iters) {
     if (display) {
       const double lapse = seconds_since(display_timer_);
       const double per_second = (iter_ - iterations_at_last_display_) / (lapse > 0 ? lapse : 1);
-      XLOG(INFO) << "Iteration " << iter_ << " (" << static_cast<float>(per_second)
-                 << " iter/s, " << static_cast<float>(lapse) << "s/" << param_.display()
+      XLOG(INFO) << "Iteration " << iter_ << " (" << static_cast<float>(per_second) << " iter/s, "
+                 << static_cast<float>(lapse) << "s/" << param_.display()
                  << " iters), loss = " << smoothed_loss_;
       display_timer_ = std::chrono::steady_clock::now();
       iterations_at_last_display_ = iter_;
@@ -275,8 +277,8 @@ void Solver::display_train_outputs() const {
     const float loss_weight = net_->blob_loss_weights()[blob_index];
     const float* values = outputs[j]->cpu_data();
     for (std::size_t k = 0; k < outputs[j]->count(); ++k) {
-      XLOG(INFO) << "    Train net output #" << score_index++ << ": " << name << " = "
-                 << values[k] << loss_suffix(loss_weight, values[k]);
+      XLOG(INFO) << "    Train net output #" << score_index++ << ": " << name << " = " << values[k]
+                 << loss_suffix(loss_weight, values[k]);
     }
   }
 }
@@ -288,8 +290,8 @@ void Solver::test_all() {
 }
 
 void Solver::test(int test_net_id) {
-  XTRAIN_ASSERT(test_net_id >= 0 && test_net_id < static_cast<int>(test_nets_.size()),
-                "test net ", test_net_id, " of ", test_nets_.size());
+  XTRAIN_ASSERT(test_net_id >= 0 && test_net_id < static_cast<int>(test_nets_.size()), "test net ",
+                test_net_id, " of ", test_nets_.size());
   XLOG(INFO) << "Iteration " << iter_ << ", Testing net (#" << test_net_id << ")";
   Net& test_net = *test_nets_[test_net_id];
   // Re-share every time: restoring may have given the train net new blobs.

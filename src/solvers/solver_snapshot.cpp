@@ -5,13 +5,13 @@
 // with it. Restoring checks that the file really is a solver state for this
 // net before touching anything, because the common mistake is to pass the
 // .caffemodel instead.
+#include <google/protobuf/unknown_field_set.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-
-#include <google/protobuf/unknown_field_set.h>
 
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
@@ -55,8 +55,10 @@ std::string Solver::snapshot_filename(const std::string& extension) const {
 void Solver::check_snapshot_settings() const {
   XTRAIN_CHECK(param_.snapshot_format() != SolverParameter::HDF5,
                "HDF5 snapshots are not supported yet; use snapshot_format: BINARYPROTO");
-  XTRAIN_CHECK(param_.snapshot() >= 0, "snapshot must be >= 0 (iterations between snapshots; "
-               "0: none), got ", param_.snapshot());
+  XTRAIN_CHECK(param_.snapshot() >= 0,
+               "snapshot must be >= 0 (iterations between snapshots; "
+               "0: none), got ",
+               param_.snapshot());
   if (!options_.is_root) return;
   if (param_.snapshot() == 0 && !param_.snapshot_after_train()) return;
   if (param_.snapshot_prefix().empty()) {
@@ -69,14 +71,15 @@ void Solver::check_snapshot_settings() const {
   const std::string probe = snapshot_filename(".tempfile");
   std::ofstream probe_file(probe);
   XTRAIN_CHECK(probe_file.good(), "cannot write snapshots with snapshot_prefix '",
-               param_.snapshot_prefix(), "': creating '", probe, "' failed (",
-               std::strerror(errno), "); make sure the directory exists and is writable");
+               param_.snapshot_prefix(), "': creating '", probe, "' failed (", std::strerror(errno),
+               "); make sure the directory exists and is writable");
   probe_file.close();
   std::remove(probe.c_str());
 }
 
 std::vector<std::string> Solver::snapshot() {
-  std::vector<std::string> written;
+  std::vector<std::string>& written = last_snapshot_paths_;
+  written.clear();
   const std::string model_path = snapshot_filename(".caffemodel");
   XLOG(INFO) << "Snapshotting to binary proto file " << model_path;
   try {
@@ -101,8 +104,7 @@ std::vector<std::string> Solver::snapshot() {
     write_proto_to_binary_file(state, state_path);
     written.push_back(state_path);
   } catch (const Error& error) {
-    XLOG(ERROR) << "Snapshot of the solver state failed (training continues): "
-                << error.what();
+    XLOG(ERROR) << "Snapshot of the solver state failed (training continues): " << error.what();
   }
   return written;
 }
@@ -137,7 +139,8 @@ void Solver::restore(const std::string& path) {
       throw Error("'" + path + "' is not a solver state of this net: it is a .caffemodel (the " +
                   "weights of net '" + as_net.name() + "', " + std::to_string(as_net.layer_size()) +
                   " layers). To resume training, give the .solverstate written next to it; to "
-                  "start a new training from these weights, pass them as weights instead");
+                  "start a new training from these weights, load them as weights (--weights) "
+                  "instead");
     }
     throw Error("'" + path + "' is not a solver state of this net: it is not a binary " +
                 "SolverState with an iteration or a history (expected a .solverstate written "
