@@ -87,13 +87,12 @@ TEST(ProtoIo, CorruptBinaryIsAnError) {
   EXPECT_THROW(read_proto_from_binary_file(path, &param), Error);
 }
 
-TEST(ProtoIo, SolverDefaultsSnapshotPrefixToItsPathAndFindsNetBesideIt) {
+TEST(ProtoIo, SolverFindsItsNetBesideIt) {
   const std::string dir = temp_dir() + "/solverdir";
   std::filesystem::create_directories(dir);
   write_text(dir + "/net.prototxt", "name: \"n\"\n");
   write_text(dir + "/my_solver.prototxt", "net: \"net.prototxt\"\nbase_lr: 0.1\n");
   const SolverParameter param = read_solver_params_from_text_file(dir + "/my_solver.prototxt");
-  EXPECT_EQ(param.snapshot_prefix(), dir + "/my_solver");
   EXPECT_EQ(param.net(), dir + "/net.prototxt");
 }
 

@@ -57,10 +57,10 @@ void convert(const std::string& images_path, const std::string& labels_path,
       const xtrain::Datum datum =
           xtrain::make_datum(shape, dataset.images.image(i), dataset.labels[i]);
       writer.put(record_key(i), datum.SerializeAsString());
-      if ((i + 1) % 1000 == 0) XLOG(INFO) << "Processed " << i + 1 << " files.";
+      if ((i + 1) % 10000 == 0) XLOG(INFO) << "Processed " << i + 1 << " files.";
     }
     writer.commit();
-    if (count % 1000 != 0) XLOG(INFO) << "Processed " << count << " files.";
+    if (count % 10000 != 0) XLOG(INFO) << "Processed " << count << " files.";
   } catch (...) {
     // The DB did not exist before we started: do not leave half of one.
     std::filesystem::remove_all(db_path, error);

@@ -100,6 +100,8 @@ class Solver {
 
   // The outputs of the last test of each test net (empty before any test).
   const std::vector<TestResults>& last_test_results() const { return last_test_results_; }
+  // The iteration of the last completed test (-1 before any).
+  int last_test_iter() const { return last_test_iter_; }
 
   virtual const char* type() const = 0;
 
@@ -143,6 +145,7 @@ class Solver {
   std::vector<Callback> gradients_ready_callbacks_;
   ActionRequest action_request_;
   std::vector<TestResults> last_test_results_;
+  int last_test_iter_ = -1;
   bool requested_early_exit_ = false;
 
   // Loss smoothing over the last average_loss iterations.

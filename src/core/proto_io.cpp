@@ -154,17 +154,6 @@ bool path_exists(const std::string& path) {
   return ::stat(path.c_str(), &info) == 0;
 }
 
-bool is_directory(const std::string& path) {
-  struct stat info {};
-  return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
-
-std::string stem_of(const std::string& path) {
-  std::string name = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
-  const auto dot = name.rfind('.');
-  return dot == std::string::npos || dot == 0 ? name : name.substr(0, dot);
-}
-
 // Caffe resolves net paths against the working directory; a solver run from
 // elsewhere also finds a net next to the solver file.
 void resolve_net_path(const std::string& solver_path, std::string* net_path) {
@@ -180,18 +169,6 @@ SolverParameter read_solver_params_from_text_file(const std::string& path) {
   if (param.has_net()) resolve_net_path(path, param.mutable_net());
   if (param.has_train_net()) resolve_net_path(path, param.mutable_train_net());
   for (std::string& test_net : *param.mutable_test_net()) resolve_net_path(path, &test_net);
-  // As Caffe 1.0: no snapshot_prefix means the solver's own path without its
-  // extension; a prefix that is a directory means that directory/solver stem.
-  const std::string solver_without_extension =
-      path.size() > 9 && path.substr(path.size() - 9) == ".prototxt" ? path.substr(0, path.size() - 9)
-                                                                      : path;
-  if (!param.has_snapshot_prefix()) {
-    param.set_snapshot_prefix(solver_without_extension);
-  } else if (is_directory(param.snapshot_prefix())) {
-    std::string prefix = param.snapshot_prefix();
-    if (prefix.back() != '/') prefix += '/';
-    param.set_snapshot_prefix(prefix + stem_of(path));
-  }
   return param;
 }
 

@@ -327,6 +327,7 @@ void Solver::test(int test_net_id) {
 
   TestResults& results = last_test_results_[test_net_id];
   results.clear();
+  last_test_iter_ = iter_;
   std::size_t index = 0;
   const BlobVec& outputs = test_net.output_blobs();
   for (std::size_t j = 0; j < outputs.size(); ++j) {

@@ -36,6 +36,7 @@ int train_command() {
     solver_param.mutable_train_state()->add_stage(stage);
   }
   if (FLAGS_max_iter >= 0) solver_param.set_max_iter(FLAGS_max_iter);
+  fill_default_snapshot_prefix(&solver_param, FLAGS_solver);
   make_parent_directories(solver_param.snapshot_prefix());
   const Device device = choose_device(FLAGS_gpu, solver_param.solver_mode() == SolverParameter::GPU,
                                       static_cast<int>(solver_param.device_id()));
@@ -61,10 +62,16 @@ int train_command() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   XLOG(INFO) << "Training took " << seconds << " s for " << solver->iter() << " iterations";
+  // The user wants the trained net's score: test now unless the solver just did.
+  if (!solver->test_nets().empty() && solver->last_test_iter() != solver->iter() &&
+      !solver->requested_early_exit()) {
+    solver->test_all();
+  }
   const auto& results = solver->last_test_results();
   for (std::size_t net_id = 0; net_id < results.size(); ++net_id) {
     for (const auto& [name, value] : results[net_id]) {
-      XLOG(INFO) << "Final test net #" << net_id << " " << name << " = " << value;
+      XLOG(INFO) << "Final test net #" << net_id << " (iteration " << solver->last_test_iter()
+                 << "): " << name << " = " << value;
     }
   }
   for (const std::string& path : solver->last_snapshot_paths()) {

@@ -1,0 +1,141 @@
+// End to end on real data: LeNet learns Fashion-MNIST (Debian's
+// dataset-fashion-mnist), through the library and through the CLI with
+// Caffe's stock LeNet files.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <regex>
+
+#include "data/datum_io.hpp"
+#include "data/idx_file.hpp"
+#include "data/lmdb_database.hpp"
+#include "tool_runner.hpp"
+#include "xtrain/logging.hpp"
+#include "xtrain/proto_io.hpp"
+#include "xtrain/solver.hpp"
+
+namespace xtrain::testing {
+namespace {
+
+const std::string kFashionMnist = "/usr/share/datasets/fashion-mnist";
+constexpr int kTrainImages = 2000;
+constexpr int kTestImages = 1000;
+
+// The first `count` images of a split, as an LMDB in Caffe's format.
+void write_subset(const std::string& prefix, std::size_t count, const std::string& db_path) {
+  const IdxDataset dataset = read_idx_dataset(kFashionMnist + "/" + prefix + "-images-idx3-ubyte.gz",
+                                              kFashionMnist + "/" + prefix + "-labels-idx1-ubyte.gz");
+  LmdbWriter writer(LmdbDatabase::open_for_writing(db_path));
+  const DatumShape shape{1, dataset.images.rows, dataset.images.cols};
+  for (std::size_t i = 0; i < count; ++i) {
+    char key[16];
+    std::snprintf(key, sizeof(key), "%08d", static_cast<int>(i));
+    writer.put(key, make_datum(shape, dataset.images.image(i), dataset.labels[i]).SerializeAsString());
+  }
+  writer.commit();
+}
+
+class LenetFashionMnist : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!std::filesystem::exists(kFashionMnist + "/train-images-idx3-ubyte.gz")) return;
+    workdir_ = std::make_unique<TempDir>("lenet_e2e");
+    write_subset("train", kTrainImages, workdir_->file("data/fashion_mnist/train_lmdb"));
+    write_subset("t10k", kTestImages, workdir_->file("data/fashion_mnist/test_lmdb"));
+  }
+  static void TearDownTestSuite() { workdir_.reset(); }
+  void SetUp() override {
+    // The packaged data set is a declared dependency (scripts/install_deps.sh);
+    // without it these tests cannot say anything.
+    ASSERT_TRUE(workdir_) << "Fashion-MNIST is missing: apt-get install dataset-fashion-mnist";
+  }
+  static std::unique_ptr<TempDir> workdir_;
+};
+std::unique_ptr<TempDir> LenetFashionMnist::workdir_;
+
+TEST_F(LenetFashionMnist, LibraryTrainsWellAboveChance) {
+  NetParameter net = read_net_params_from_text_file(std::string(XTRAIN_SOURCE_DIR) +
+                                                    "/models/lenet/lenet_train_test.prototxt");
+  for (LayerParameter& layer : *net.mutable_layer()) {
+    if (layer.type() != "Data") continue;
+    const bool train = layer.include(0).phase() == TRAIN;
+    layer.mutable_data_param()->set_source(
+        workdir_->file(train ? "data/fashion_mnist/train_lmdb" : "data/fashion_mnist/test_lmdb"));
+  }
+  SolverParameter solver = read_solver_params_from_text_file(std::string(XTRAIN_SOURCE_DIR) +
+                                                             "/models/lenet/lenet_solver.prototxt");
+  solver.clear_net();
+  *solver.mutable_net_param() = net;
+  solver.set_max_iter(300);
+  solver.set_test_iter(0, kTestImages / 100);
+  solver.set_test_interval(300);
+  solver.set_test_initialization(false);
+  solver.set_snapshot(0);
+  solver.set_snapshot_after_train(false);
+  solver.set_display(0);
+  SolverOptions options;
+  options.verbose_nets = false;
+  std::unique_ptr<Solver> trainer = create_solver(solver, options);
+  trainer->solve();
+  ASSERT_EQ(trainer->last_test_iter(), 300);
+  float accuracy = -1;
+  for (const auto& [name, value] : trainer->last_test_results()[0]) {
+    if (name == "accuracy") accuracy = value;
+  }
+  // Chance is 0.1; 300 iterations of LeNet reach about 0.75 here.
+  EXPECT_GT(accuracy, 0.65f);
+  EXPECT_LT(trainer->smoothed_loss(), 1.0f);
+}
+
+double last_value(const std::string& output, const std::string& pattern) {
+  std::smatch match;
+  double value = -1;
+  std::string::const_iterator start = output.begin();
+  const std::regex re(pattern);
+  while (std::regex_search(start, output.end(), match, re)) {
+    value = std::stod(match[1]);
+    start = match.suffix().first;
+  }
+  return value;
+}
+
+TEST_F(LenetFashionMnist, CaffeStockFilesTrainResumeAndTestThroughTheCli) {
+  // A Caffe user's layout: examples/mnist/ with the stock files, run from the
+  // root; only the LMDB sources, snapshot_prefix and solver_mode differ.
+  const std::string fixtures = std::string(XTRAIN_SOURCE_DIR) + "/tests/fixtures/caffe_stock_lenet";
+  std::filesystem::create_directories(workdir_->file("examples/mnist"));
+  for (const char* name : {"lenet_solver.prototxt", "lenet_train_test.prototxt"}) {
+    std::filesystem::copy_file(fixtures + "/" + name, workdir_->file(std::string("examples/mnist/") + name),
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+  const std::string xtrain = tool_path("xtrain");
+  const ToolResult trained = run_tool(
+      xtrain + " train --solver=examples/mnist/lenet_solver.prototxt --max_iter=100", workdir_->path());
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  EXPECT_NE(trained.output.find("Iteration 100, loss = "), std::string::npos) << trained.output;
+  EXPECT_NE(trained.output.find("Iteration 0, Testing net (#0)"), std::string::npos);
+  const double accuracy = last_value(trained.output, R"(Test net output #0: accuracy = ([0-9.]+))");
+  EXPECT_GT(accuracy, 0.5) << trained.output;
+  EXPECT_TRUE(std::filesystem::exists(workdir_->file("snapshots/lenet_iter_100.caffemodel")));
+  EXPECT_TRUE(std::filesystem::exists(workdir_->file("snapshots/lenet_iter_100.solverstate")));
+
+  const ToolResult resumed = run_tool(
+      xtrain + " train --solver=examples/mnist/lenet_solver.prototxt --max_iter=120 "
+               "--snapshot=snapshots/lenet_iter_100.solverstate",
+      workdir_->path());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_TRUE(std::filesystem::exists(workdir_->file("snapshots/lenet_iter_120.caffemodel")));
+
+  const ToolResult tested = run_tool(
+      xtrain + " test --model=examples/mnist/lenet_train_test.prototxt "
+               "--weights=snapshots/lenet_iter_120.caffemodel --iterations=10",
+      workdir_->path());
+  ASSERT_EQ(tested.exit_code, 0) << tested.output;
+  const double test_accuracy = last_value(tested.output, R"(\] accuracy = ([0-9.]+))");
+  EXPECT_GT(test_accuracy, 0.5) << tested.output;
+}
+
+}  // namespace
+}  // namespace xtrain::testing
