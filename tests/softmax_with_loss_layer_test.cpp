@@ -127,6 +127,9 @@ TEST_P(SoftmaxWithLossNormalizationTest, OnlyIgnoredPositionsGetNoGradient) {
   }
 }
 
+// gtest prints parameters in test listings (and CTest names); show the name.
+void PrintTo(const NormalizationCase& c, std::ostream* out) { *out << c.name; }
+
 double six(int) { return 6; }
 double valid_count(int valid) { return std::max(1, valid); }
 double three(int) { return 3; }

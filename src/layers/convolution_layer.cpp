@@ -7,7 +7,7 @@
 #include "core/math_functions.hpp"
 #include "layers/builtin_layers.hpp"
 #include "xtrain/error.hpp"
-#include "xtrain/filler.hpp"
+#include "layers/learnable_blobs.hpp"
 #include "xtrain/layer_registry.hpp"
 
 namespace xtrain {
@@ -38,13 +38,6 @@ std::array<int, 2> per_axis(const std::string& where, const char* repeated_name,
   return {first, values.size() == 2 ? static_cast<int>(values.Get(1)) : first};
 }
 
-// Blobs stored by old Caffe versions use 4-d shapes padded with leading 1s.
-bool same_as_legacy_4d(std::vector<int> a, std::vector<int> b) {
-  if (a.size() > 4 || b.size() > 4) return false;
-  a.insert(a.begin(), 4 - a.size(), 1);
-  b.insert(b.begin(), 4 - b.size(), 1);
-  return a == b;
-}
 
 }  // namespace
 
@@ -116,40 +109,13 @@ void ConvolutionLayer::setup_params() {
   const std::vector<int> weight_shape = {num_output_, channels_ / group_, geometry_.kernel_h,
                                          geometry_.kernel_w};
   const std::vector<int> bias_shape = {num_output_};
-  const std::size_t expected_blobs = bias_term_ ? 2 : 1;
-
-  if (!blobs_.empty()) {
-    // Weights given with the layer: keep them if they fit.
-    XTRAIN_CHECK(blobs_.size() == expected_blobs, where(), " has ", blobs_.size(),
-                 " stored blobs but needs ", expected_blobs, " (weights",
-                 bias_term_ ? " and bias" : "", "); check bias_term");
-    const std::vector<int>* expected[] = {&weight_shape, &bias_shape};
-    const char* names[] = {"weight", "bias"};
-    for (std::size_t i = 0; i < blobs_.size(); ++i) {
-      Blob& blob = *blobs_[i];
-      if (blob.shape() == *expected[i]) continue;
-      XTRAIN_CHECK(same_as_legacy_4d(blob.shape(), *expected[i]), where(), ": the stored ",
-                   names[i], " blob has shape ", shape_to_string(blob.shape()),
-                   " but this layer needs ", shape_to_string(*expected[i]),
-                   " (num_output, input channels / group, kernel_h, kernel_w); the weights do "
-                   "not match num_output, group, kernel size or the input channels");
-      blob.reshape(*expected[i]);
-    }
-  } else {
-    auto fill = [this](Blob& blob, const FillerParameter& filler, const char* field) {
-      try {
-        make_filler(filler)->fill(blob, random());
-      } catch (const Error& error) {
-        throw Error(where() + ": " + field + ": " + error.what());
-      }
-    };
-    blobs_.push_back(std::make_shared<Blob>(weight_shape));
-    fill(*blobs_[0], conv.weight_filler(), "weight_filler");
-    if (bias_term_) {
-      blobs_.push_back(std::make_shared<Blob>(bias_shape));
-      fill(*blobs_[1], conv.bias_filler(), "bias_filler");
-    }
-  }
+  std::vector<LearnableBlobSpec> specs = {
+      {"weight", weight_shape, &conv.weight_filler(), "weight_filler"}};
+  if (bias_term_) specs.push_back({"bias", bias_shape, &conv.bias_filler(), "bias_filler"});
+  setup_learnable_blobs(where(), specs,
+                        "(num_output, input channels / group, kernel_h, kernel_w); the weights do "
+                        "not match num_output, group, kernel size or the input channels",
+                        &blobs_, random());
   for (std::size_t i = 0; i < blobs_.size(); ++i) {
     set_param_propagate_down(static_cast<int>(i), true);
   }

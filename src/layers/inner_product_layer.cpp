@@ -6,7 +6,7 @@
 #include "core/math_functions.hpp"
 #include "layers/builtin_layers.hpp"
 #include "xtrain/error.hpp"
-#include "xtrain/filler.hpp"
+#include "layers/learnable_blobs.hpp"
 #include "xtrain/layer_registry.hpp"
 
 namespace xtrain {
@@ -14,13 +14,6 @@ namespace {
 
 using math::Transpose;
 
-// Blobs stored by old Caffe versions use 4-d shapes padded with leading 1s.
-bool same_as_legacy_4d(std::vector<int> a, std::vector<int> b) {
-  if (a.size() > 4 || b.size() > 4) return false;
-  a.insert(a.begin(), 4 - a.size(), 1);
-  b.insert(b.begin(), 4 - b.size(), 1);
-  return a == b;
-}
 
 }  // namespace
 
@@ -50,39 +43,15 @@ void InnerProductLayer::layer_setup(const BlobVec& bottom, const BlobVec& top) {
   const std::vector<int> weight_shape = transpose_ ? std::vector<int>{input_size_, num_output_}
                                                    : std::vector<int>{num_output_, input_size_};
   const std::vector<int> bias_shape = {num_output_};
-  const std::size_t expected_blobs = bias_term_ ? 2 : 1;
-  if (!blobs_.empty()) {
-    // Weights given with the layer: keep them if they fit.
-    XTRAIN_CHECK(blobs_.size() == expected_blobs, where(), " has ", blobs_.size(),
-                 " stored blobs but needs ", expected_blobs, " (weights",
-                 bias_term_ ? " and bias" : "", "); check bias_term");
-    const std::vector<int>* expected[] = {&weight_shape, &bias_shape};
-    const char* names[] = {"weight", "bias"};
-    for (std::size_t i = 0; i < blobs_.size(); ++i) {
-      Blob& blob = *blobs_[i];
-      if (blob.shape() == *expected[i]) continue;
-      XTRAIN_CHECK(same_as_legacy_4d(blob.shape(), *expected[i]), where(), ": the stored ",
-                   names[i], " blob has shape ", shape_to_string(blob.shape()),
-                   " but this layer needs ", shape_to_string(*expected[i]),
-                   transpose_ ? " (input size K, num_output N)" : " (num_output N, input size K)",
-                   "; check num_output, transpose and the input shape ", input.shape_string());
-      blob.reshape(*expected[i]);
-    }
-  } else {
-    auto fill = [this](Blob& blob, const FillerParameter& filler, const char* field) {
-      try {
-        make_filler(filler)->fill(blob, random());
-      } catch (const Error& error) {
-        throw Error(where() + ": " + field + ": " + error.what());
-      }
-    };
-    blobs_.push_back(std::make_shared<Blob>(weight_shape));
-    fill(*blobs_[0], ip.weight_filler(), "weight_filler");
-    if (bias_term_) {
-      blobs_.push_back(std::make_shared<Blob>(bias_shape));
-      fill(*blobs_[1], ip.bias_filler(), "bias_filler");
-    }
-  }
+  std::vector<LearnableBlobSpec> specs = {
+      {"weight", weight_shape, &ip.weight_filler(), "weight_filler"}};
+  if (bias_term_) specs.push_back({"bias", bias_shape, &ip.bias_filler(), "bias_filler"});
+  setup_learnable_blobs(where(), specs,
+                        std::string(transpose_ ? "(input size K, num_output N)"
+                                               : "(num_output N, input size K)") +
+                            "; check num_output, transpose and the input shape " +
+                            input.shape_string(),
+                        &blobs_, random());
   for (std::size_t i = 0; i < blobs_.size(); ++i) {
     set_param_propagate_down(static_cast<int>(i), true);
   }
