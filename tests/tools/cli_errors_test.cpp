@@ -172,6 +172,13 @@ TEST_F(TrainedTinyNet, WeightsOfADifferentShapeNameTheLayerAndSuggestRenaming) {
   EXPECT_CONTAINS(line, "rename");
 }
 
+TEST_F(TrainedTinyNet, TrainOnAGpuThatIsNotThereIsOneLine) {
+  const ToolResult result = run_tool(tool_path("xtrain") + " train --solver=" + solver_ + " --gpu=0");
+  if (result.exit_code == 0) GTEST_SKIP() << "a GPU is present";
+  const std::string line = expect_one_line_error(result, "xtrain train");
+  EXPECT_CONTAINS(line, "--gpu=0");
+}
+
 TEST(CliErrors, GpuOnAMachineWithoutOneIsOneLine) {
   const ToolResult result = run_tool(tool_path("xtrain") + " device_query --gpu=0");
   if (result.exit_code == 0) GTEST_SKIP() << "a GPU is present: " << result.output;

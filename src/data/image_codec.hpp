@@ -1,0 +1,43 @@
+// Images to and from bytes, through OpenCV: decoding (JPEG, PNG, BMP, ...),
+// resizing and encoding, in Caffe's pixel layout: channels planar (C x H x W),
+// colour channels in OpenCV's B, G, R order (what Caffe writes into Datums,
+// so databases are interchangeable).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace xtrain {
+
+struct Image {
+  int channels = 0;
+  int height = 0;
+  int width = 0;
+  std::vector<std::uint8_t> pixels;  // channels * height * width, planar
+};
+
+enum class ColorMode {
+  kAsStored,  // keep the file's own channel count (1 or 3)
+  kColor,     // 3 channels (grey images are replicated)
+  kGray,      // 1 channel
+};
+
+// Decodes compressed image bytes. `what` names the source for errors
+// ("record 00000012_cat.jpg of DB 'x'", "'/data/a.png' (list line 17)").
+// Throws xtrain::Error if the bytes are not a decodable image.
+Image decode_image(const std::string& bytes, ColorMode mode, const std::string& what);
+
+// Reads and decodes an image file, then resizes it to height x width when
+// both are > 0 (bilinear, as Caffe's cv::resize default). Throws
+// xtrain::Error naming the file if it is missing or not an image.
+Image read_image_file(const std::string& path, ColorMode mode, int resize_height = 0,
+                      int resize_width = 0);
+
+// Resizes (bilinear) to height x width.
+Image resize_image(const Image& image, int height, int width);
+
+// Encodes as `format` ("png", "jpg", "bmp", ...; no dot). Throws on failure.
+std::string encode_image(const Image& image, const std::string& format);
+
+}  // namespace xtrain
