@@ -9,6 +9,8 @@ PACKAGES=(
   liblmdb-dev lmdb-utils
   libgflags-dev
   libopenblas-dev
+  libopencv-dev
+  libhdf5-dev
   zlib1g-dev
   libgtest-dev libgmock-dev
   dataset-fashion-mnist

@@ -5,6 +5,9 @@ namespace xtrain {
 void register_builtin_layers(LayerRegistry& registry) {
   register_input_layer(registry);
   register_data_layer(registry);
+  register_image_data_layer(registry);
+  register_memory_data_layer(registry);
+  register_hdf5_data_layer(registry);
   register_convolution_layer(registry);
   register_pooling_layer(registry);
   register_inner_product_layer(registry);

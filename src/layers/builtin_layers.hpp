@@ -11,6 +11,9 @@ void register_builtin_layers(LayerRegistry& registry);
 
 void register_input_layer(LayerRegistry& registry);
 void register_data_layer(LayerRegistry& registry);
+void register_image_data_layer(LayerRegistry& registry);
+void register_memory_data_layer(LayerRegistry& registry);
+void register_hdf5_data_layer(LayerRegistry& registry);
 void register_convolution_layer(LayerRegistry& registry);
 void register_pooling_layer(LayerRegistry& registry);
 void register_inner_product_layer(LayerRegistry& registry);
