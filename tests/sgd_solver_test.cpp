@@ -238,15 +238,12 @@ std::string creation_error(const SolverParameter& param) {
   return "(no error)";
 }
 
-TEST(SGDSolver, UnavailableAndUnknownTypesAreErrors) {
-  SolverParameter adam = make_solver(scalar_net(), "type: 'Adam'");
-  EXPECT_EQ(creation_error(adam), "solver type 'Adam' is not available yet (known: SGD)");
-  SolverParameter legacy_adam = make_solver(scalar_net(), "solver_type: ADAM");
-  EXPECT_EQ(creation_error(legacy_adam), "solver type 'Adam' is not available yet (known: SGD)");
+TEST(SGDSolver, UnknownTypesAndBothTypeFieldsAreErrors) {
   SolverParameter both = make_solver(scalar_net(), "solver_type: SGD type: 'SGD'");
   EXPECT_NE(creation_error(both).find("both solver_type"), std::string::npos);
   SolverParameter unknown = make_solver(scalar_net(), "type: 'Magic'");
-  EXPECT_EQ(creation_error(unknown), "unknown solver type 'Magic' (known: SGD)");
+  EXPECT_EQ(creation_error(unknown),
+            "unknown solver type 'Magic' (known: SGD, Nesterov, AdaGrad, RMSProp, AdaDelta, Adam)");
   SolverParameter legacy_sgd = make_solver(scalar_net(), "solver_type: SGD");
   EXPECT_STREQ(create_solver(legacy_sgd, quiet())->type(), "SGD");
 }

@@ -28,9 +28,27 @@ SGDSolver::SGDSolver(const SolverParameter& param, const SolverOptions& options)
   const std::string& regularization = param_.regularization_type();
   XTRAIN_CHECK(param_.weight_decay() == 0 || regularization == "L2" || regularization == "L1",
                "unknown regularization_type \"", regularization, "\"; use \"L2\" or \"L1\"");
+  add_history_set();
+}
+
+void SGDSolver::add_history_set() {
   for (const Blob* param_blob : net().learnable_params()) {
     history_.push_back(std::make_unique<Blob>(param_blob->shape()));
   }
+}
+
+int SGDSolver::history_sets() const {
+  const std::size_t params = net().learnable_params().size();
+  return params == 0 ? 1 : static_cast<int>(history_.size() / params);
+}
+
+Blob& SGDSolver::history_blob(int set, int param_id) {
+  const std::size_t params = net().learnable_params().size();
+  return *history_[static_cast<std::size_t>(set) * params + static_cast<std::size_t>(param_id)];
+}
+
+float SGDSolver::local_rate(int param_id, float rate) const {
+  return rate * net().params_lr()[param_id];
 }
 
 void SGDSolver::apply_update() {
@@ -92,11 +110,10 @@ void SGDSolver::regularize(int param_id) {
 
 void SGDSolver::compute_update_value(int param_id, float rate) {
   Blob& param_blob = *net().learnable_params()[param_id];
-  Blob& history = *history_[param_id];
-  const float local_rate = rate * net().params_lr()[param_id];
   const std::size_t count = param_blob.count();
-  float* velocity = history.mutable_cpu_data();
-  math::axpby(count, local_rate, param_blob.cpu_diff(), param_.momentum(), velocity);
+  float* velocity = history_blob(0, param_id).mutable_cpu_data();
+  math::axpby(count, local_rate(param_id, rate), param_blob.cpu_diff(), param_.momentum(),
+              velocity);
   math::copy(count, velocity, param_blob.mutable_cpu_diff());
 }
 
@@ -107,23 +124,32 @@ void SGDSolver::write_history(SolverState* state) const {
 
 void SGDSolver::check_history(const SolverState& state, const std::string& path) const {
   const auto expected = static_cast<int>(history_.size());
-  XTRAIN_CHECK(state.history_size() == expected, "'", path,
-               "' is not a solver state of this net: it holds ", state.history_size(),
-               " history blobs but net '", net().name(), "' has ", expected,
-               " learnable parameters (expected a .solverstate written for this net by the ",
-               type(), " solver; got a .caffemodel?)");
+  const std::size_t params = net().learnable_params().size();
+  if (state.history_size() != expected) {
+    const int sets = history_sets();
+    const std::string per_parameter =
+        sets == 1 ? ""
+                  : " and the " + std::string(type()) + " solver keeps " + std::to_string(sets) +
+                        " history blobs for each (" + std::to_string(expected) + " in all)";
+    throw Error("'" + path + "' is not a solver state of this net: it holds " +
+                std::to_string(state.history_size()) + " history blobs but net '" + net().name() +
+                "' has " + std::to_string(params) + " learnable parameters" + per_parameter +
+                " (expected a .solverstate written for this net by the " + type() +
+                " solver; got a .caffemodel?)");
+  }
   for (int i = 0; i < expected; ++i) {
     if (history_[i]->shape_equals(state.history(i))) continue;
+    const int param_id = static_cast<int>(i % params);
     throw Error(
         "'" + path + "' is not a solver state of this net: its history blob " + std::to_string(i) +
         " has shape " + shape_to_string(blob_proto_shape(state.history(i))) + " but parameter '" +
-        learnable_param_name(net(), i) + "' of net '" + net().name() + "' has shape " +
+        learnable_param_name(net(), param_id) + "' of net '" + net().name() + "' has shape " +
         shape_to_string(history_[i]->shape()) + " (expected a .solverstate written for this net)");
   }
 }
 
 void SGDSolver::read_history(const SolverState& state) {
-  XLOG(INFO) << "SGDSolver: restoring history";
+  XLOG(INFO) << type() << "Solver: restoring history";
   for (std::size_t i = 0; i < history_.size(); ++i) {
     history_[i]->from_proto(state.history(static_cast<int>(i)), false);
   }

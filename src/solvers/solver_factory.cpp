@@ -1,7 +1,15 @@
 // Solver types by name. The legacy solver_type enum maps to the names Caffe
-// gives them; the types Caffe has but xtrain does not yet are named as such.
-#include <algorithm>
+// gives them; setting both the enum and the name is an error, as in Caffe.
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "solvers/adadelta_solver.hpp"
+#include "solvers/adagrad_solver.hpp"
+#include "solvers/adam_solver.hpp"
+#include "solvers/nesterov_solver.hpp"
+#include "solvers/rmsprop_solver.hpp"
 #include "solvers/sgd_solver.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/solver.hpp"
@@ -33,9 +41,32 @@ std::string joined(const std::vector<std::string>& names) {
   return list;
 }
 
+using SolverMaker =
+    std::function<std::unique_ptr<Solver>(const SolverParameter&, const SolverOptions&)>;
+
+template <typename SolverClass>
+SolverMaker maker() {
+  return [](const SolverParameter& param, const SolverOptions& options) {
+    return std::unique_ptr<Solver>(new SolverClass(param, options));
+  };
+}
+
+// In Caffe's order of solver_type.
+const std::vector<std::pair<std::string, SolverMaker>>& solver_makers() {
+  static const std::vector<std::pair<std::string, SolverMaker>> makers = {
+      {"SGD", maker<SGDSolver>()},           {"Nesterov", maker<NesterovSolver>()},
+      {"AdaGrad", maker<AdaGradSolver>()},   {"RMSProp", maker<RMSPropSolver>()},
+      {"AdaDelta", maker<AdaDeltaSolver>()}, {"Adam", maker<AdamSolver>()}};
+  return makers;
+}
+
 }  // namespace
 
-std::vector<std::string> solver_types() { return {"SGD"}; }
+std::vector<std::string> solver_types() {
+  std::vector<std::string> names;
+  for (const auto& entry : solver_makers()) names.push_back(entry.first);
+  return names;
+}
 
 std::unique_ptr<Solver> create_solver(const SolverParameter& param, const SolverOptions& options) {
   std::string type = param.type();
@@ -46,13 +77,8 @@ std::unique_ptr<Solver> create_solver(const SolverParameter& param, const Solver
                  param.type(), "\"`");
     type = legacy_type_name(param.solver_type());
   }
-  if (type == "SGD") return std::make_unique<SGDSolver>(param, options);
-
-  static const std::vector<std::string> caffe_types = {"Nesterov", "AdaGrad", "RMSProp", "AdaDelta",
-                                                       "Adam"};
-  if (std::find(caffe_types.begin(), caffe_types.end(), type) != caffe_types.end()) {
-    throw Error("solver type '" + type +
-                "' is not available yet (known: " + joined(solver_types()) + ")");
+  for (const auto& [name, make] : solver_makers()) {
+    if (name == type) return make(param, options);
   }
   throw Error("unknown solver type '" + type + "' (known: " + joined(solver_types()) + ")");
 }

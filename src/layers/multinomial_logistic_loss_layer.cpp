@@ -1,0 +1,80 @@
+// MultinomialLogisticLoss: the negative log-likelihood of given class
+// probabilities, Caffe 1.0's MultinomialLogisticLossLayer. Bottom 0 holds
+// probabilities p (N x K, K = count / N; e.g. a Softmax's output), bottom 1
+// one integer label l_n in [0, K) per sample (N x 1 x 1 x 1):
+//   loss = -1/N * sum_n log(max(p[n, l_n], 1e-20))
+//   dE/dp[n, k] = -w/N / max(p[n, l_n], 1e-20)  for k == l_n, else 0
+// (w: the loss weight). SoftmaxWithLoss is the stable way to train a softmax;
+// this layer is for probabilities that come from elsewhere. The labels get no
+// gradient.
+#include <algorithm>
+#include <cmath>
+
+#include "layers/builtin_layers.hpp"
+#include "layers/loss_layer.hpp"
+#include "xtrain/error.hpp"
+#include "xtrain/layer_registry.hpp"
+
+namespace xtrain {
+namespace {
+
+constexpr float kLogThreshold = 1e-20f;
+
+class MultinomialLogisticLossLayer : public LossLayer {
+ public:
+  using LossLayer::LossLayer;
+  const char* type() const override { return "MultinomialLogisticLoss"; }
+
+  void reshape(const BlobVec& bottom, const BlobVec& top) override {
+    reshape_loss_top(bottom, top);
+    num_ = bottom[0]->shape(0);
+    XTRAIN_CHECK(num_ > 0, where(), ": the probabilities ", bottom_name(0), " of shape ",
+                 bottom[0]->shape_string(), " hold no samples");
+    XTRAIN_CHECK(bottom[1]->count() == static_cast<std::size_t>(num_), where(), ": the labels ",
+                 bottom_name(1), " of shape ", bottom[1]->shape_string(),
+                 " must hold one label per sample (N x 1 x 1 x 1): ", num_,
+                 " values for probabilities of shape ", bottom[0]->shape_string());
+    classes_ = static_cast<int>(bottom[0]->count() / num_);
+  }
+
+ protected:
+  void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    const float* probability = bottom[0]->cpu_data();
+    const float* labels = bottom[1]->cpu_data();
+    float loss = 0;
+    for (int n = 0; n < num_; ++n) {
+      const int label = checked_label(labels[n], classes_, n);
+      const float p = probability[static_cast<std::size_t>(n) * classes_ + label];
+      loss -= std::log(std::max(p, kLogThreshold));
+    }
+    top[0]->mutable_cpu_data()[0] = loss / static_cast<float>(num_);
+  }
+
+  void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    refuse_gradient_to(propagate_down, 1, "labels");
+    if (propagate_down.empty() || !propagate_down[0]) return;
+    const float* probability = bottom[0]->cpu_data();
+    const float* labels = bottom[1]->cpu_data();
+    float* diff = bottom[0]->mutable_cpu_diff();
+    std::fill_n(diff, bottom[0]->count(), 0.0f);
+    const float scale = -top[0]->cpu_diff()[0] / static_cast<float>(num_);
+    for (int n = 0; n < num_; ++n) {
+      const std::size_t at =
+          static_cast<std::size_t>(n) * classes_ + static_cast<std::size_t>(labels[n]);
+      diff[at] = scale / std::max(probability[at], kLogThreshold);
+    }
+  }
+
+ private:
+  int num_ = 1;
+  int classes_ = 1;
+};
+
+}  // namespace
+
+void register_multinomial_logistic_loss_layer(LayerRegistry& registry) {
+  add_layer<MultinomialLogisticLossLayer>(registry, "MultinomialLogisticLoss");
+}
+
+}  // namespace xtrain

@@ -1,0 +1,53 @@
+// Small helpers shared by the loss layer tests: building a layer from
+// prototxt text, filling blobs, and capturing the message of an xtrain::Error.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "xtrain/blob.hpp"
+#include "xtrain/error.hpp"
+#include "xtrain/layer_registry.hpp"
+#include "xtrain/proto_io.hpp"
+#include "xtrain/random.hpp"
+
+namespace xtrain::testing {
+
+// A layer named 'loss' of `type`; `extra` is spliced into its prototxt.
+inline std::unique_ptr<Layer> make_loss_layer(const std::string& type,
+                                              const std::string& extra = "") {
+  LayerParameter param;
+  read_proto_from_text_string("name: 'loss' type: '" + type + "' " + extra, &param);
+  return LayerRegistry::global().create(param);
+}
+
+inline void fill_uniform(Blob& blob, float low, float high, std::uint64_t seed) {
+  RandomStream random(seed);
+  random.uniform(blob.count(), low, high, blob.mutable_cpu_data());
+}
+
+inline void fill_values(Blob& blob, const std::vector<float>& values) {
+  ASSERT_EQ(blob.count(), values.size()) << blob.shape_string();
+  for (std::size_t j = 0; j < values.size(); ++j) blob.mutable_cpu_data()[j] = values[j];
+}
+
+// The message of the xtrain::Error `action` throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace xtrain::testing
