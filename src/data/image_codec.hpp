@@ -34,8 +34,21 @@ Image decode_image(const std::string& bytes, ColorMode mode, const std::string& 
 Image read_image_file(const std::string& path, ColorMode mode, int resize_height = 0,
                       int resize_width = 0);
 
+// decode_image, then a resize to resize_height x resize_width when both are
+// > 0, done on OpenCV's interleaved image as Caffe does (so pixels match
+// Caffe's). Throws if only one of the sizes is > 0.
+Image decode_and_resize(const std::string& bytes, ColorMode mode, int resize_height,
+                        int resize_width, const std::string& what);
+
 // Resizes (bilinear) to height x width.
 Image resize_image(const Image& image, int height, int width);
+
+// The whole file. Throws xtrain::Error naming it if it is missing or
+// unreadable.
+std::string read_file_bytes(const std::string& path);
+
+// Whether OpenCV can encode images as `format` ("png", "jpg", ...).
+bool can_encode_as(const std::string& format);
 
 // Encodes as `format` ("png", "jpg", "bmp", ...; no dot). Throws on failure.
 std::string encode_image(const Image& image, const std::string& format);
