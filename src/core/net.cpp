@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/net_input_upgrade.hpp"
+#include "core/net_upgrade.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
 #include "xtrain/logging.hpp"
@@ -112,13 +113,16 @@ void Net::init(const NetParameter& in_param) {
       XLOG(INFO) << "Memory required for data: " << memory_used * sizeof(float);
     }
 
-    const int param_size = layer_param.param_size();
+    // The layer's own copy of its parameter: a layer may add ParamSpecs (as
+    // BatchNorm does, to keep the solver off its statistics).
+    const LayerParameter& own_param = layer->layer_param();
+    const int param_size = own_param.param_size();
     const int num_param_blobs = static_cast<int>(layer->blobs().size());
     XTRAIN_CHECK(param_size <= num_param_blobs, "layer '", layer_param.name(), "' (",
                  layer_param.type(), ") has ", param_size, " param specs but only ",
                  num_param_blobs, " learnable blobs");
     for (int param_id = 0; param_id < num_param_blobs; ++param_id) {
-      const ParamSpec spec = param_id < param_size ? layer_param.param(param_id) : ParamSpec();
+      const ParamSpec spec = param_id < param_size ? own_param.param(param_id) : ParamSpec();
       const bool param_need_backward = spec.lr_mult() != 0;
       need_backward |= param_need_backward;
       layer->set_param_propagate_down(param_id, param_need_backward);
@@ -206,7 +210,8 @@ void Net::append_top(const NetParameter& param, int layer_id, int top_id,
 }
 
 void Net::append_param(const NetParameter& param, int layer_id, int param_id) {
-  const LayerParameter& layer_param = param.layer(layer_id);
+  (void)param;
+  const LayerParameter& layer_param = layers_[layer_id]->layer_param();
   const ParamSpec spec =
       param_id < layer_param.param_size() ? layer_param.param(param_id) : ParamSpec();
   const std::string& param_name = spec.name();
@@ -386,6 +391,7 @@ void Net::copy_trained_layers_from(const NetParameter& trained) {
 void Net::copy_trained_layers_from(const std::string& weights_path) {
   NetParameter trained;
   read_proto_from_binary_file(weights_path, &trained);
+  upgrade_net_as_needed(weights_path, &trained);  // V0/V1 .caffemodel files
   XTRAIN_CHECK(trained.layer_size() > 0, "'", weights_path,
                "' holds no layers, so it is not a .caffemodel with weights (is it a "
                ".solverstate? resume from those with --snapshot)");

@@ -15,6 +15,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/text_format.h>
 
+#include "core/net_upgrade.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
@@ -145,6 +146,7 @@ void write_proto_to_text_file(const google::protobuf::Message& message, const st
 NetParameter read_net_params_from_text_file(const std::string& path) {
   NetParameter param;
   read_proto_from_text_file(path, &param);
+  upgrade_net_as_needed(path, &param);
   return param;
 }
 
@@ -166,6 +168,7 @@ void resolve_net_path(const std::string& solver_path, std::string* net_path) {
 SolverParameter read_solver_params_from_text_file(const std::string& path) {
   SolverParameter param;
   read_proto_from_text_file(path, &param);
+  upgrade_solver_as_needed(path, &param);
   if (param.has_net()) resolve_net_path(path, param.mutable_net());
   if (param.has_train_net()) resolve_net_path(path, param.mutable_train_net());
   for (std::string& test_net : *param.mutable_test_net()) resolve_net_path(path, &test_net);

@@ -13,6 +13,7 @@ int train_command();
 int test_command();
 int time_command();
 int device_query_command();
+int upgrade_command();
 
 // "a,b,c" -> {"a", "b", "c"}; "" -> {}.
 std::vector<std::string> split_commas(const std::string& text);

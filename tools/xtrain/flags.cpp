@@ -14,3 +14,4 @@ DEFINE_int32(iterations, 50, "test/time: how many iterations (batches) to run");
 DEFINE_int32(max_iter, -1, "train: stop after this many iterations instead of the solver's max_iter");
 DEFINE_string(sigint_effect, "stop", "train: on SIGINT (Ctrl-C): stop, snapshot or none");
 DEFINE_string(sighup_effect, "snapshot", "train: on SIGHUP: stop, snapshot or none");
+DEFINE_string(output, "", "upgrade: where to write the upgraded file (never the input file)");

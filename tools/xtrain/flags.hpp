@@ -15,3 +15,4 @@ DECLARE_int32(iterations);
 DECLARE_int32(max_iter);
 DECLARE_string(sigint_effect);
 DECLARE_string(sighup_effect);
+DECLARE_string(output);

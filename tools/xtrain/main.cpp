@@ -23,6 +23,8 @@ const Subcommand kSubcommands[] = {
     {"time", "benchmark a model's layers (--model, --iterations, --phase, --gpu)",
      xtrain::cli::time_command},
     {"device_query", "show the GPU's properties (--gpu)", xtrain::cli::device_query_command},
+    {"upgrade", "rewrite an old net/solver/weights file (--model | --solver | --weights, --output)",
+     xtrain::cli::upgrade_command},
 };
 
 std::string usage() {
