@@ -97,6 +97,24 @@ TEST(Blob, ReadsLegacyFourDAndDoubleData) {
   EXPECT_EQ(blob.cpu_data()[3], 0.75f);
 }
 
+TEST(Blob, LegacyFourDShapesMatchLowerDimensionalBlobs) {
+  // Caffe's old files store a bias of 4 as 1 x 1 x 1 x 4 and an inner-product
+  // weight of 4 x 3 as 1 x 1 x 4 x 3.
+  BlobProto bias;
+  bias.set_num(1);
+  bias.set_channels(1);
+  bias.set_height(1);
+  bias.set_width(4);
+  for (int i = 0; i < 4; ++i) bias.add_data(1.0f * i);
+  Blob target({4});
+  EXPECT_TRUE(target.shape_equals(bias));
+  target.from_proto(bias, false);
+  EXPECT_EQ(target.shape(), (std::vector<int>{4}));
+  EXPECT_EQ(target.cpu_data()[3], 3.0f);
+  Blob wrong({5});
+  EXPECT_FALSE(wrong.shape_equals(bias));
+}
+
 TEST(Blob, FromProtoWithoutReshapeChecksTheShape) {
   BlobProto proto;
   proto.mutable_shape()->add_dim(5);

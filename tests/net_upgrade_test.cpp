@@ -787,7 +787,7 @@ TEST(NetUpgrade, V1CaffemodelLoadsIntoTheV2Net) {
 // and N blobs. Needs Blob::shape_equals and Blob::from_proto to compare
 // legacy shapes right-aligned, as Caffe's Blob::ShapeEquals does; enable
 // once they do.
-TEST(NetUpgrade, DISABLED_V1CaffemodelWithLegacyInnerProductShapesLoads) {
+TEST(NetUpgrade, V1CaffemodelWithLegacyInnerProductShapesLoads) {
   QuietLog quiet;
   TempDir dir("net_upgrade");
   const NetParameter v2 = parse<NetParameter>(kV2WithInputLayer);

@@ -175,6 +175,14 @@ std::string shape_to_string(const std::vector<int>& shape) {
 }
 
 bool Blob::shape_equals(const BlobProto& proto) const {
+  if (proto.has_num() || proto.has_channels() || proto.has_height() || proto.has_width()) {
+    // Old Caffe stored every blob as 4-d: a bias of 10 as 1 x 1 x 1 x 10. As
+    // Caffe does, compare our shape padded with leading 1s to four axes.
+    if (num_axes() > 4) return false;
+    std::vector<int> padded(shape_);
+    padded.insert(padded.begin(), 4 - padded.size(), 1);
+    return padded == blob_proto_shape(proto);
+  }
   return blob_proto_shape(proto) == shape_;
 }
 
@@ -183,7 +191,7 @@ void Blob::from_proto(const BlobProto& proto, bool reshape_blob) {
   if (reshape_blob) {
     reshape(proto_shape);
   } else {
-    XTRAIN_CHECK(proto_shape == shape_, "stored blob has shape ", shape_to_string(proto_shape),
+    XTRAIN_CHECK(shape_equals(proto), "stored blob has shape ", shape_to_string(proto_shape),
                  " but ", shape_to_string(shape_), " was expected");
   }
   float* data = mutable_cpu_data();

@@ -40,7 +40,7 @@ void MeanImage::check_matches(const DatumShape& image) const {
                " (channels x height x width, "
                "before cropping), so the mean must be ",
                shape_to_string(expected),
-               "; recompute it with compute_image_mean on this database");
+               "; recompute it with compute_mean (Caffe: compute_image_mean) on this database");
 }
 
 }  // namespace xtrain
