@@ -1,224 +1,20 @@
 #include "layers/convolution_layer.hpp"
 
-#include <array>
-#include <cstdint>
-#include <string>
-
-#include "core/math_functions.hpp"
 #include "layers/builtin_layers.hpp"
-#include "xtrain/error.hpp"
-#include "layers/learnable_blobs.hpp"
 #include "xtrain/layer_registry.hpp"
 
 namespace xtrain {
-namespace {
-
-using math::Transpose;
-using SpatialField = google::protobuf::RepeatedField<std::uint32_t>;
-
-// A per-axis setting of a 2-D convolution: from the repeated field (one value
-// for both axes, or one per axis) or from its _h/_w pair. `fallback` < 0
-// means the setting is required.
-std::array<int, 2> per_axis(const std::string& where, const char* repeated_name,
-                            const SpatialField& values, const char* pair_name, bool has_pair,
-                            std::uint32_t h, std::uint32_t w, int fallback) {
-  if (has_pair) {
-    XTRAIN_CHECK(values.empty(), where, ": give either ", repeated_name, " or ", pair_name,
-                 ", not both");
-    return {static_cast<int>(h), static_cast<int>(w)};
-  }
-  if (values.empty()) {
-    XTRAIN_CHECK(fallback >= 0, where, ": ", repeated_name, " (or ", pair_name,
-                 ") is required in convolution_param");
-    return {fallback, fallback};
-  }
-  XTRAIN_CHECK(values.size() <= 2, where, ": ", repeated_name, " has ", values.size(),
-               " values; give one for both spatial axes or one per axis (2)");
-  const int first = static_cast<int>(values.Get(0));
-  return {first, values.size() == 2 ? static_cast<int>(values.Get(1)) : first};
-}
-
-
-}  // namespace
-
-void ConvolutionLayer::layer_setup(const BlobVec& bottom, const BlobVec& top) {
-  (void)top;
-  const ConvolutionParameter& conv = param_.convolution_param();
-  const Blob& input = *bottom[0];
-  XTRAIN_CHECK(conv.axis() >= -input.num_axes() && conv.axis() < input.num_axes(), where(),
-               ": axis ", conv.axis(), " is out of range for the input of shape ",
-               input.shape_string());
-  channel_axis_ = input.canonical_axis_index(conv.axis());
-  const int spatial_axes = input.num_axes() - channel_axis_ - 1;
-  XTRAIN_CHECK(spatial_axes == 2, where(), ": the input ", input.shape_string(), " has ",
-               spatial_axes, " spatial axes after the channel axis ", channel_axis_,
-               "; only 2-D convolution is implemented (N-d convolution is not supported yet)");
-
-  read_geometry(input);
-
-  channels_ = input.shape(channel_axis_);
-  XTRAIN_CHECK(conv.num_output() > 0, where(), ": convolution_param.num_output must be > 0");
-  num_output_ = static_cast<int>(conv.num_output());
-  XTRAIN_CHECK(conv.group() > 0, where(), ": group must be > 0");
-  group_ = static_cast<int>(conv.group());
-  XTRAIN_CHECK(channels_ % group_ == 0, where(), ": the input has ", channels_, " channels (shape ",
-               input.shape_string(), "), which group ", group_,
-               " does not divide; channels must be a multiple of group");
-  XTRAIN_CHECK(num_output_ % group_ == 0, where(), ": num_output ", num_output_,
-               " is not a multiple of group ", group_);
-  bias_term_ = conv.bias_term();
-  setup_params();
-}
-
-void ConvolutionLayer::read_geometry(const Blob& input) {
-  const ConvolutionParameter& conv = param_.convolution_param();
-  const std::string here = where();
-  const auto kernel =
-      per_axis(here, "kernel_size", conv.kernel_size(), "kernel_h/kernel_w",
-               conv.has_kernel_h() || conv.has_kernel_w(), conv.kernel_h(), conv.kernel_w(), -1);
-  const auto pad = per_axis(here, "pad", conv.pad(), "pad_h/pad_w",
-                            conv.has_pad_h() || conv.has_pad_w(), conv.pad_h(), conv.pad_w(), 0);
-  const auto stride =
-      per_axis(here, "stride", conv.stride(), "stride_h/stride_w",
-               conv.has_stride_h() || conv.has_stride_w(), conv.stride_h(), conv.stride_w(), 1);
-  const auto dilation = per_axis(here, "dilation", conv.dilation(), "dilation", false, 0, 0, 1);
-  XTRAIN_CHECK(kernel[0] > 0 && kernel[1] > 0, here, ": kernel size must be > 0 on both axes, got ",
-               kernel[0], "x", kernel[1], " (with kernel_h, give kernel_w too)");
-  XTRAIN_CHECK(stride[0] > 0 && stride[1] > 0, here, ": stride must be > 0, got ", stride[0], "x",
-               stride[1]);
-  XTRAIN_CHECK(pad[0] >= 0 && pad[1] >= 0, here, ": pad is too large: ", pad[0], "x", pad[1]);
-  XTRAIN_CHECK(dilation[0] > 0 && dilation[1] > 0, here, ": dilation must be > 0, got ",
-               dilation[0], "x", dilation[1]);
-
-  geometry_.channels = input.shape(channel_axis_);
-  geometry_.kernel_h = kernel[0];
-  geometry_.kernel_w = kernel[1];
-  geometry_.pad_h = pad[0];
-  geometry_.pad_w = pad[1];
-  geometry_.stride_h = stride[0];
-  geometry_.stride_w = stride[1];
-  geometry_.dilation_h = dilation[0];
-  geometry_.dilation_w = dilation[1];
-  // Dilation does not matter for a 1x1 kernel.
-  is_1x1_ = kernel[0] == 1 && kernel[1] == 1 && stride[0] == 1 && stride[1] == 1 && pad[0] == 0 &&
-            pad[1] == 0;
-}
-
-void ConvolutionLayer::setup_params() {
-  const ConvolutionParameter& conv = param_.convolution_param();
-  const std::vector<int> weight_shape = {num_output_, channels_ / group_, geometry_.kernel_h,
-                                         geometry_.kernel_w};
-  const std::vector<int> bias_shape = {num_output_};
-  std::vector<LearnableBlobSpec> specs = {
-      {"weight", weight_shape, &conv.weight_filler(), "weight_filler"}};
-  if (bias_term_) specs.push_back({"bias", bias_shape, &conv.bias_filler(), "bias_filler"});
-  setup_learnable_blobs(where(), specs,
-                        "(num_output, input channels / group, kernel_h, kernel_w); the weights do "
-                        "not match num_output, group, kernel size or the input channels",
-                        &blobs_, random());
-  for (std::size_t i = 0; i < blobs_.size(); ++i) {
-    set_param_propagate_down(static_cast<int>(i), true);
-  }
-  kernel_dim_ = static_cast<int>(blobs_[0]->count(1));
-}
-
-void ConvolutionLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
-  const Blob& input = *bottom[0];
-  XTRAIN_CHECK(input.num_axes() == channel_axis_ + 3, where(), ": the input ", input.shape_string(),
-               " must keep the ", channel_axis_ + 3, " axes it was set up with");
-  for (std::size_t i = 1; i < bottom.size(); ++i) {
-    XTRAIN_CHECK(bottom[i]->shape() == input.shape(), where(),
-                 ": all bottoms must have one "
-                 "shape, but bottom 0 is ",
-                 input.shape_string(), " and bottom ", i, " is ", bottom[i]->shape_string());
-  }
-  XTRAIN_CHECK(input.shape(channel_axis_) == channels_, where(), ": the input ",
-               input.shape_string(), " has ", input.shape(channel_axis_),
-               " channels, but the weights ", blobs_[0]->shape_string(), " (group ", group_,
-               ") expect ", channels_);
-
-  geometry_.height = input.shape(channel_axis_ + 1);
-  geometry_.width = input.shape(channel_axis_ + 2);
-  const int out_h = geometry_.output_h();
-  const int out_w = geometry_.output_w();
-  XTRAIN_CHECK(out_h > 0 && out_w > 0, where(), ": the kernel does not fit the input ",
-               input.shape_string(), ": kernel ", geometry_.kernel_h, "x", geometry_.kernel_w,
-               " (dilated extent ", geometry_.kernel_extent_h(), "x", geometry_.kernel_extent_w(),
-               "), pad ", geometry_.pad_h, "x", geometry_.pad_w, ", stride ", geometry_.stride_h,
-               "x", geometry_.stride_w, " give an output of ", out_h, "x", out_w,
-               "; use a smaller kernel or dilation, or more padding");
-
-  std::vector<int> top_shape(input.shape().begin(), input.shape().begin() + channel_axis_);
-  top_shape.push_back(num_output_);
-  top_shape.push_back(out_h);
-  top_shape.push_back(out_w);
-  for (Blob* output : top) output->reshape(top_shape);
-
-  num_ = static_cast<int>(input.count(0, channel_axis_));
-  out_spatial_ = out_h * out_w;
-  bottom_dim_ = input.count(channel_axis_);
-  top_dim_ = static_cast<std::size_t>(num_output_) * out_spatial_;
-  weight_step_ = static_cast<std::size_t>(num_output_ / group_) * kernel_dim_;
-  column_step_ = static_cast<std::size_t>(kernel_dim_) * out_spatial_;
-  output_step_ = static_cast<std::size_t>(num_output_ / group_) * out_spatial_;
-  if (!is_1x1_) columns_.resize(column_step_ * group_);
-  if (bias_term_) ones_.assign(out_spatial_, 1.0f);
-}
-
-void ConvolutionLayer::forward_image(const float* input, const float* weights, float* output) {
-  const float* columns = input;
-  if (!is_1x1_) {
-    im2col(input, geometry_, columns_.data());
-    columns = columns_.data();
-  }
-  const int outputs_per_group = num_output_ / group_;
-  for (int g = 0; g < group_; ++g) {
-    math::gemm(Transpose::kNo, Transpose::kNo, outputs_per_group, out_spatial_, kernel_dim_, 1.0f,
-               weights + g * weight_step_, columns + g * column_step_, 0.0f,
-               output + g * output_step_);
-  }
-}
-
-void ConvolutionLayer::accumulate_weight_gradient(const float* input, const float* output_diff,
-                                                  float* weight_diff) {
-  const float* columns = input;
-  if (!is_1x1_) {
-    im2col(input, geometry_, columns_.data());
-    columns = columns_.data();
-  }
-  const int outputs_per_group = num_output_ / group_;
-  for (int g = 0; g < group_; ++g) {
-    math::gemm(Transpose::kNo, Transpose::kYes, outputs_per_group, kernel_dim_, out_spatial_, 1.0f,
-               output_diff + g * output_step_, columns + g * column_step_, 1.0f,
-               weight_diff + g * weight_step_);
-  }
-}
-
-void ConvolutionLayer::input_gradient(const float* output_diff, const float* weights,
-                                      float* input_diff) {
-  float* columns = is_1x1_ ? input_diff : columns_.data();
-  const int outputs_per_group = num_output_ / group_;
-  for (int g = 0; g < group_; ++g) {
-    math::gemm(Transpose::kYes, Transpose::kNo, kernel_dim_, out_spatial_, outputs_per_group, 1.0f,
-               weights + g * weight_step_, output_diff + g * output_step_, 0.0f,
-               columns + g * column_step_);
-  }
-  if (!is_1x1_) col2im(columns, geometry_, input_diff);
-}
 
 void ConvolutionLayer::forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   const float* weights = blobs_[0]->cpu_data();
-  const float* bias = bias_term_ ? blobs_[1]->cpu_data() : nullptr;
+  const float* bias = bias_term() ? blobs_[1]->cpu_data() : nullptr;
   for (std::size_t i = 0; i < bottom.size(); ++i) {
     const float* input = bottom[i]->cpu_data();
     float* output = top[i]->mutable_cpu_data();
-    for (int n = 0; n < num_; ++n) {
-      float* image_output = output + n * top_dim_;
-      forward_image(input + n * bottom_dim_, weights, image_output);
-      if (bias) {
-        math::gemm(Transpose::kNo, Transpose::kNo, num_output_, out_spatial_, 1, 1.0f, bias,
-                   ones_.data(), 1.0f, image_output);
-      }
+    for (int n = 0; n < num(); ++n) {
+      float* image_output = output + n * top_dim();
+      convolve(input + n * bottom_dim(), weights, image_output);
+      if (bias) add_bias(bias, image_output);
     }
   }
 }
@@ -228,25 +24,21 @@ void ConvolutionLayer::backward_cpu(const BlobVec& top, const std::vector<bool>&
   const float* weights = blobs_[0]->cpu_data();
   float* weight_diff = param_propagate_down(0) ? blobs_[0]->mutable_cpu_diff() : nullptr;
   float* bias_diff =
-      bias_term_ && param_propagate_down(1) ? blobs_[1]->mutable_cpu_diff() : nullptr;
+      bias_term() && param_propagate_down(1) ? blobs_[1]->mutable_cpu_diff() : nullptr;
   for (std::size_t i = 0; i < top.size(); ++i) {
     const float* output_diff = top[i]->cpu_diff();
     if (bias_diff) {
-      for (int n = 0; n < num_; ++n) {
-        math::gemv(Transpose::kNo, num_output_, out_spatial_, 1.0f, output_diff + n * top_dim_,
-                   ones_.data(), 1.0f, bias_diff);
-      }
+      for (int n = 0; n < num(); ++n) bias_gradient(output_diff + n * top_dim(), bias_diff);
     }
     if (!weight_diff && !propagate_down[i]) continue;
     const float* input = bottom[i]->cpu_data();
     float* input_diff = propagate_down[i] ? bottom[i]->mutable_cpu_diff() : nullptr;
-    for (int n = 0; n < num_; ++n) {
+    for (int n = 0; n < num(); ++n) {
       if (weight_diff) {
-        accumulate_weight_gradient(input + n * bottom_dim_, output_diff + n * top_dim_,
-                                   weight_diff);
+        weight_gradient(input + n * bottom_dim(), output_diff + n * top_dim(), weight_diff);
       }
       if (input_diff) {
-        input_gradient(output_diff + n * top_dim_, weights, input_diff + n * bottom_dim_);
+        convolve_adjoint(output_diff + n * top_dim(), weights, input_diff + n * bottom_dim());
       }
     }
   }

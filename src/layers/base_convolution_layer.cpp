@@ -1,0 +1,236 @@
+#include "layers/base_convolution_layer.hpp"
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "core/math_functions.hpp"
+#include "layers/learnable_blobs.hpp"
+#include "xtrain/error.hpp"
+
+namespace xtrain {
+namespace {
+
+using math::Transpose;
+using SpatialField = google::protobuf::RepeatedField<std::uint32_t>;
+
+// A per-axis setting of a 2-D convolution: from the repeated field (one value
+// for both axes, or one per axis) or from its _h/_w pair. `fallback` < 0
+// means the setting is required.
+std::array<int, 2> per_axis(const std::string& where, const char* repeated_name,
+                            const SpatialField& values, const char* pair_name, bool has_pair,
+                            std::uint32_t h, std::uint32_t w, int fallback) {
+  if (has_pair) {
+    XTRAIN_CHECK(values.empty(), where, ": give either ", repeated_name, " or ", pair_name,
+                 ", not both");
+    return {static_cast<int>(h), static_cast<int>(w)};
+  }
+  if (values.empty()) {
+    XTRAIN_CHECK(fallback >= 0, where, ": ", repeated_name, " (or ", pair_name,
+                 ") is required in convolution_param");
+    return {fallback, fallback};
+  }
+  XTRAIN_CHECK(values.size() <= 2, where, ": ", repeated_name, " has ", values.size(),
+               " values; give one for both spatial axes or one per axis (2)");
+  const int first = static_cast<int>(values.Get(0));
+  return {first, values.size() == 2 ? static_cast<int>(values.Get(1)) : first};
+}
+
+}  // namespace
+
+void BaseConvolutionLayer::layer_setup(const BlobVec& bottom, const BlobVec& top) {
+  (void)top;
+  const ConvolutionParameter& conv = param_.convolution_param();
+  const Blob& input = *bottom[0];
+  XTRAIN_CHECK(conv.axis() >= -input.num_axes() && conv.axis() < input.num_axes(), where(),
+               ": axis ", conv.axis(), " is out of range for the input of shape ",
+               input.shape_string());
+  channel_axis_ = input.canonical_axis_index(conv.axis());
+  const int spatial_axes = input.num_axes() - channel_axis_ - 1;
+  XTRAIN_CHECK(spatial_axes == 2, where(), ": the input ", input.shape_string(), " has ",
+               spatial_axes, " spatial axes after the channel axis ", channel_axis_,
+               "; only 2-D convolution is implemented (N-d convolution is not supported yet)");
+
+  read_geometry();
+
+  channels_ = input.shape(channel_axis_);
+  XTRAIN_CHECK(conv.num_output() > 0, where(), ": convolution_param.num_output must be > 0");
+  num_output_ = static_cast<int>(conv.num_output());
+  XTRAIN_CHECK(conv.group() > 0, where(), ": group must be > 0");
+  group_ = static_cast<int>(conv.group());
+  XTRAIN_CHECK(channels_ % group_ == 0, where(), ": the input has ", channels_, " channels (shape ",
+               input.shape_string(), "), which group ", group_,
+               " does not divide; channels must be a multiple of group");
+  XTRAIN_CHECK(num_output_ % group_ == 0, where(), ": num_output ", num_output_,
+               " is not a multiple of group ", group_);
+  bias_term_ = conv.bias_term();
+  if (reverses_convolution()) {
+    setup_params(num_output_, channels_);
+  } else {
+    setup_params(channels_, num_output_);
+  }
+}
+
+void BaseConvolutionLayer::read_geometry() {
+  const ConvolutionParameter& conv = param_.convolution_param();
+  const std::string here = where();
+  const auto kernel =
+      per_axis(here, "kernel_size", conv.kernel_size(), "kernel_h/kernel_w",
+               conv.has_kernel_h() || conv.has_kernel_w(), conv.kernel_h(), conv.kernel_w(), -1);
+  const auto pad = per_axis(here, "pad", conv.pad(), "pad_h/pad_w",
+                            conv.has_pad_h() || conv.has_pad_w(), conv.pad_h(), conv.pad_w(), 0);
+  const auto stride =
+      per_axis(here, "stride", conv.stride(), "stride_h/stride_w",
+               conv.has_stride_h() || conv.has_stride_w(), conv.stride_h(), conv.stride_w(), 1);
+  const auto dilation = per_axis(here, "dilation", conv.dilation(), "dilation", false, 0, 0, 1);
+  XTRAIN_CHECK(kernel[0] > 0 && kernel[1] > 0, here, ": kernel size must be > 0 on both axes, got ",
+               kernel[0], "x", kernel[1], " (with kernel_h, give kernel_w too)");
+  XTRAIN_CHECK(stride[0] > 0 && stride[1] > 0, here, ": stride must be > 0, got ", stride[0], "x",
+               stride[1]);
+  XTRAIN_CHECK(pad[0] >= 0 && pad[1] >= 0, here, ": pad is too large: ", pad[0], "x", pad[1]);
+  XTRAIN_CHECK(dilation[0] > 0 && dilation[1] > 0, here, ": dilation must be > 0, got ",
+               dilation[0], "x", dilation[1]);
+
+  geometry_.kernel_h = kernel[0];
+  geometry_.kernel_w = kernel[1];
+  geometry_.pad_h = pad[0];
+  geometry_.pad_w = pad[1];
+  geometry_.stride_h = stride[0];
+  geometry_.stride_w = stride[1];
+  geometry_.dilation_h = dilation[0];
+  geometry_.dilation_w = dilation[1];
+  // Dilation does not matter for a 1x1 kernel.
+  is_1x1_ = kernel[0] == 1 && kernel[1] == 1 && stride[0] == 1 && stride[1] == 1 && pad[0] == 0 &&
+            pad[1] == 0;
+}
+
+void BaseConvolutionLayer::setup_params(int conv_in_channels, int conv_out_channels) {
+  const ConvolutionParameter& conv = param_.convolution_param();
+  geometry_.channels = conv_in_channels;
+  conv_out_channels_ = conv_out_channels;
+  const std::vector<int> weight_shape = {conv_out_channels, conv_in_channels / group_,
+                                         geometry_.kernel_h, geometry_.kernel_w};
+  const std::vector<int> bias_shape = {num_output_};
+  std::vector<LearnableBlobSpec> specs = {
+      {"weight", weight_shape, &conv.weight_filler(), "weight_filler"}};
+  if (bias_term_) specs.push_back({"bias", bias_shape, &conv.bias_filler(), "bias_filler"});
+  const char* meaning =
+      reverses_convolution()
+          ? "(input channels, num_output / group, kernel_h, kernel_w); the weights do not match "
+            "num_output, group, kernel size or the input channels"
+          : "(num_output, input channels / group, kernel_h, kernel_w); the weights do not match "
+            "num_output, group, kernel size or the input channels";
+  setup_learnable_blobs(where(), specs, meaning, &blobs_, random());
+  for (std::size_t i = 0; i < blobs_.size(); ++i) {
+    set_param_propagate_down(static_cast<int>(i), true);
+  }
+  kernel_dim_ = static_cast<int>(blobs_[0]->count(1));
+}
+
+void BaseConvolutionLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
+  const Blob& input = *bottom[0];
+  XTRAIN_CHECK(input.num_axes() == channel_axis_ + 3, where(), ": the input ", input.shape_string(),
+               " must keep the ", channel_axis_ + 3, " axes it was set up with");
+  for (std::size_t i = 1; i < bottom.size(); ++i) {
+    XTRAIN_CHECK(bottom[i]->shape() == input.shape(), where(),
+                 ": all bottoms must have one "
+                 "shape, but bottom 0 is ",
+                 input.shape_string(), " and bottom ", i, " is ", bottom[i]->shape_string());
+  }
+  XTRAIN_CHECK(input.shape(channel_axis_) == channels_, where(), ": the input ",
+               input.shape_string(), " has ", input.shape(channel_axis_),
+               " channels, but the weights ", blobs_[0]->shape_string(), " (group ", group_,
+               ") expect ", channels_);
+
+  const int in_h = input.shape(channel_axis_ + 1);
+  const int in_w = input.shape(channel_axis_ + 2);
+  const int out_h =
+      output_size(in_h, geometry_.kernel_extent_h(), geometry_.pad_h, geometry_.stride_h);
+  const int out_w =
+      output_size(in_w, geometry_.kernel_extent_w(), geometry_.pad_w, geometry_.stride_w);
+  XTRAIN_CHECK(out_h > 0 && out_w > 0, where(), ": the kernel does not fit the input ",
+               input.shape_string(), ": kernel ", geometry_.kernel_h, "x", geometry_.kernel_w,
+               " (dilated extent ", geometry_.kernel_extent_h(), "x", geometry_.kernel_extent_w(),
+               "), pad ", geometry_.pad_h, "x", geometry_.pad_w, ", stride ", geometry_.stride_h,
+               "x", geometry_.stride_w, " give an output of ", out_h, "x", out_w,
+               reverses_convolution() ? "; use less padding"
+                                      : "; use a smaller kernel or dilation, or more padding");
+
+  std::vector<int> top_shape(input.shape().begin(), input.shape().begin() + channel_axis_);
+  top_shape.push_back(num_output_);
+  top_shape.push_back(out_h);
+  top_shape.push_back(out_w);
+  for (Blob* output : top) output->reshape(top_shape);
+
+  if (reverses_convolution()) {
+    geometry_.height = out_h;
+    geometry_.width = out_w;
+    conv_out_spatial_ = in_h * in_w;
+  } else {
+    geometry_.height = in_h;
+    geometry_.width = in_w;
+    conv_out_spatial_ = out_h * out_w;
+  }
+  XTRAIN_ASSERT(geometry_.output_h() * geometry_.output_w() == conv_out_spatial_, where());
+  top_spatial_ = out_h * out_w;
+  num_ = static_cast<int>(input.count(0, channel_axis_));
+  bottom_dim_ = input.count(channel_axis_);
+  top_dim_ = static_cast<std::size_t>(num_output_) * top_spatial_;
+  weight_step_ = static_cast<std::size_t>(conv_out_channels_ / group_) * kernel_dim_;
+  column_step_ = static_cast<std::size_t>(kernel_dim_) * conv_out_spatial_;
+  conv_out_step_ = static_cast<std::size_t>(conv_out_channels_ / group_) * conv_out_spatial_;
+  if (!is_1x1_) columns_.resize(column_step_ * group_);
+  if (bias_term_) ones_.assign(top_spatial_, 1.0f);
+}
+
+const float* BaseConvolutionLayer::columns_of(const float* conv_in) {
+  if (is_1x1_) return conv_in;
+  im2col(conv_in, geometry_, columns_.data());
+  return columns_.data();
+}
+
+void BaseConvolutionLayer::convolve(const float* conv_in, const float* weights, float* conv_out,
+                                    bool columns_ready) {
+  const float* columns = is_1x1_ || !columns_ready ? columns_of(conv_in) : columns_.data();
+  const int outputs_per_group = conv_out_channels_ / group_;
+  for (int g = 0; g < group_; ++g) {
+    math::gemm(Transpose::kNo, Transpose::kNo, outputs_per_group, conv_out_spatial_, kernel_dim_,
+               1.0f, weights + g * weight_step_, columns + g * column_step_, 0.0f,
+               conv_out + g * conv_out_step_);
+  }
+}
+
+void BaseConvolutionLayer::convolve_adjoint(const float* conv_out, const float* weights,
+                                            float* conv_in) {
+  float* columns = is_1x1_ ? conv_in : columns_.data();
+  const int outputs_per_group = conv_out_channels_ / group_;
+  for (int g = 0; g < group_; ++g) {
+    math::gemm(Transpose::kYes, Transpose::kNo, kernel_dim_, conv_out_spatial_, outputs_per_group,
+               1.0f, weights + g * weight_step_, conv_out + g * conv_out_step_, 0.0f,
+               columns + g * column_step_);
+  }
+  if (!is_1x1_) col2im(columns, geometry_, conv_in);
+}
+
+void BaseConvolutionLayer::weight_gradient(const float* conv_in, const float* conv_out_diff,
+                                           float* weight_diff) {
+  const float* columns = columns_of(conv_in);
+  const int outputs_per_group = conv_out_channels_ / group_;
+  for (int g = 0; g < group_; ++g) {
+    math::gemm(Transpose::kNo, Transpose::kYes, outputs_per_group, kernel_dim_, conv_out_spatial_,
+               1.0f, conv_out_diff + g * conv_out_step_, columns + g * column_step_, 1.0f,
+               weight_diff + g * weight_step_);
+  }
+}
+
+void BaseConvolutionLayer::add_bias(const float* bias, float* output) {
+  math::gemm(Transpose::kNo, Transpose::kNo, num_output_, top_spatial_, 1, 1.0f, bias, ones_.data(),
+             1.0f, output);
+}
+
+void BaseConvolutionLayer::bias_gradient(const float* output_diff, float* bias_diff) {
+  math::gemv(Transpose::kNo, num_output_, top_spatial_, 1.0f, output_diff, ones_.data(), 1.0f,
+             bias_diff);
+}
+
+}  // namespace xtrain

@@ -1,0 +1,231 @@
+// BatchNorm (Caffe type "BatchNorm"): normalises each channel of an
+// (N, C, ...) input to zero mean and unit variance. No learned scale or shift
+// (a Scale layer with bias_term follows it in Caffe nets).
+//
+//   top = (bottom - mean[c]) / sqrt(var[c] + eps)
+//
+// Training (use_global_stats false, the default in TRAIN): mean and var are
+// the batch's, over the N * (H*W...) = m values of each channel, var biased
+// (divided by m). Forward also updates the three stored blobs, Caffe's
+// unnormalised running sums with f = moving_average_fraction:
+//   blob2[0] = f * blob2[0] + 1
+//   blob0    = f * blob0 + mean
+//   blob1    = f * blob1 + var * m / (m - 1)       (m / (m - 1) = 1 when m = 1)
+// Testing (use_global_stats true, the default in TEST): mean = blob0 / blob2[0]
+// and var = blob1 / blob2[0] (both 0 when blob2[0] is 0).
+//
+// Backward, with y the normalised output and the sums over a channel's values:
+//   batch stats:  dbottom = (dtop - sum(dtop) / m - y * sum(dtop * y) / m) / sqrt(var + eps)
+//   global stats: dbottom = dtop / sqrt(var + eps)
+// Works in place (y is kept in x_norm_, which later in-place layers cannot
+// clobber).
+//
+// The blobs are statistics, not parameters: as in Caffe 1.0 the layer gives
+// each of them a ParamSpec with lr_mult 0 (a user ParamSpec with another
+// lr_mult is an error; three ParamSpecs, the pre-1.0 way of freezing them, are
+// replaced, as Caffe's net upgrade does), so the solver never changes them.
+#include <cmath>
+#include <vector>
+
+#include "layers/builtin_layers.hpp"
+#include "layers/learnable_blobs.hpp"
+#include "xtrain/error.hpp"
+#include "xtrain/layer.hpp"
+#include "xtrain/layer_registry.hpp"
+
+namespace xtrain {
+namespace {
+
+constexpr int kStatBlobs = 3;
+
+class BatchNormLayer : public Layer {
+ public:
+  explicit BatchNormLayer(const LayerParameter& param) : Layer(param) { freeze_statistics(); }
+
+  const char* type() const override { return "BatchNorm"; }
+  int exact_num_bottom_blobs() const override { return 1; }
+  int exact_num_top_blobs() const override { return 1; }
+
+  void layer_setup(const BlobVec& bottom, const BlobVec&) override {
+    const BatchNormParameter& bn = param_.batch_norm_param();
+    use_global_stats_ = bn.has_use_global_stats() ? bn.use_global_stats() : phase() == TEST;
+    moving_average_fraction_ = bn.moving_average_fraction();
+    eps_ = bn.eps();
+    const Blob& input = *bottom[0];
+    XTRAIN_CHECK(input.num_axes() >= 1, where(), ": the input must have at least one axis, got ",
+                 input.shape_string());
+    channels_ = channels_of(input);
+    XTRAIN_CHECK(blobs_.empty() || blobs_.size() == kStatBlobs, where(), " has ", blobs_.size(),
+                 " stored blobs, but BatchNorm keeps 3 (mean, variance and the moving-average "
+                 "scale factor)");
+    FillerParameter zero;  // constant 0
+    setup_learnable_blobs(where(),
+                          {{"mean", {channels_}, &zero, "mean"},
+                           {"variance", {channels_}, &zero, "variance"},
+                           {"moving-average scale factor", {1}, &zero, "scale factor"}},
+                          "(one mean and one variance per input channel, one scale factor)",
+                          &blobs_, random());
+    for (int i = 0; i < kStatBlobs; ++i) set_param_propagate_down(i, false);
+  }
+
+  void reshape(const BlobVec& bottom, const BlobVec& top) override {
+    const Blob& input = *bottom[0];
+    XTRAIN_CHECK(input.num_axes() >= 1 && channels_of(input) == channels_, where(), ": the input ",
+                 input.shape_string(), " has ", input.num_axes() >= 1 ? channels_of(input) : 0,
+                 " channels (axis 1), but the layer was set up for ", channels_);
+    top[0]->reshape_like(input);
+    num_ = input.shape(0);
+    spatial_ =
+        num_ * channels_ == 0 ? 0 : input.count() / (static_cast<std::size_t>(num_) * channels_);
+    x_norm_.resize(input.count());
+    mean_.resize(channels_);
+    variance_.resize(channels_);
+    std_.resize(channels_);
+  }
+
+ protected:
+  void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    const float* input = bottom[0]->cpu_data();
+    float* output = top[0]->mutable_cpu_data();
+    if (use_global_stats_) {
+      const float stored = blobs_[2]->cpu_data()[0];
+      const float factor = stored == 0 ? 0.0f : 1.0f / stored;
+      for (int c = 0; c < channels_; ++c) {
+        mean_[c] = factor * blobs_[0]->cpu_data()[c];
+        variance_[c] = factor * blobs_[1]->cpu_data()[c];
+      }
+    } else {
+      channel_means(input, nullptr, mean_.data());
+    }
+    for_each_value([&](std::size_t i, int c) { output[i] = input[i] - mean_[c]; });
+
+    if (!use_global_stats_) {
+      channel_means(output, output, variance_.data());
+      update_running_statistics();
+    }
+    for (int c = 0; c < channels_; ++c) std_[c] = std::sqrt(variance_[c] + eps_);
+    for_each_value([&](std::size_t i, int c) {
+      output[i] /= std_[c];
+      x_norm_[i] = output[i];
+    });
+  }
+
+  void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    // In place, output_diff and input_diff are one array: every value is read
+    // before it is written below.
+    const float* output_diff = top[0]->cpu_diff();
+    float* input_diff = bottom[0]->mutable_cpu_diff();
+    if (use_global_stats_) {
+      for_each_value([&](std::size_t i, int c) { input_diff[i] = output_diff[i] / std_[c]; });
+      return;
+    }
+    // The buffers of the statistics serve again: forward is done with them.
+    std::vector<float>& diff_mean = mean_;            // sum(dtop) / m
+    std::vector<float>& diff_dot_y_mean = variance_;  // sum(dtop * y) / m
+    channel_means(output_diff, nullptr, diff_mean.data());
+    channel_means(output_diff, x_norm_.data(), diff_dot_y_mean.data());
+    for_each_value([&](std::size_t i, int c) {
+      input_diff[i] = (output_diff[i] - diff_mean[c] - x_norm_[i] * diff_dot_y_mean[c]) / std_[c];
+    });
+  }
+
+ private:
+  static int channels_of(const Blob& input) { return input.num_axes() == 1 ? 1 : input.shape(1); }
+
+  // Caffe 1.0 masks the statistics from the solver through ParamSpecs with
+  // lr_mult 0; the Net reads these from layer_param().
+  void freeze_statistics() {
+    if (param_.param_size() == kStatBlobs) param_.clear_param();
+    for (int i = 0; i < param_.param_size(); ++i) {
+      XTRAIN_CHECK(param_.param(i).lr_mult() == 0, where(), ": param ", i, " has lr_mult ",
+                   param_.param(i).lr_mult(),
+                   ", but BatchNorm's blobs are running statistics, not learnable "
+                   "parameters; remove the param entries (a Scale layer after BatchNorm learns "
+                   "the scale and shift)");
+    }
+    while (param_.param_size() < kStatBlobs) param_.add_param()->set_lr_mult(0);
+  }
+
+  // visit(index, channel) for every value of the input, in memory order.
+  template <typename Visit>
+  void for_each_value(Visit&& visit) const {
+    std::size_t i = 0;
+    for (int n = 0; n < num_; ++n) {
+      for (int c = 0; c < channels_; ++c) {
+        for (std::size_t s = 0; s < spatial_; ++s, ++i) visit(i, c);
+      }
+    }
+  }
+
+  // means[c] = mean over the channel's m values of a (times b, if given),
+  // summed in double.
+  void channel_means(const float* a, const float* b, float* means) {
+    totals_.assign(channels_, 0.0);
+    for (int n = 0; n < num_; ++n) {
+      for (int c = 0; c < channels_; ++c) {
+        const std::size_t offset = (static_cast<std::size_t>(n) * channels_ + c) * spatial_;
+        totals_[c] += b ? dot(a + offset, b + offset, spatial_) : sum(a + offset, spatial_);
+      }
+    }
+    const double m = static_cast<double>(num_) * spatial_;
+    for (int c = 0; c < channels_; ++c) means[c] = static_cast<float>(totals_[c] / m);
+  }
+
+  // Four running sums keep the additions from waiting on each other.
+  static double sum(const float* a, std::size_t n) {
+    double s[4] = {0, 0, 0, 0};
+    std::size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+      for (int k = 0; k < 4; ++k) s[k] += a[i + k];
+    }
+    for (; i < n; ++i) s[0] += a[i];
+    return (s[0] + s[1]) + (s[2] + s[3]);
+  }
+
+  static double dot(const float* a, const float* b, std::size_t n) {
+    double s[4] = {0, 0, 0, 0};
+    std::size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+      for (int k = 0; k < 4; ++k) s[k] += static_cast<double>(a[i + k]) * b[i + k];
+    }
+    for (; i < n; ++i) s[0] += static_cast<double>(a[i]) * b[i];
+    return (s[0] + s[1]) + (s[2] + s[3]);
+  }
+
+  void update_running_statistics() {
+    const float f = moving_average_fraction_;
+    const std::size_t m = static_cast<std::size_t>(num_) * spatial_;
+    const float bias_correction = m > 1 ? static_cast<float>(m) / static_cast<float>(m - 1) : 1.0f;
+    float* mean_sum = blobs_[0]->mutable_cpu_data();
+    float* variance_sum = blobs_[1]->mutable_cpu_data();
+    float* weight = blobs_[2]->mutable_cpu_data();
+    weight[0] = weight[0] * f + 1.0f;
+    for (int c = 0; c < channels_; ++c) {
+      mean_sum[c] = mean_[c] + f * mean_sum[c];
+      variance_sum[c] = bias_correction * variance_[c] + f * variance_sum[c];
+    }
+  }
+
+  bool use_global_stats_ = false;
+  float moving_average_fraction_ = 0.999f;
+  float eps_ = 1e-5f;
+  int channels_ = 0;
+
+  int num_ = 0;
+  std::size_t spatial_ = 0;
+  std::vector<float> x_norm_;  // the output, kept for backward
+  std::vector<float> mean_;
+  std::vector<float> variance_;
+  std::vector<float> std_;  // sqrt(variance + eps)
+  std::vector<double> totals_;
+};
+
+}  // namespace
+
+void register_batch_norm_layer(LayerRegistry& registry) {
+  add_layer<BatchNormLayer>(registry, "BatchNorm");
+}
+
+}  // namespace xtrain

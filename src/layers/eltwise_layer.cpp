@@ -1,0 +1,167 @@
+// Eltwise (Caffe type "Eltwise"): combines two or more bottoms of one shape
+// value by value.
+//   SUM (default):  top = sum_k coeff_k * bottom_k    (coeff: one per bottom, default 1)
+//                   dbottom_k = coeff_k * dtop
+//   PROD:           top = prod_k bottom_k
+//                   dbottom_k = dtop * prod_{j != k} bottom_j   (stable_prod_grad, default)
+//                   dbottom_k = dtop * top / bottom_k            (otherwise: faster, but
+//                                                                 inf/NaN where bottom_k = 0)
+//   MAX:            top = max_k bottom_k; the gradient goes to the bottom that
+//                   gave the max. As in Caffe, a tie between bottoms 0 and 1
+//                   goes to bottom 1, and a later bottom wins only if strictly
+//                   greater.
+// Not in place (forward overwrites the top before reading every bottom).
+#include <algorithm>
+#include <vector>
+
+#include "layers/builtin_layers.hpp"
+#include "xtrain/error.hpp"
+#include "xtrain/layer.hpp"
+#include "xtrain/layer_registry.hpp"
+
+namespace xtrain {
+namespace {
+
+class EltwiseLayer : public Layer {
+ public:
+  using Layer::Layer;
+  const char* type() const override { return "Eltwise"; }
+  int min_bottom_blobs() const override { return 2; }
+  int exact_num_top_blobs() const override { return 1; }
+
+  void layer_setup(const BlobVec& bottom, const BlobVec&) override {
+    const EltwiseParameter& eltwise = param_.eltwise_param();
+    operation_ = eltwise.operation();
+    XTRAIN_CHECK(
+        eltwise.coeff_size() == 0 || eltwise.coeff_size() == static_cast<int>(bottom.size()),
+        where(), ": eltwise_param has ", eltwise.coeff_size(), " coeff values for ", bottom.size(),
+        " bottoms; give one per bottom, or none");
+    XTRAIN_CHECK(operation_ == EltwiseParameter::SUM || eltwise.coeff_size() == 0, where(),
+                 ": coeff applies to operation SUM only; remove it or use SUM");
+    coefficients_.assign(bottom.size(), 1.0f);
+    for (int i = 0; i < eltwise.coeff_size(); ++i) coefficients_[i] = eltwise.coeff(i);
+    stable_prod_grad_ = eltwise.stable_prod_grad();
+  }
+
+  void reshape(const BlobVec& bottom, const BlobVec& top) override {
+    for (std::size_t i = 1; i < bottom.size(); ++i) {
+      XTRAIN_CHECK(bottom[i]->shape() == bottom[0]->shape(), where(),
+                   ": all bottoms must have one shape, but bottom 0 is ", bottom[0]->shape_string(),
+                   " and bottom ", i, " is ", bottom[i]->shape_string());
+    }
+    for (const Blob* input : bottom) {
+      XTRAIN_CHECK(input != top[0], where(),
+                   " cannot run in place; give its top a name different from its bottoms");
+    }
+    top[0]->reshape_like(*bottom[0]);
+    if (operation_ == EltwiseParameter::MAX) winner_.resize(bottom[0]->count());
+  }
+
+ protected:
+  void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    const std::size_t count = top[0]->count();
+    float* output = top[0]->mutable_cpu_data();
+    switch (operation_) {
+      case EltwiseParameter::PROD: {
+        const float* first = bottom[0]->cpu_data();
+        const float* second = bottom[1]->cpu_data();
+        for (std::size_t j = 0; j < count; ++j) output[j] = first[j] * second[j];
+        for (std::size_t k = 2; k < bottom.size(); ++k) {
+          const float* input = bottom[k]->cpu_data();
+          for (std::size_t j = 0; j < count; ++j) output[j] *= input[j];
+        }
+        break;
+      }
+      case EltwiseParameter::SUM: {
+        std::fill(output, output + count, 0.0f);
+        for (std::size_t k = 0; k < bottom.size(); ++k) {
+          const float* input = bottom[k]->cpu_data();
+          const float coefficient = coefficients_[k];
+          for (std::size_t j = 0; j < count; ++j) output[j] += coefficient * input[j];
+        }
+        break;
+      }
+      case EltwiseParameter::MAX: {
+        const float* first = bottom[0]->cpu_data();
+        const float* second = bottom[1]->cpu_data();
+        for (std::size_t j = 0; j < count; ++j) {
+          const bool first_wins = first[j] > second[j];
+          output[j] = first_wins ? first[j] : second[j];
+          winner_[j] = first_wins ? 0 : 1;
+        }
+        for (std::size_t k = 2; k < bottom.size(); ++k) {
+          const float* input = bottom[k]->cpu_data();
+          for (std::size_t j = 0; j < count; ++j) {
+            if (input[j] > output[j]) {
+              output[j] = input[j];
+              winner_[j] = static_cast<int>(k);
+            }
+          }
+        }
+        break;
+      }
+    }
+  }
+
+  void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    const std::size_t count = top[0]->count();
+    const float* output = top[0]->cpu_data();
+    const float* output_diff = top[0]->cpu_diff();
+    for (std::size_t k = 0; k < bottom.size(); ++k) {
+      if (!propagate_down[k]) continue;
+      const float* input = bottom[k]->cpu_data();
+      float* input_diff = bottom[k]->mutable_cpu_diff();
+      switch (operation_) {
+        case EltwiseParameter::PROD:
+          if (stable_prod_grad_) {
+            product_of_others(bottom, k, input_diff);
+            for (std::size_t j = 0; j < count; ++j) input_diff[j] *= output_diff[j];
+          } else {
+            for (std::size_t j = 0; j < count; ++j) {
+              input_diff[j] = output[j] / input[j] * output_diff[j];
+            }
+          }
+          break;
+        case EltwiseParameter::SUM:
+          for (std::size_t j = 0; j < count; ++j) input_diff[j] = coefficients_[k] * output_diff[j];
+          break;
+        case EltwiseParameter::MAX:
+          for (std::size_t j = 0; j < count; ++j) {
+            input_diff[j] = winner_[j] == static_cast<int>(k) ? output_diff[j] : 0.0f;
+          }
+          break;
+      }
+    }
+  }
+
+ private:
+  // result = product of every bottom but bottom[skip].
+  static void product_of_others(const BlobVec& bottom, std::size_t skip, float* result) {
+    const std::size_t count = bottom[0]->count();
+    bool started = false;
+    for (std::size_t k = 0; k < bottom.size(); ++k) {
+      if (k == skip) continue;
+      const float* input = bottom[k]->cpu_data();
+      if (!started) {
+        std::copy(input, input + count, result);
+        started = true;
+      } else {
+        for (std::size_t j = 0; j < count; ++j) result[j] *= input[j];
+      }
+    }
+  }
+
+  EltwiseParameter::EltwiseOp operation_ = EltwiseParameter::SUM;
+  std::vector<float> coefficients_;
+  bool stable_prod_grad_ = true;
+  std::vector<int> winner_;  // MAX: the bottom each top value came from
+};
+
+}  // namespace
+
+void register_eltwise_layer(LayerRegistry& registry) {
+  add_layer<EltwiseLayer>(registry, "Eltwise");
+}
+
+}  // namespace xtrain

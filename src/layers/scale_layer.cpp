@@ -1,0 +1,172 @@
+// Scale (Caffe type "Scale"): multiplies bottom[0] by a scale broadcast along
+// the axes it lines up with (see broadcast_axes.hpp), optionally adding a bias
+// of the same shape:
+//   top[o, d, i] = bottom[o, d, i] * scale[d] (+ bias[d])
+// The scale is bottom[1] when given (then there is no learned scale), else a
+// learned blob spanning scale_param.num_axes axes from scale_param.axis,
+// filled by scale_param.filler (constant 1 by default). With bias_term the
+// bias is learned (bias_filler, constant 0 by default) and is the last blob.
+// Backward, with x = bottom[0]:
+//   dbottom = dtop * scale[d]
+//   dscale[d] = sum over o, i of dtop[o, d, i] * x[o, d, i]
+//   dbias[d]  = sum over o, i of dtop[o, d, i]
+// Learned blobs accumulate their gradients; bottom[1]'s diff is overwritten.
+// Works in place (forward then keeps a copy of x for dscale). This is Caffe's
+// ScaleLayer with its inner BiasLayer folded in.
+#include <algorithm>
+#include <vector>
+
+#include "layers/broadcast_axes.hpp"
+#include "layers/builtin_layers.hpp"
+#include "layers/learnable_blobs.hpp"
+#include "xtrain/error.hpp"
+#include "xtrain/layer.hpp"
+#include "xtrain/layer_registry.hpp"
+
+namespace xtrain {
+namespace {
+
+class ScaleLayer : public Layer {
+ public:
+  using Layer::Layer;
+  const char* type() const override { return "Scale"; }
+  int min_bottom_blobs() const override { return 1; }
+  int max_bottom_blobs() const override { return 2; }
+  int exact_num_top_blobs() const override { return 1; }
+
+  void layer_setup(const BlobVec& bottom, const BlobVec&) override {
+    const ScaleParameter& scale = param_.scale_param();
+    const Blob& input = *bottom[0];
+    learned_scale_ = bottom.size() == 1;
+    bias_term_ = scale.bias_term();
+    std::vector<LearnableBlobSpec> specs;
+    std::vector<int> shape;
+    if (learned_scale_) {
+      shape = learned_operand_shape(where(), "scale_param", input, scale.axis(), scale.num_axes());
+      if (scale.has_filler()) {
+        scale_filler_ = scale.filler();
+      } else {
+        scale_filler_.set_type("constant");  // identity by default
+        scale_filler_.set_value(1.0f);
+      }
+      specs.push_back({"scale", shape, &scale_filler_, "scale_param.filler"});
+    } else if (bias_term_) {
+      // The bias spans the axes bottom[1] covers, as in Caffe.
+      shape =
+          learned_operand_shape(where(), "scale_param", input, scale.axis(), bottom[1]->num_axes());
+    }
+    if (bias_term_) {
+      specs.push_back({"bias", shape, &scale.bias_filler(), "scale_param.bias_filler"});
+    }
+    if (specs.empty()) {
+      XTRAIN_CHECK(blobs_.empty(), where(), " takes its scale from bottom[1] and has no ",
+                   "bias_term, but has ", blobs_.size(), " stored blobs; remove them");
+      return;
+    }
+    setup_learnable_blobs(where(), specs,
+                          "(bottom[0]'s dimensions from scale_param.axis over num_axes axes); "
+                          "check bias_term and the number of bottoms",
+                          &blobs_, random());
+    for (std::size_t i = 0; i < blobs_.size(); ++i) {
+      set_param_propagate_down(static_cast<int>(i), true);
+    }
+  }
+
+  void reshape(const BlobVec& bottom, const BlobVec& top) override {
+    const Blob& scale = learned_scale_ ? *blobs_[0] : *bottom[1];
+    axes_ = broadcast_axes(where(), "scale_param", *bottom[0], scale,
+                           learned_scale_ ? "the learned scale" : "bottom[1] (the scale)",
+                           param_.scale_param().axis());
+    if (bias_term_) {
+      XTRAIN_CHECK(blobs_.back()->count() == scale.count(), where(), ": the bias ",
+                   blobs_.back()->shape_string(), " does not match the scale ",
+                   scale.shape_string());
+    }
+    if (top[0] == bottom[0]) {
+      saved_input_.resize(bottom[0]->count());
+    } else {
+      top[0]->reshape_like(*bottom[0]);
+    }
+  }
+
+ protected:
+  void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    const float* input = bottom[0]->cpu_data();
+    if (top[0] == bottom[0]) {
+      std::copy(input, input + bottom[0]->count(), saved_input_.begin());
+      input = saved_input_.data();
+    }
+    const float* scale = scale_blob(bottom)->cpu_data();
+    const float* bias = bias_term_ ? blobs_.back()->cpu_data() : nullptr;
+    float* output = top[0]->mutable_cpu_data();
+    for (std::size_t o = 0; o < axes_.outer; ++o) {
+      for (std::size_t d = 0; d < axes_.dim; ++d) {
+        const std::size_t offset = (o * axes_.dim + d) * axes_.inner;
+        const float factor = scale[d];
+        const float shift = bias ? bias[d] : 0.0f;
+        for (std::size_t i = 0; i < axes_.inner; ++i) {
+          output[offset + i] = input[offset + i] * factor + shift;
+        }
+      }
+    }
+  }
+
+  void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    const float* output_diff = top[0]->cpu_diff();
+    const int bias_index = static_cast<int>(blobs_.size()) - 1;
+    float* bias_diff = bias_term_ && param_propagate_down(bias_index)
+                           ? blobs_.back()->mutable_cpu_diff()
+                           : nullptr;
+    const bool scale_gradient =
+        learned_scale_ ? param_propagate_down(0) : static_cast<bool>(propagate_down[1]);
+    float* scale_diff = scale_gradient ? scale_blob(bottom)->mutable_cpu_diff() : nullptr;
+    if (scale_diff && !learned_scale_) std::fill(scale_diff, scale_diff + axes_.dim, 0.0f);
+    // Both sums first: in place, dbottom overwrites dtop.
+    if (bias_diff || scale_diff) {
+      const float* input = top[0] == bottom[0] ? saved_input_.data() : bottom[0]->cpu_data();
+      for (std::size_t o = 0; o < axes_.outer; ++o) {
+        for (std::size_t d = 0; d < axes_.dim; ++d) {
+          const std::size_t offset = (o * axes_.dim + d) * axes_.inner;
+          double diff_sum = 0;
+          double diff_dot_input = 0;
+          for (std::size_t i = 0; i < axes_.inner; ++i) {
+            diff_sum += output_diff[offset + i];
+            diff_dot_input += static_cast<double>(output_diff[offset + i]) * input[offset + i];
+          }
+          if (bias_diff) bias_diff[d] += static_cast<float>(diff_sum);
+          if (scale_diff) scale_diff[d] += static_cast<float>(diff_dot_input);
+        }
+      }
+    }
+    if (propagate_down[0]) {
+      const float* scale = scale_blob(bottom)->cpu_data();
+      float* input_diff = bottom[0]->mutable_cpu_diff();
+      for (std::size_t o = 0; o < axes_.outer; ++o) {
+        for (std::size_t d = 0; d < axes_.dim; ++d) {
+          const std::size_t offset = (o * axes_.dim + d) * axes_.inner;
+          for (std::size_t i = 0; i < axes_.inner; ++i) {
+            input_diff[offset + i] = output_diff[offset + i] * scale[d];
+          }
+        }
+      }
+    }
+  }
+
+ private:
+  Blob* scale_blob(const BlobVec& bottom) const {
+    return learned_scale_ ? blobs_[0].get() : bottom[1];
+  }
+
+  bool learned_scale_ = true;
+  bool bias_term_ = false;
+  FillerParameter scale_filler_;
+  BroadcastAxes axes_;
+  std::vector<float> saved_input_;  // bottom[0] when in place
+};
+
+}  // namespace
+
+void register_scale_layer(LayerRegistry& registry) { add_layer<ScaleLayer>(registry, "Scale"); }
+
+}  // namespace xtrain
