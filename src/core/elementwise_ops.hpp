@@ -82,4 +82,170 @@ inline void apply_cpu(std::size_t n, Op op, float* out, const Inputs*... in) {
   for (std::size_t i = 0; i < n; ++i) out[i] = op(in[i]...);
 }
 
+// ---------------------------------------------------------------------------
+// The neuron layers of the model zoo (AbsVal, Power, Exp, Log, BNLL,
+// Threshold, ELU, PReLU). Each follows Caffe 1.0's order of float operations
+// (a multiply by 1 or an add of 0 is skipped where Caffe skips it), so
+// trained nets see the same values. With a = scale, b = shift, p = power:
+//
+//   AbsForward(x)                 = |x|
+//   AbsBackward(x, dy)            = sign(x) * dy                      (sign(0) = 0)
+//   PowerForward{p,a,b}(x)        = (a x + b)^p;  1 if p = 0, b^p if a = 0
+//   PowerBackward{p,a,b}(x,y,dy)  = dy * p a (a x + b)^(p - 1), computed from y as
+//                                   Caffe does: p a (p = 1; 0 when p a = 0),
+//                                   2a^2 x + 2ab (p = 2), p y / x (b = 0), else
+//                                   p a y / (a x + b)
+//   ExpForward{k,c}(x)            = c e^(k x)       (k = a ln(base), c = base^b)
+//   ExpBackward{k}(y, dy)         = y dy k
+//   LogForward{a,b,m}(x)          = m ln(a x + b)   (m = 1 / ln(base))
+//   LogBackward{a,b,n}(x, dy)     = (a x + b)^-1 n dy  (n = a / ln(base))
+//   BnllForward(x)                = ln(1 + e^x), as x + ln(1 + e^-x) for x > 0
+//   BnllBackward(x, dy)           = dy e / (e + 1),  e = e^min(x, 50)
+//   ThresholdForward{t}(x)        = x > t ? 1 : 0
+//   EluForward{alpha}(x)          = max(x, 0) + alpha (e^min(x, 0) - 1)
+//   EluBackward{alpha}(x, y, dy)  = dy ([x > 0] + (alpha + y) [x <= 0])
+//   PReluForward(x, s)            = max(x, 0) + s min(x, 0)
+//   PReluBackward(x, s, dy)       = dy ([x > 0] + s [x <= 0])
+//   PReluSlopeGradient(x, dy)     = dy x [x <= 0]
+
+// std::max(x, 0) and std::min(x, 0), NaN handling included, on both devices.
+XTRAIN_HOST_DEVICE inline float max_with_zero(float x) { return x < 0.0f ? 0.0f : x; }
+XTRAIN_HOST_DEVICE inline float min_with_zero(float x) { return 0.0f < x ? 0.0f : x; }
+
+struct AbsForward {
+  XTRAIN_HOST_DEVICE float operator()(float x) const { return fabsf(x); }
+};
+
+struct AbsBackward {
+  XTRAIN_HOST_DEVICE float operator()(float x, float dy) const {
+    return static_cast<float>((0.0f < x) - (x < 0.0f)) * dy;
+  }
+};
+
+struct PowerForward {
+  float power, scale, shift;
+  XTRAIN_HOST_DEVICE float operator()(float x) const {
+    // p a = 0: a constant, whatever x is (even inf or NaN).
+    if (power * scale == 0.0f) return power == 0.0f ? 1.0f : powf(shift, power);
+    float v = x;
+    if (scale != 1.0f) v *= scale;
+    if (shift != 0.0f) v += shift;
+    return power == 1.0f ? v : powf(v, power);
+  }
+};
+
+struct PowerBackward {
+  float power, scale, shift;
+  XTRAIN_HOST_DEVICE float operator()(float x, float y, float dy) const {
+    const float diff_scale = power * scale;
+    if (diff_scale == 0.0f) return 0.0f;
+    float dy_dx;
+    if (power == 1.0f) {
+      dy_dx = diff_scale;
+    } else if (power == 2.0f) {
+      dy_dx = diff_scale * scale * x;
+      if (shift != 0.0f) dy_dx += diff_scale * shift;
+    } else if (shift == 0.0f) {
+      dy_dx = y / x * power;
+    } else {
+      float v = x;
+      if (scale != 1.0f) v *= scale;
+      dy_dx = y / (v + shift);
+      if (diff_scale != 1.0f) dy_dx *= diff_scale;
+    }
+    return dy * dy_dx;
+  }
+};
+
+struct ExpForward {
+  float inner_scale, outer_scale;
+  XTRAIN_HOST_DEVICE float operator()(float x) const {
+    const float e = expf(inner_scale == 1.0f ? x : inner_scale * x);
+    return outer_scale == 1.0f ? e : e * outer_scale;
+  }
+};
+
+struct ExpBackward {
+  float inner_scale;
+  XTRAIN_HOST_DEVICE float operator()(float y, float dy) const {
+    const float dx = y * dy;
+    return inner_scale == 1.0f ? dx : dx * inner_scale;
+  }
+};
+
+struct LogForward {
+  float scale, shift, base_scale;
+  XTRAIN_HOST_DEVICE float operator()(float x) const {
+    float v = x;
+    if (scale != 1.0f) v *= scale;
+    if (shift != 0.0f) v += shift;
+    const float log_v = logf(v);
+    return base_scale == 1.0f ? log_v : log_v * base_scale;
+  }
+};
+
+struct LogBackward {
+  float scale, shift, backward_scale;
+  XTRAIN_HOST_DEVICE float operator()(float x, float dy) const {
+    float v = x;
+    if (scale != 1.0f) v *= scale;
+    if (shift != 0.0f) v += shift;
+    v = powf(v, -1.0f);
+    if (backward_scale != 1.0f) v *= backward_scale;
+    return dy * v;
+  }
+};
+
+struct BnllForward {
+  // Caffe mixes in double here (the literal 1.); so do we, for the same bits.
+  XTRAIN_HOST_DEVICE float operator()(float x) const {
+    return static_cast<float>(x > 0.0f ? x + log(1.0 + exp(static_cast<double>(-x)))
+                                       : log(1.0 + exp(static_cast<double>(x))));
+  }
+};
+
+struct BnllBackward {
+  XTRAIN_HOST_DEVICE float operator()(float x, float dy) const {
+    const float e = expf(x < 50.0f ? x : 50.0f);  // e^50 / (e^50 + 1) is 1 in float
+    return static_cast<float>(static_cast<double>(dy * e) / (static_cast<double>(e) + 1.0));
+  }
+};
+
+struct ThresholdForward {
+  float threshold;
+  XTRAIN_HOST_DEVICE float operator()(float x) const { return x > threshold ? 1.0f : 0.0f; }
+};
+
+struct EluForward {
+  float alpha;
+  XTRAIN_HOST_DEVICE float operator()(float x) const {
+    return max_with_zero(x) + alpha * (expf(min_with_zero(x)) - 1.0f);
+  }
+};
+
+struct EluBackward {
+  float alpha;
+  XTRAIN_HOST_DEVICE float operator()(float x, float y, float dy) const {
+    return dy * (static_cast<float>(x > 0.0f) + (alpha + y) * static_cast<float>(x <= 0.0f));
+  }
+};
+
+struct PReluForward {
+  XTRAIN_HOST_DEVICE float operator()(float x, float slope) const {
+    return max_with_zero(x) + slope * min_with_zero(x);
+  }
+};
+
+struct PReluBackward {
+  XTRAIN_HOST_DEVICE float operator()(float x, float slope, float dy) const {
+    return dy * (static_cast<float>(x > 0.0f) + slope * static_cast<float>(x <= 0.0f));
+  }
+};
+
+struct PReluSlopeGradient {
+  XTRAIN_HOST_DEVICE float operator()(float x, float dy) const {
+    return dy * x * static_cast<float>(x <= 0.0f);
+  }
+};
+
 }  // namespace xtrain::ops

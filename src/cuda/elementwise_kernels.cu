@@ -137,4 +137,153 @@ void softmax_backward(const float* y, const float* dy, float* dx, std::size_t ou
   XTRAIN_CUDA_CHECK(cudaGetLastError());
 }
 
+// --- The model zoo's neuron layers -------------------------------------------
+
+void absval_forward(const float* x, float* y, std::size_t n, cudaStream_t stream) {
+  apply(n, stream, ops::AbsForward{}, y, x);
+}
+
+void absval_backward(const float* x, const float* dy, float* dx, std::size_t n,
+                     cudaStream_t stream) {
+  apply(n, stream, ops::AbsBackward{}, dx, x, dy);
+}
+
+void power_forward(const float* x, float* y, std::size_t n, float power, float scale, float shift,
+                   cudaStream_t stream) {
+  apply(n, stream, ops::PowerForward{power, scale, shift}, y, x);
+}
+
+void power_backward(const float* x, const float* y, const float* dy, float* dx, std::size_t n,
+                    float power, float scale, float shift, cudaStream_t stream) {
+  apply(n, stream, ops::PowerBackward{power, scale, shift}, dx, x, y, dy);
+}
+
+void exp_forward(const float* x, float* y, std::size_t n, float inner_scale, float outer_scale,
+                 cudaStream_t stream) {
+  apply(n, stream, ops::ExpForward{inner_scale, outer_scale}, y, x);
+}
+
+void exp_backward(const float* y, const float* dy, float* dx, std::size_t n, float inner_scale,
+                  cudaStream_t stream) {
+  apply(n, stream, ops::ExpBackward{inner_scale}, dx, y, dy);
+}
+
+void log_forward(const float* x, float* y, std::size_t n, float scale, float shift,
+                 float base_scale, cudaStream_t stream) {
+  apply(n, stream, ops::LogForward{scale, shift, base_scale}, y, x);
+}
+
+void log_backward(const float* x, const float* dy, float* dx, std::size_t n, float scale,
+                  float shift, float backward_scale, cudaStream_t stream) {
+  apply(n, stream, ops::LogBackward{scale, shift, backward_scale}, dx, x, dy);
+}
+
+void bnll_forward(const float* x, float* y, std::size_t n, cudaStream_t stream) {
+  apply(n, stream, ops::BnllForward{}, y, x);
+}
+
+void bnll_backward(const float* x, const float* dy, float* dx, std::size_t n, cudaStream_t stream) {
+  apply(n, stream, ops::BnllBackward{}, dx, x, dy);
+}
+
+void threshold_forward(const float* x, float* y, std::size_t n, float threshold,
+                       cudaStream_t stream) {
+  apply(n, stream, ops::ThresholdForward{threshold}, y, x);
+}
+
+void elu_forward(const float* x, float* y, std::size_t n, float alpha, cudaStream_t stream) {
+  apply(n, stream, ops::EluForward{alpha}, y, x);
+}
+
+void elu_backward(const float* x, const float* y, const float* dy, float* dx, std::size_t n,
+                  float alpha, cudaStream_t stream) {
+  apply(n, stream, ops::EluBackward{alpha}, dx, x, y, dy);
+}
+
+namespace {
+
+// Element i of an (outer, channels, inner) array has channel (i / inner) % channels.
+__device__ std::size_t prelu_slope_index(std::size_t i, std::size_t channels, std::size_t inner,
+                                         std::size_t channels_per_slope) {
+  return (i / inner) % channels / channels_per_slope;
+}
+
+__global__ void prelu_forward_kernel(std::size_t n, std::size_t channels, std::size_t inner,
+                                     std::size_t channels_per_slope, const float* x,
+                                     const float* slope, float* y) {
+  const std::size_t stride = static_cast<std::size_t>(blockDim.x) * gridDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    y[i] =
+        ops::PReluForward{}(x[i], slope[prelu_slope_index(i, channels, inner, channels_per_slope)]);
+  }
+}
+
+__global__ void prelu_backward_kernel(std::size_t n, std::size_t channels, std::size_t inner,
+                                      std::size_t channels_per_slope, const float* x,
+                                      const float* slope, const float* dy, float* dx) {
+  const std::size_t stride = static_cast<std::size_t>(blockDim.x) * gridDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    dx[i] = ops::PReluBackward{}(
+        x[i], slope[prelu_slope_index(i, channels, inner, channels_per_slope)], dy[i]);
+  }
+}
+
+// One block per slope: its threads stride over the slope's elements (a run of
+// channels_per_slope * inner values in each outer index), then add up their
+// partial sums in shared memory.
+__global__ void prelu_slope_gradient_kernel(std::size_t outer, std::size_t channels,
+                                            std::size_t inner, std::size_t channels_per_slope,
+                                            const float* x, const float* dy, float* slope_diff) {
+  __shared__ float partial[kThreadsPerBlock];
+  const std::size_t slope = blockIdx.x;
+  const std::size_t run = channels_per_slope * inner;
+  const std::size_t total = outer * run;
+  float sum = 0;
+  for (std::size_t j = threadIdx.x; j < total; j += blockDim.x) {
+    const std::size_t i = (j / run) * channels * inner + slope * run + j % run;
+    sum += ops::PReluSlopeGradient{}(x[i], dy[i]);
+  }
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) slope_diff[slope] += partial[0];
+}
+
+}  // namespace
+
+void prelu_forward(const float* x, const float* slope, float* y, std::size_t outer,
+                   std::size_t channels, std::size_t inner, std::size_t channels_per_slope,
+                   cudaStream_t stream) {
+  const std::size_t n = outer * channels * inner;
+  if (n == 0) return;
+  prelu_forward_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream>>>(
+      n, channels, inner, channels_per_slope, x, slope, y);
+  XTRAIN_CUDA_CHECK(cudaGetLastError());
+}
+
+void prelu_backward(const float* x, const float* slope, const float* dy, float* dx,
+                    std::size_t outer, std::size_t channels, std::size_t inner,
+                    std::size_t channels_per_slope, cudaStream_t stream) {
+  const std::size_t n = outer * channels * inner;
+  if (n == 0) return;
+  prelu_backward_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream>>>(
+      n, channels, inner, channels_per_slope, x, slope, dy, dx);
+  XTRAIN_CUDA_CHECK(cudaGetLastError());
+}
+
+void prelu_slope_gradient(const float* x, const float* dy, float* slope_diff, std::size_t outer,
+                          std::size_t channels, std::size_t inner, std::size_t channels_per_slope,
+                          cudaStream_t stream) {
+  const std::size_t slopes = channels / channels_per_slope;
+  if (slopes == 0 || outer * inner == 0) return;
+  prelu_slope_gradient_kernel<<<static_cast<unsigned>(slopes), kThreadsPerBlock, 0, stream>>>(
+      outer, channels, inner, channels_per_slope, x, dy, slope_diff);
+  XTRAIN_CUDA_CHECK(cudaGetLastError());
+}
+
 }  // namespace xtrain::cuda

@@ -41,4 +41,44 @@ void softmax_forward(const float* x, float* y, std::size_t outer, std::size_t ch
 void softmax_backward(const float* y, const float* dy, float* dx, std::size_t outer,
                       std::size_t channels, std::size_t inner, cudaStream_t stream = nullptr);
 
+// The model zoo's neuron layers (functors in src/core/elementwise_ops.hpp).
+// x: bottom data, y: top data, dy: top diff, dx: bottom diff.
+void absval_forward(const float* x, float* y, std::size_t n, cudaStream_t stream = nullptr);
+void absval_backward(const float* x, const float* dy, float* dx, std::size_t n,
+                     cudaStream_t stream = nullptr);
+void power_forward(const float* x, float* y, std::size_t n, float power, float scale, float shift,
+                   cudaStream_t stream = nullptr);
+void power_backward(const float* x, const float* y, const float* dy, float* dx, std::size_t n,
+                    float power, float scale, float shift, cudaStream_t stream = nullptr);
+void exp_forward(const float* x, float* y, std::size_t n, float inner_scale, float outer_scale,
+                 cudaStream_t stream = nullptr);
+void exp_backward(const float* y, const float* dy, float* dx, std::size_t n, float inner_scale,
+                  cudaStream_t stream = nullptr);
+void log_forward(const float* x, float* y, std::size_t n, float scale, float shift,
+                 float base_scale, cudaStream_t stream = nullptr);
+void log_backward(const float* x, const float* dy, float* dx, std::size_t n, float scale,
+                  float shift, float backward_scale, cudaStream_t stream = nullptr);
+void bnll_forward(const float* x, float* y, std::size_t n, cudaStream_t stream = nullptr);
+void bnll_backward(const float* x, const float* dy, float* dx, std::size_t n,
+                   cudaStream_t stream = nullptr);
+void threshold_forward(const float* x, float* y, std::size_t n, float threshold,
+                       cudaStream_t stream = nullptr);
+void elu_forward(const float* x, float* y, std::size_t n, float alpha,
+                 cudaStream_t stream = nullptr);
+void elu_backward(const float* x, const float* y, const float* dy, float* dx, std::size_t n,
+                  float alpha, cudaStream_t stream = nullptr);
+
+// PReLU over an (outer, channels, inner) array; slope index c / channels_per_slope
+// (1, or `channels` when one slope is shared by all channels).
+void prelu_forward(const float* x, const float* slope, float* y, std::size_t outer,
+                   std::size_t channels, std::size_t inner, std::size_t channels_per_slope,
+                   cudaStream_t stream = nullptr);
+void prelu_backward(const float* x, const float* slope, const float* dy, float* dx,
+                    std::size_t outer, std::size_t channels, std::size_t inner,
+                    std::size_t channels_per_slope, cudaStream_t stream = nullptr);
+// slope_diff[s] += sum of dy x [x <= 0] over the elements of slope s.
+void prelu_slope_gradient(const float* x, const float* dy, float* slope_diff, std::size_t outer,
+                          std::size_t channels, std::size_t inner, std::size_t channels_per_slope,
+                          cudaStream_t stream = nullptr);
+
 }  // namespace xtrain::cuda

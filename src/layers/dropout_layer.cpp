@@ -10,8 +10,8 @@
 
 #include "core/elementwise_ops.hpp"
 #include "layers/builtin_layers.hpp"
+#include "layers/neuron_layer.hpp"
 #include "xtrain/error.hpp"
-#include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
 #include "xtrain/synced_memory.hpp"
 
@@ -23,12 +23,10 @@
 namespace xtrain {
 namespace {
 
-class DropoutLayer : public Layer {
+class DropoutLayer : public NeuronLayer {
  public:
-  using Layer::Layer;
+  using NeuronLayer::NeuronLayer;
   const char* type() const override { return "Dropout"; }
-  int exact_num_bottom_blobs() const override { return 1; }
-  int exact_num_top_blobs() const override { return 1; }
 
   void layer_setup(const BlobVec&, const BlobVec&) override {
     ratio_ = param_.dropout_param().dropout_ratio();
@@ -39,7 +37,7 @@ class DropoutLayer : public Layer {
   }
 
   void reshape(const BlobVec& bottom, const BlobVec& top) override {
-    top[0]->reshape_like(*bottom[0]);
+    NeuronLayer::reshape(bottom, top);
     if (!training()) return;  // a test net needs no mask
     const std::size_t bytes = bottom[0]->count() * sizeof(unsigned);
     if (!mask_ || mask_->size() < bytes) mask_ = std::make_unique<SyncedMemory>(bytes);

@@ -5,7 +5,7 @@
 // same sign for s >= 0.
 #include "core/elementwise_ops.hpp"
 #include "layers/builtin_layers.hpp"
-#include "xtrain/layer.hpp"
+#include "layers/neuron_layer.hpp"
 #include "xtrain/layer_registry.hpp"
 
 #ifdef XTRAIN_USE_CUDA
@@ -15,16 +15,10 @@
 namespace xtrain {
 namespace {
 
-class ReLULayer : public Layer {
+class ReLULayer : public NeuronLayer {
  public:
-  using Layer::Layer;
+  using NeuronLayer::NeuronLayer;
   const char* type() const override { return "ReLU"; }
-  int exact_num_bottom_blobs() const override { return 1; }
-  int exact_num_top_blobs() const override { return 1; }
-
-  void reshape(const BlobVec& bottom, const BlobVec& top) override {
-    top[0]->reshape_like(*bottom[0]);
-  }
 
  protected:
   float negative_slope() const { return param_.relu_param().negative_slope(); }

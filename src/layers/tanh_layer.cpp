@@ -4,7 +4,7 @@
 // The backward pass reads only the output, so the layer works in place.
 #include "core/elementwise_ops.hpp"
 #include "layers/builtin_layers.hpp"
-#include "xtrain/layer.hpp"
+#include "layers/neuron_layer.hpp"
 #include "xtrain/layer_registry.hpp"
 
 #ifdef XTRAIN_USE_CUDA
@@ -14,16 +14,10 @@
 namespace xtrain {
 namespace {
 
-class TanHLayer : public Layer {
+class TanHLayer : public NeuronLayer {
  public:
-  using Layer::Layer;
+  using NeuronLayer::NeuronLayer;
   const char* type() const override { return "TanH"; }
-  int exact_num_bottom_blobs() const override { return 1; }
-  int exact_num_top_blobs() const override { return 1; }
-
-  void reshape(const BlobVec& bottom, const BlobVec& top) override {
-    top[0]->reshape_like(*bottom[0]);
-  }
 
  protected:
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {

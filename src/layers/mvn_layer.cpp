@@ -1,0 +1,119 @@
+// MVN (mvn_param: normalize_variance, across_channels, eps): mean-variance
+// normalisation of each (n, c) plane, or of each item n across_channels.
+// For each such row x of D values, mu = mean(x), sigma = sqrt(mean((x - mu)^2)):
+//   normalize_variance: y = (x - mu) / (sigma + eps)
+//       dE/dx = (dE/dy - mean(dE/dy) - y mean(dE/dy * y)) / (sigma + eps)
+//   otherwise:          y = x - mu
+//       dE/dx = dE/dy - mean(dE/dy)
+// As in Caffe 1.0, eps is added to the standard deviation (not the variance),
+// the gradient treats sigma + eps as if eps were 0 inside d(sigma)/dx, and
+// the top is 4-d: (num, channels, height, width) of the bottom (at most 4 axes).
+#include <cmath>
+#include <vector>
+
+#include "core/math_functions.hpp"
+#include "layers/builtin_layers.hpp"
+#include "xtrain/error.hpp"
+#include "xtrain/layer.hpp"
+#include "xtrain/layer_registry.hpp"
+
+namespace xtrain {
+namespace {
+
+using math::Transpose;
+
+class MVNLayer : public Layer {
+ public:
+  using Layer::Layer;
+  const char* type() const override { return "MVN"; }
+  int exact_num_bottom_blobs() const override { return 1; }
+  int exact_num_top_blobs() const override { return 1; }
+
+  void reshape(const BlobVec& bottom, const BlobVec& top) override {
+    const Blob& input = *bottom[0];
+    XTRAIN_CHECK(input.num_axes() <= 4, where(), ": the bottom ", input.shape_string(), " has ",
+                 input.num_axes(), " axes; MVN takes at most 4 (num, channels, height, width)");
+    top[0]->reshape({input.num(), input.channels(), input.height(), input.width()});
+    const MVNParameter& mvn = param_.mvn_param();
+    rows_ = static_cast<std::size_t>(input.num()) *
+            (mvn.across_channels() ? 1 : static_cast<std::size_t>(input.channels()));
+    row_size_ = rows_ == 0 ? 0 : input.count() / rows_;
+    ones_.assign(row_size_, 1.0f);
+    mean_.resize(rows_);
+    scale_.resize(rows_);
+    sums_.resize(rows_);
+    squares_.resize(input.count());
+  }
+
+ protected:
+  bool normalize_variance() const { return param_.mvn_param().normalize_variance(); }
+
+  // out[r] = alpha * sum of row r of `rows` (Caffe's gemv against ones).
+  void row_sums(const float* values, float alpha, float* out) const {
+    math::gemv(Transpose::kNo, static_cast<int>(rows_), static_cast<int>(row_size_), alpha, values,
+               ones_.data(), 0.0f, out);
+  }
+
+  void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    if (rows_ == 0 || row_size_ == 0) return;
+    const float* x = bottom[0]->cpu_data();
+    float* y = top[0]->mutable_cpu_data();
+    const float inverse_size = static_cast<float>(1.0 / static_cast<double>(row_size_));
+    row_sums(x, inverse_size, mean_.data());
+    for (std::size_t r = 0, i = 0; r < rows_; ++r) {
+      const float minus_mean = -mean_[r];
+      for (std::size_t end = i + row_size_; i < end; ++i) y[i] = x[i] + minus_mean;
+    }
+    if (!normalize_variance()) return;
+    for (std::size_t i = 0; i < squares_.size(); ++i) squares_[i] = std::pow(y[i], 2.0f);
+    row_sums(squares_.data(), inverse_size, scale_.data());
+    const float eps = param_.mvn_param().eps();
+    for (std::size_t r = 0; r < rows_; ++r) scale_[r] = std::pow(scale_[r], 0.5f) + eps;
+    for (std::size_t r = 0, i = 0; r < rows_; ++r) {
+      for (std::size_t end = i + row_size_; i < end; ++i) y[i] /= scale_[r];
+    }
+  }
+
+  void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0] || rows_ == 0 || row_size_ == 0) return;
+    const float* y = top[0]->cpu_data();
+    const float* dy = top[0]->cpu_diff();
+    float* dx = bottom[0]->mutable_cpu_diff();
+    const float minus_inverse_size = static_cast<float>(-1.0 / static_cast<double>(row_size_));
+    if (!normalize_variance()) {
+      row_sums(dy, -minus_inverse_size, mean_.data());
+      for (std::size_t r = 0, i = 0; r < rows_; ++r) {
+        const float minus_mean = -mean_[r];
+        for (std::size_t end = i + row_size_; i < end; ++i) dx[i] = dy[i] + minus_mean;
+      }
+      return;
+    }
+    // sums_ = sum(dy * y) and mean_ = sum(dy) per row, both read before dx is
+    // written (in place, dx and dy are one array).
+    for (std::size_t i = 0; i < squares_.size(); ++i) squares_[i] = y[i] * dy[i];
+    row_sums(squares_.data(), 1.0f, sums_.data());
+    row_sums(dy, 1.0f, mean_.data());
+    for (std::size_t r = 0, i = 0; r < rows_; ++r) {
+      for (std::size_t end = i + row_size_; i < end; ++i) {
+        const float projection = mean_[r] + y[i] * sums_[r];
+        dx[i] = (dy[i] + minus_inverse_size * projection) / scale_[r];
+      }
+    }
+  }
+
+ private:
+  std::size_t rows_ = 0;      // normalised groups: N, or N * C
+  std::size_t row_size_ = 0;  // values per group
+  std::vector<float> ones_;
+  std::vector<float> mean_;     // per row: the mean (forward), sum(dy) (backward)
+  std::vector<float> scale_;    // per row: sigma + eps, kept for backward
+  std::vector<float> sums_;     // per row: sum(dy * y)
+  std::vector<float> squares_;  // per element: (x - mu)^2 (forward), y dy (backward)
+};
+
+}  // namespace
+
+void register_mvn_layer(LayerRegistry& registry) { add_layer<MVNLayer>(registry, "MVN"); }
+
+}  // namespace xtrain

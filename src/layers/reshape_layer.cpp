@@ -1,0 +1,115 @@
+// Reshape (reshape_param: shape, axis, num_axes): gives the bottom's values a
+// new shape without copying; the top shares the bottom's data and diff.
+// The axes [axis, axis + num_axes) of the bottom (num_axes -1: through the
+// last) are replaced by `shape`, in which
+//   0  copies the bottom's size at the same position (axis + i), and
+//   -1 (at most one) is inferred so that the count is unchanged.
+// A negative axis counts from the end, with -1 meaning "after the last axis"
+// (so axis: -1 num_axes: 0 appends axes), as in Caffe.
+#include <limits>
+#include <vector>
+
+#include "layers/builtin_layers.hpp"
+#include "xtrain/error.hpp"
+#include "xtrain/layer.hpp"
+#include "xtrain/layer_registry.hpp"
+
+namespace xtrain {
+namespace {
+
+class ReshapeLayer : public Layer {
+ public:
+  using Layer::Layer;
+  const char* type() const override { return "Reshape"; }
+  int exact_num_bottom_blobs() const override { return 1; }
+  int exact_num_top_blobs() const override { return 1; }
+
+  void layer_setup(const BlobVec& bottom, const BlobVec& top) override {
+    XTRAIN_CHECK(top[0] != bottom[0], where(),
+                 " cannot run in place; give its top a name different from its bottom");
+    const BlobShape& shape = param_.reshape_param().shape();
+    copy_axes_.clear();
+    inferred_axis_ = -1;
+    for (int i = 0; i < shape.dim_size(); ++i) {
+      const auto dim = shape.dim(i);
+      XTRAIN_CHECK(dim >= -1 && dim <= std::numeric_limits<int>::max(), where(),
+                   ": reshape_param.shape dimension ", i, " is ", dim,
+                   "; use a positive size, 0 to copy the bottom's, or -1 to infer it");
+      if (dim == 0) {
+        copy_axes_.push_back(i);
+      } else if (dim == -1) {
+        XTRAIN_CHECK(inferred_axis_ == -1, where(),
+                     ": reshape_param.shape has more than one -1; at most one size can be "
+                     "inferred");
+        inferred_axis_ = i;
+      }
+    }
+  }
+
+  void reshape(const BlobVec& bottom, const BlobVec& top) override {
+    const Blob& input = *bottom[0];
+    const ReshapeParameter& reshape_param = param_.reshape_param();
+    const int axes = input.num_axes();
+    const int axis = reshape_param.axis();
+    const int start = axis >= 0 ? axis : axes + axis + 1;
+    XTRAIN_CHECK(start >= 0 && start <= axes, where(), ": reshape_param.axis ", axis,
+                 " is out of range for the bottom ", input.shape_string(), " (", axes, " axes)");
+    const int num_axes = reshape_param.num_axes();
+    XTRAIN_CHECK(num_axes >= -1, where(), ": reshape_param.num_axes must be >= 0, or -1 for all, ",
+                 "got ", num_axes);
+    const int end = num_axes == -1 ? axes : start + num_axes;
+    XTRAIN_CHECK(end <= axes, where(), ": reshape_param.axis ", axis, " + num_axes ", num_axes,
+                 " goes past the last axis of the bottom ", input.shape_string());
+
+    const BlobShape& new_axes = reshape_param.shape();
+    std::vector<int> shape(input.shape().begin(), input.shape().begin() + start);
+    for (int i = 0; i < new_axes.dim_size(); ++i)
+      shape.push_back(static_cast<int>(new_axes.dim(i)));
+    shape.insert(shape.end(), input.shape().begin() + end, input.shape().end());
+
+    for (int i : copy_axes_) {
+      XTRAIN_CHECK(start + i < axes, where(), ": reshape_param.shape dimension ", i,
+                   " is 0 (copy), but the bottom ", input.shape_string(), " has no axis ",
+                   start + i, " to copy");
+      shape[start + i] = input.shape(start + i);
+    }
+    if (inferred_axis_ >= 0) {
+      std::size_t known = 1;
+      for (std::size_t i = 0; i < shape.size(); ++i) {
+        if (static_cast<int>(i) != start + inferred_axis_)
+          known *= static_cast<std::size_t>(shape[i]);
+      }
+      XTRAIN_CHECK(known != 0 && input.count() % known == 0, where(), ": cannot infer the -1 in ",
+                   "reshape_param.shape: the bottom ", input.shape_string(),
+                   " has a count not divisible by the product of the other dimensions (", known,
+                   ")");
+      shape[start + inferred_axis_] = static_cast<int>(input.count() / known);
+    }
+    std::size_t count = 1;
+    for (int dim : shape) count *= static_cast<std::size_t>(dim);
+    XTRAIN_CHECK(count == input.count(), where(), ": the new shape ", shape_to_string(shape),
+                 " has ", count, " values but the bottom ", input.shape_string(), " has ",
+                 input.count(), "; the counts must match");
+    top[0]->reshape(shape);
+    top[0]->share_data(input);
+    top[0]->share_diff(input);
+  }
+
+ protected:
+  void forward_cpu(const BlobVec&, const BlobVec&) override {}
+  void backward_cpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
+  void forward_gpu(const BlobVec&, const BlobVec&) override {}
+  void backward_gpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
+
+ private:
+  std::vector<int> copy_axes_;  // positions in `shape` holding 0
+  int inferred_axis_ = -1;      // position in `shape` holding -1, if any
+};
+
+}  // namespace
+
+void register_reshape_layer(LayerRegistry& registry) {
+  add_layer<ReshapeLayer>(registry, "Reshape");
+}
+
+}  // namespace xtrain

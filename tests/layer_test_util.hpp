@@ -1,0 +1,95 @@
+// Small helpers shared by layer tests: a layer from a prototxt snippet, blobs
+// with deterministic contents, and a check that a call throws xtrain::Error
+// with a message that tells the user enough.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "xtrain/blob.hpp"
+#include "xtrain/error.hpp"
+#include "xtrain/layer.hpp"
+#include "xtrain/layer_registry.hpp"
+#include "xtrain/proto/xtrain.pb.h"
+#include "xtrain/proto_io.hpp"
+#include "xtrain/random.hpp"
+
+namespace xtrain::testing {
+
+// make_layer("name: 'p' type: 'Power' power_param { power: 2 }")
+inline std::unique_ptr<Layer> make_layer(const std::string& prototxt, Phase phase = TRAIN) {
+  LayerParameter param;
+  read_proto_from_text_string(prototxt, &param);
+  param.set_phase(phase);
+  return LayerRegistry::global().create(param);
+}
+
+// Values from U(low, high), the same for the same seed.
+inline void fill_uniform(Blob& blob, float low, float high, std::uint64_t seed = 1701) {
+  RandomStream random(seed);
+  if (blob.count() > 0) random.uniform(blob.count(), low, high, blob.mutable_cpu_data());
+}
+
+// Like fill_uniform, but every value is at least `gap` away from each of
+// `kinks`, so finite differences never straddle a point where the function
+// bends (|x| at 0, a ReLU at 0, ...).
+inline void fill_away_from(Blob& blob, float low, float high, std::initializer_list<float> kinks,
+                           float gap, std::uint64_t seed = 1701) {
+  fill_uniform(blob, low, high, seed);
+  float* data = blob.mutable_cpu_data();
+  for (std::size_t i = 0; i < blob.count(); ++i) {
+    for (float kink : kinks) {
+      if (data[i] > kink - gap && data[i] < kink + gap)
+        data[i] = data[i] < kink ? kink - gap : kink + gap;
+    }
+  }
+}
+
+inline void set_data(Blob& blob, const std::vector<float>& values) {
+  ASSERT_EQ(blob.count(), values.size()) << blob.shape_string();
+  std::copy(values.begin(), values.end(), blob.mutable_cpu_data());
+}
+
+inline void set_diff(Blob& blob, const std::vector<float>& values) {
+  ASSERT_EQ(blob.count(), values.size()) << blob.shape_string();
+  std::copy(values.begin(), values.end(), blob.mutable_cpu_diff());
+}
+
+inline std::vector<float> data_of(const Blob& blob) {
+  return std::vector<float>(blob.cpu_data(), blob.cpu_data() + blob.count());
+}
+
+inline std::vector<float> diff_of(const Blob& blob) {
+  return std::vector<float>(blob.cpu_diff(), blob.cpu_diff() + blob.count());
+}
+
+// Runs `call`, which must throw xtrain::Error; returns its message so the
+// test can check what it says.
+template <typename Call>
+std::string error_message(Call&& call) {
+  try {
+    call();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "expected an xtrain::Error";
+  return "";
+}
+
+// Expects `call` to throw xtrain::Error naming every one of `parts`.
+template <typename Call>
+void expect_error(Call&& call, std::initializer_list<std::string> parts) {
+  const std::string message = error_message(call);
+  for (const std::string& part : parts) {
+    EXPECT_NE(message.find(part), std::string::npos)
+        << "the message does not mention \"" << part << "\": " << message;
+  }
+}
+
+}  // namespace xtrain::testing
