@@ -1,5 +1,6 @@
 // Data layer: exact batches from a hand-written LMDB (with wrap-around), the
-// transformer inside the layer, the prefetch thread's errors and shutdown.
+// transformer inside the layer, encoded records, decode threads, sharding,
+// prefetch depth, the data wait, the pipeline's errors and shutdown.
 #include "data/data_layer.hpp"
 
 #include <gtest/gtest.h>
@@ -8,21 +9,31 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <regex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "data/data_wait.hpp"
 #include "data/datum_io.hpp"
 #include "data/lmdb_database.hpp"
+#include "pattern_images.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
+#include "xtrain/net.hpp"
 #include "xtrain/proto_io.hpp"
 
 namespace xtrain {
 namespace {
 
+using testing::decode_bytes;
+using testing::encode_mat;
+using testing::pattern_mat;
+using testing::planar_floats;
 using testing::TempDir;
+using Clock = std::chrono::steady_clock;
 
 std::string key_of(int i) {
   char key[16];
@@ -264,6 +275,8 @@ TEST(DataLayer, CorruptAndEncodedRecordsAreErrors) {
             std::string::npos)
       << message;
 
+  // Encoded records whose bytes are not an image: the first at setup, a
+  // later one at the forward that reads it.
   {
     Datum encoded = record_datum(0, {3, 2, 2});
     encoded.set_encoded(true);
@@ -273,8 +286,9 @@ TEST(DataLayer, CorruptAndEncodedRecordsAreErrors) {
   }
   DataLayer encoded_layer(data_param(dir.file("encoded"), 1));
   message = error_of([&] { encoded_layer.setup({}, tops.both()); });
-  EXPECT_NE(message.find("encoded Datum in record '00000000'"), std::string::npos) << message;
-  EXPECT_NE(message.find("not supported until the image pipeline lands"), std::string::npos)
+  EXPECT_NE(message.find("layer 'data' (Data): record '00000000' of LMDB '" + dir.file("encoded") +
+                         "': the encoded image (12 bytes) is not an image OpenCV can decode"),
+            std::string::npos)
       << message;
 }
 
@@ -318,6 +332,347 @@ TEST(DataLayer, PrefetchKeepsUpWithLeNet) {
   EXPECT_LT(ms_per_batch, 5.0);
   // The last forward got batch 100 (counting from 0): records from 100 * 64 mod 1000.
   EXPECT_EQ(tops.label.cpu_data()[0], 100.0f + (100 * 64) % 1000);
+}
+
+// ---------------------------------------------------------------------------
+// Encoded records
+// ---------------------------------------------------------------------------
+
+std::vector<float> batch_item(const Tops& tops, int item) {
+  const std::size_t size = tops.data.count(1);
+  const float* data = tops.data.cpu_data() + static_cast<std::size_t>(item) * size;
+  return std::vector<float>(data, data + size);
+}
+
+// Record i: a PNG of pattern_mat(3, 6, 5, i), label 10 + i.
+TEST(DataLayer, EncodedRecordsDecodeToExactPixels) {
+  TempDir dir("data_layer");
+  testing::write_encoded_lmdb(
+      dir.file("db"), 5, [](int i) { return encode_mat(pattern_mat(3, 6, 5, i), ".png"); },
+      [](int i) { return 10 + i; });
+  DataLayer layer(data_param(dir.file("db"), 2));
+  Tops tops;
+  layer.setup({}, tops.both());
+  EXPECT_EQ(tops.data.shape(), (std::vector<int>{2, 3, 6, 5}));
+  for (int n = 0; n < 4; ++n) {
+    layer.forward({}, tops.both());
+    for (int item = 0; item < 2; ++item) {
+      const int record = (n * 2 + item) % 5;
+      EXPECT_EQ(tops.label.cpu_data()[item], 10.0f + record);
+      EXPECT_EQ(batch_item(tops, item), planar_floats(pattern_mat(3, 6, 5, record)))
+          << "batch " << n << " item " << item;
+    }
+  }
+}
+
+TEST(DataLayer, EncodedRecordsHonourForceGrayAndForceColor) {
+  TempDir dir("data_layer");
+  const auto color_png = [](int i) { return encode_mat(pattern_mat(3, 4, 6, i), ".png"); };
+  const auto gray_png = [](int i) { return encode_mat(pattern_mat(1, 4, 6, i), ".png"); };
+  testing::write_encoded_lmdb(dir.file("color"), 3, color_png, [](int i) { return i; });
+  testing::write_encoded_lmdb(dir.file("gray"), 3, gray_png, [](int i) { return i; });
+
+  DataLayer to_gray(data_param(dir.file("color"), 3, "transform_param { force_gray: true }", TEST));
+  Tops tops;
+  to_gray.setup({}, tops.both());
+  EXPECT_EQ(tops.data.shape(), (std::vector<int>{3, 1, 4, 6}));
+  to_gray.forward({}, tops.both());
+  for (int item = 0; item < 3; ++item) {
+    EXPECT_EQ(batch_item(tops, item),
+              planar_floats(decode_bytes(color_png(item), cv::IMREAD_GRAYSCALE)));
+  }
+
+  DataLayer to_color(
+      data_param(dir.file("gray"), 3, "transform_param { force_color: true }", TEST));
+  to_color.setup({}, tops.both());
+  EXPECT_EQ(tops.data.shape(), (std::vector<int>{3, 3, 4, 6}));
+  to_color.forward({}, tops.both());
+  for (int item = 0; item < 3; ++item) {
+    const std::vector<float> gray = planar_floats(pattern_mat(1, 4, 6, item));
+    std::vector<float> replicated;
+    for (int c = 0; c < 3; ++c) replicated.insert(replicated.end(), gray.begin(), gray.end());
+    EXPECT_EQ(batch_item(tops, item), replicated);
+  }
+
+  DataLayer as_stored(data_param(dir.file("gray"), 3, "", TEST));
+  as_stored.setup({}, tops.both());
+  EXPECT_EQ(tops.data.shape(), (std::vector<int>{3, 1, 4, 6}));
+}
+
+// With a crop (and no mean file), images of other sizes are cropped where
+// they are, as in Caffe; without one they are an error naming the record.
+TEST(DataLayer, EncodedImagesOfOtherSizesNeedACrop) {
+  TempDir dir("data_layer");
+  const auto size_of = [](int i) { return i % 2 == 0 ? cv::Size(8, 7) : cv::Size(11, 9); };
+  const auto png = [&](int i) {
+    return encode_mat(pattern_mat(3, size_of(i).height, size_of(i).width, i), ".png");
+  };
+  testing::write_encoded_lmdb(dir.file("db"), 4, png, [](int i) { return i; });
+
+  DataLayer cropped(data_param(dir.file("db"), 4, "transform_param { crop_size: 5 }", TEST));
+  Tops tops;
+  cropped.setup({}, tops.both());
+  EXPECT_EQ(tops.data.shape(), (std::vector<int>{4, 3, 5, 5}));
+  cropped.forward({}, tops.both());
+  for (int item = 0; item < 4; ++item) {
+    const cv::Size size = size_of(item);
+    const cv::Mat image = pattern_mat(3, size.height, size.width, item);
+    const cv::Rect centre((size.width - 5) / 2, (size.height - 5) / 2, 5, 5);
+    EXPECT_EQ(batch_item(tops, item), planar_floats(image(centre).clone())) << item;
+  }
+
+  DataLayer uncropped(data_param(dir.file("db"), 4));
+  uncropped.setup({}, tops.both());
+  const std::string message = error_of([&] { uncropped.forward({}, tops.both()); });
+  EXPECT_NE(message.find("record '00000001' of LMDB '" + dir.file("db") +
+                         "' has shape 3x9x11, but the first record has 3x7x8"),
+            std::string::npos)
+      << message;
+}
+
+// ---------------------------------------------------------------------------
+// Decode threads, sharding, prefetch depth
+// ---------------------------------------------------------------------------
+
+struct BatchRun {
+  std::vector<float> data;
+  std::vector<float> labels;
+};
+
+BatchRun run_batches(const LayerParameter& param, std::uint64_t seed, int batches) {
+  DataLayer layer(param);
+  layer.seed(seed);
+  Tops tops;
+  layer.setup({}, tops.both());
+  BatchRun run;
+  for (int i = 0; i < batches; ++i) {
+    layer.forward({}, tops.both());
+    run.data.insert(run.data.end(), tops.data.cpu_data(), tops.data.cpu_data() + tops.data.count());
+    run.labels.insert(run.labels.end(), tops.label.cpu_data(),
+                      tops.label.cpu_data() + tops.label.count());
+  }
+  return run;
+}
+
+// JPEG records, random crops and mirrors at TRAIN: the same batches whatever
+// the number of decode threads and the prefetch depth.
+TEST(DataLayer, DecodeThreadsDoNotChangeTheBatches) {
+  TempDir dir("data_layer");
+  testing::write_encoded_lmdb(
+      dir.file("db"), 23, [](int i) { return encode_mat(pattern_mat(3, 12, 14, 7 * i), ".jpg"); },
+      [](int i) { return i; });
+  const auto param = [&](int threads, int prefetch) {
+    return data_param(dir.file("db"), 4,
+                      "transform_param { crop_size: 9 mirror: true mean_value: 100 scale: 0.5 } "
+                      "data_param { decode_threads: " +
+                          std::to_string(threads) + " prefetch: " + std::to_string(prefetch) +
+                          " }");
+  };
+  const BatchRun one = run_batches(param(1, 1), 77, 9);  // 36 records: wraps past 23
+  for (int i = 0; i < 36; ++i) EXPECT_EQ(one.labels[i], static_cast<float>(i % 23));
+  for (const auto& [threads, prefetch] : std::vector<std::pair<int, int>>{{2, 4}, {3, 2}, {4, 1}}) {
+    const BatchRun many = run_batches(param(threads, prefetch), 77, 9);
+    EXPECT_EQ(many.labels, one.labels) << threads << " threads";
+    EXPECT_TRUE(many.data == one.data) << threads << " threads, prefetch " << prefetch;
+  }
+  // The augmentation is random all the same: another seed, other crops.
+  EXPECT_FALSE(run_batches(param(2, 4), 78, 9).data == one.data);
+  // Record 0 appears at items 0 and 23: with its own stream each time.
+  const std::size_t image = 3 * 9 * 9;
+  EXPECT_FALSE(
+      std::equal(one.data.begin(), one.data.begin() + image, one.data.begin() + 23 * image));
+}
+
+std::vector<int> labels_read(DataLayer& layer, int batches) {
+  Tops tops;
+  layer.setup({}, tops.both());
+  std::vector<int> labels;
+  for (int i = 0; i < batches; ++i) {
+    layer.forward({}, tops.both());
+    for (std::size_t item = 0; item < tops.label.count(); ++item)
+      labels.push_back(static_cast<int>(tops.label.cpu_data()[item]) - 100);
+  }
+  return labels;
+}
+
+// Rank r of W reads records r, r + W, r + 2W, ... (mod N): the shards
+// partition the records.
+TEST(DataLayer, ShardsPartitionTheRecords) {
+  TempDir dir("data_layer");
+  write_db(dir.file("db"), 10, DatumShape{1, 1, 2});
+  for (int world : {2, 3}) {
+    std::multiset<int> first_epoch;
+    for (int rank = 0; rank < world; ++rank) {
+      DataLayer layer(data_param(dir.file("db"), 2));
+      layer.set_shard(rank, world);
+      const std::vector<int> labels = labels_read(layer, 6);
+      for (std::size_t k = 0; k < labels.size(); ++k) {
+        ASSERT_EQ(labels[k], (rank + static_cast<int>(k) * world) % 10)
+            << "rank " << rank << " of " << world << ", record " << k;
+      }
+      // The records this rank reads while the shards together read 10.
+      for (int k = 0; rank + k * world < 10; ++k) first_epoch.insert(labels[k]);
+    }
+    EXPECT_EQ(first_epoch, (std::multiset<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})) << world;
+  }
+
+  DataLayer layer(data_param(dir.file("db"), 2));
+  EXPECT_NE(error_of([&] { layer.set_shard(2, 2); }).find("shard 2 of 2 is not a shard"),
+            std::string::npos);
+  Tops tops;
+  layer.setup({}, tops.both());
+  layer.forward({}, tops.both());
+  EXPECT_NE(error_of([&] { layer.set_shard(0, 2); }).find("before the first forward"),
+            std::string::npos);
+}
+
+TEST(DataLayer, ShardDataLayersOfANet) {
+  TempDir dir("data_layer");
+  write_db(dir.file("db"), 10, DatumShape{1, 1, 2});
+  NetParameter net_param;
+  read_proto_from_text_string(
+      "layer { name: 'data' type: 'Data' top: 'data' top: 'label' "
+      "        data_param { source: '" +
+          dir.file("db") + "' batch_size: 5 backend: LMDB } }",
+      &net_param);
+  net_param.mutable_state()->set_phase(TRAIN);
+  Net net(net_param);
+  EXPECT_EQ(shard_data_layers(net, 1, 2), 1);
+  net.forward();
+  const Blob* label = net.blob_by_name("label").get();
+  EXPECT_EQ(std::vector<float>(label->cpu_data(), label->cpu_data() + 5),
+            (std::vector<float>{101, 103, 105, 107, 109}));
+}
+
+// prefetch: P means P batches loaded ahead of the one the net uses, no more.
+TEST(DataLayer, PrefetchLoadsAheadPrefetchBatches) {
+  TempDir dir("data_layer");
+  write_db(dir.file("db"), 10, DatumShape{1, 2, 2});
+  for (unsigned prefetch : {1u, 2u, 5u}) {
+    DataLayer layer(
+        data_param(dir.file("db"), 3, "data_param { prefetch: " + std::to_string(prefetch) + " }"));
+    Tops tops;
+    layer.setup({}, tops.both());
+    EXPECT_EQ(layer.batches_read(), 0u);  // nothing is read before the first forward
+    layer.forward({}, tops.both());
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    while (layer.batches_read() < prefetch + 1 && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(layer.batches_read(), prefetch + 1) << "prefetch " << prefetch;
+    layer.forward({}, tops.both());  // frees one buffer: one more batch is read
+    const auto next_deadline = Clock::now() + std::chrono::seconds(10);
+    while (layer.batches_read() < prefetch + 2 && Clock::now() < next_deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_EQ(layer.batches_read(), prefetch + 2) << "prefetch " << prefetch;
+    expect_batch(tops, {3, 4, 5}, 4);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Data wait
+// ---------------------------------------------------------------------------
+
+// A reader slower than its consumer (large PNGs, one thread, one batch
+// ahead): forward waits nearly all the time. With the batches loaded ahead,
+// it hardly waits.
+TEST(DataLayer, DataWaitIsMeasuredAndTaken) {
+  TempDir dir("data_layer");
+  testing::write_encoded_lmdb(
+      dir.file("db"), 8, [](int i) { return encode_mat(pattern_mat(3, 256, 256, i), ".png"); },
+      [](int i) { return i; });
+  DataLayer layer(data_param(dir.file("db"), 4, "data_param { decode_threads: 1 prefetch: 1 }"));
+  Tops tops;
+  layer.setup({}, tops.both());
+  EXPECT_EQ(layer.take_data_wait_seconds(), 0.0);
+  layer.forward({}, tops.both());  // starts the threads
+  EXPECT_GT(layer.take_data_wait_seconds(), 0.0);
+  const auto start = Clock::now();
+  for (int i = 0; i < 4; ++i) layer.forward({}, tops.both());
+  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+  const double waited = layer.take_data_wait_seconds();
+  EXPECT_GT(waited, 0.5 * wall);
+  EXPECT_LE(waited, wall);
+  EXPECT_LT(layer.take_data_wait_seconds(), 1e-3);  // taken: counting starts again
+
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  while (layer.batches_read() < 5 + 1 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // and decoded
+  layer.take_data_wait_seconds();
+  layer.forward({}, tops.both());
+  EXPECT_LT(layer.take_data_wait_seconds(), 0.05);
+}
+
+TEST(DataLayer, NetReportsTheWaitOfItsDataLayers) {
+  TempDir dir("data_layer");
+  write_db(dir.file("db"), 10, DatumShape{1, 1, 2});
+  NetParameter with_data;
+  read_proto_from_text_string(
+      "layer { name: 'data' type: 'Data' top: 'data' top: 'label' "
+      "        data_param { source: '" +
+          dir.file("db") + "' batch_size: 5 backend: LMDB } }",
+      &with_data);
+  NetParameter without_data;
+  read_proto_from_text_string(
+      "layer { name: 'in' type: 'Input' top: 'x' input_param { shape { dim: 1 } } }",
+      &without_data);
+  with_data.mutable_state()->set_phase(TRAIN);
+  without_data.mutable_state()->set_phase(TRAIN);
+  Net net(with_data);
+  EXPECT_TRUE(reports_data_wait(net));
+  net.forward();  // the first batch is always waited for
+  const double waited = take_data_wait_seconds(net);
+  EXPECT_GT(waited, 0.0);
+  EXPECT_LT(waited, 10.0);
+  EXPECT_FALSE(reports_data_wait(Net(without_data)));
+}
+
+// The solver's display shows the share of time spent waiting, on a line of
+// its own that Caffe's parse_log ignores; `xtrain time` prints it per layer.
+TEST(DataLayer, SolverAndTimeShowTheDataWait) {
+  TempDir dir("data_layer");
+  write_db(dir.file("db"), 20, DatumShape{1, 4, 4});
+  dir.write("net.prototxt",
+            "layer { name: 'data' type: 'Data' top: 'data' top: 'label' "
+            "  data_param { source: '" +
+                dir.file("db") +
+                "' batch_size: 4 backend: LMDB } }\n"
+                "layer { name: 'ip' type: 'InnerProduct' bottom: 'data' top: 'ip' "
+                "  inner_product_param { num_output: 120 weight_filler { type: 'xavier' } } }\n"
+                "layer { name: 'loss' type: 'SoftmaxWithLoss' bottom: 'ip' bottom: 'label' "
+                "  top: 'loss' }\n");
+  dir.write("solver.prototxt", "net: '" + dir.file("net.prototxt") +
+                                   "' base_lr: 0.01 lr_policy: 'fixed' max_iter: 6 display: 2 "
+                                   "snapshot_after_train: false solver_mode: CPU\n");
+  const auto train = testing::run_tool(testing::tool_path("xtrain") +
+                                       " train --solver=" + dir.file("solver.prototxt"));
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  // Caffe's parse_log regexes still match the display line.
+  EXPECT_TRUE(std::regex_search(
+      train.output,
+      std::regex(R"(Iteration 2 \([0-9.e+]+ iter/s, [0-9.e+-]+s/2 iters\), loss = )")))
+      << train.output;
+  const std::regex wait_line(
+      R"(\]     Data wait: ([0-9]+\.[0-9])% of the time since the last display)");
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(train.output, match, wait_line)) << train.output;
+  const double share = std::stod(match[1]);
+  EXPECT_GE(share, 0.0);
+  EXPECT_LE(share, 100.0);
+
+  const auto time =
+      testing::run_tool(testing::tool_path("xtrain") + " time --model=" + dir.file("net.prototxt") +
+                        " --iterations=3");
+  ASSERT_EQ(time.exit_code, 0) << time.output;
+  EXPECT_TRUE(std::regex_search(
+      time.output,
+      std::regex(R"(data wait of data: [0-9.]+ ms per iteration \([0-9.]+% of the time\))")))
+      << time.output;
 }
 
 }  // namespace

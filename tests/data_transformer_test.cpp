@@ -7,11 +7,15 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "data/image_codec.hpp"
+#include "pattern_images.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/proto_io.hpp"
@@ -19,6 +23,11 @@
 namespace xtrain {
 namespace {
 
+using testing::decode_bytes;
+using testing::encode_mat;
+using testing::encoded_datum;
+using testing::pattern_mat;
+using testing::planar_floats;
 using testing::TempDir;
 
 TransformationParameter transform_param(const std::string& text) {
@@ -290,6 +299,122 @@ TEST(DataTransformer, TrainDrawsMirrorThenOffsetsAndSameSeedRepeats) {
     ASSERT_EQ(out, reference(datum, 4, at, 0.5f, mean)) << "repeat " << repeat;
     ASSERT_EQ(transform(transformer, datum, replay), out);
   }
+}
+
+// ---------------------------------------------------------------------------
+// Encoded Datums: decoded (force_color / force_gray / as stored), then the
+// same transform as for the unencoded Datum of the decoded pixels.
+// ---------------------------------------------------------------------------
+
+// The unencoded Datum (planar) holding an OpenCV image's pixels.
+Datum planar_datum(const cv::Mat& mat) {
+  const std::vector<float> values = planar_floats(mat);
+  const std::vector<unsigned char> pixels(values.begin(), values.end());
+  return make_datum(DatumShape{mat.channels(), mat.rows, mat.cols}, pixels.data(), 0);
+}
+
+std::vector<float> as_floats(const Datum& datum) {
+  std::vector<float> values(datum_shape(datum).count());
+  datum_to_floats(datum, values.data());
+  return values;
+}
+
+TEST(DataTransformer, ForceColorAndForceGrayTogetherIsAnError) {
+  const std::string message = error_of([] {
+    DataTransformer(transform_param("force_color: true force_gray: true"), TRAIN, kOwner);
+  });
+  EXPECT_NE(message.find(kOwner), std::string::npos) << message;
+  EXPECT_NE(message.find("both force_color and force_gray"), std::string::npos) << message;
+}
+
+TEST(DataTransformer, ColorModeAndRandomUse) {
+  EXPECT_EQ(DataTransformer(transform_param(""), TRAIN, kOwner).color_mode(), ColorMode::kAsStored);
+  EXPECT_EQ(DataTransformer(transform_param("force_color: true"), TRAIN, kOwner).color_mode(),
+            ColorMode::kColor);
+  EXPECT_EQ(DataTransformer(transform_param("force_gray: true"), TRAIN, kOwner).color_mode(),
+            ColorMode::kGray);
+  EXPECT_FALSE(DataTransformer(transform_param("scale: 2"), TRAIN, kOwner).uses_random());
+  EXPECT_FALSE(DataTransformer(transform_param("crop_size: 2"), TEST, kOwner).uses_random());
+  EXPECT_TRUE(DataTransformer(transform_param("crop_size: 2"), TRAIN, kOwner).uses_random());
+  EXPECT_TRUE(DataTransformer(transform_param("mirror: true"), TEST, kOwner).uses_random());
+}
+
+TEST(DataTransformer, EncodedPngDecodesToExactPixels) {
+  const cv::Mat color = pattern_mat(3, 5, 7);
+  const Datum datum = encoded_datum(encode_mat(color, ".png"), 4);
+  const DataTransformer transformer(transform_param(""), TEST, kOwner);
+  EXPECT_EQ(transformer.decoded_shape(datum), (DatumShape{3, 5, 7}));
+  RandomStream random(1);
+  std::vector<float> out(3 * 5 * 7);
+  transformer.transform(datum, random, out.data());
+  EXPECT_EQ(out, as_floats(planar_datum(color)));  // B, G, R planes, lossless
+}
+
+TEST(DataTransformer, ForceGrayAndForceColorDecodeLikeOpenCV) {
+  const cv::Mat color = pattern_mat(3, 6, 4, 9);
+  const cv::Mat gray = pattern_mat(1, 6, 4, 5);
+  const std::string color_png = encode_mat(color, ".png");
+  const std::string gray_png = encode_mat(gray, ".png");
+  struct Case {
+    std::string bytes;
+    std::string param;
+    int imread_flags;
+    int channels;
+  };
+  const std::vector<Case> cases = {
+      {color_png, "force_gray: true", cv::IMREAD_GRAYSCALE, 1},
+      {color_png, "force_color: true", cv::IMREAD_COLOR, 3},
+      {color_png, "", cv::IMREAD_COLOR, 3},
+      {gray_png, "force_color: true", cv::IMREAD_COLOR, 3},  // grey replicated
+      {gray_png, "", cv::IMREAD_GRAYSCALE, 1},               // as stored
+      {gray_png, "force_gray: true", cv::IMREAD_GRAYSCALE, 1},
+  };
+  for (const Case& test : cases) {
+    const DataTransformer transformer(transform_param(test.param), TRAIN, kOwner);
+    const Datum datum = encoded_datum(test.bytes, 0);
+    const cv::Mat expected = decode_bytes(test.bytes, test.imread_flags);
+    ASSERT_EQ(expected.channels(), test.channels);
+    EXPECT_EQ(transformer.decoded_shape(datum), (DatumShape{test.channels, 6, 4})) << test.param;
+    RandomStream random(1);
+    std::vector<float> out(static_cast<std::size_t>(test.channels) * 6 * 4);
+    transformer.transform(datum, random, out.data());
+    EXPECT_EQ(out, as_floats(planar_datum(expected))) << test.param;
+    // The image codec (convert_imageset, compute_image_mean) decodes alike.
+    const Image image = decode_image(test.bytes, transformer.color_mode(), "test image");
+    EXPECT_EQ(out, std::vector<float>(image.pixels.begin(), image.pixels.end())) << test.param;
+  }
+}
+
+// A lossy JPEG: the crop, mirror and mean file act on the decoded pixels
+// exactly as on an unencoded Datum of them, with the same draws.
+TEST(DataTransformer, EncodedJpegTransformsLikeItsDecodedPixels) {
+  TempDir dir("transformer");
+  const auto mean = [](int c, int h, int w) { return 3.0f * c + 0.5f * h - 0.25f * w; };
+  const std::string mean_path = write_mean_file(dir, "mean.binaryproto", {1, 3, 9, 11}, true, mean);
+  const cv::Mat color = pattern_mat(3, 9, 11, 17);
+  const std::string jpeg = encode_mat(color, ".jpg");
+  const Datum decoded = planar_datum(decode_bytes(jpeg, cv::IMREAD_COLOR));
+  const Datum encoded = encoded_datum(jpeg, 1);
+  for (Phase phase : {TRAIN, TEST}) {
+    const DataTransformer transformer(
+        transform_param("crop_size: 5 mirror: true scale: 0.25 mean_file: '" + mean_path + "'"),
+        phase, kOwner);
+    RandomStream from_encoded(99);
+    RandomStream from_decoded(99);
+    for (int repeat = 0; repeat < 30; ++repeat) {
+      const std::vector<float> expected = transform(transformer, decoded, from_decoded);
+      std::vector<float> out(expected.size());
+      transformer.transform(encoded, from_encoded, out.data());
+      ASSERT_EQ(out, expected) << "repeat " << repeat;
+    }
+  }
+}
+
+TEST(DataTransformer, UndecodableEncodedDatumIsAnError) {
+  const DataTransformer transformer(transform_param(""), TRAIN, kOwner);
+  const Datum datum = encoded_datum("definitely not an image", 0);
+  const std::string message = error_of([&] { transformer.decoded_shape(datum); });
+  EXPECT_NE(message.find("is not an image OpenCV can decode"), std::string::npos) << message;
 }
 
 }  // namespace

@@ -1,85 +1,74 @@
 // DataLayer (type "Data"): batches of Datum records read from an LMDB.
 //
 // Tops: data (batch_size, C, H', W') with C x H x W the shape of the first
-// record and H' x W' its size after transform_param's crop; optionally label
-// (batch_size), the records' labels as floats.
+// record (decoded, for an encoded one) and H' x W' its size after
+// transform_param's crop; optionally label (batch_size), the labels as
+// floats. Every record must have the first one's shape; with a crop_size
+// and no mean file, records of other sizes (at least the crop) are accepted
+// too, as Caffe crops each image where it is.
 //
 // Records are read in key order, wrapping to the first after the last: the
 // n-th forward (from 0) gets records (skip + n * batch_size + i) mod N, where
-// skip is drawn once from [0, rand_skip) (0 without rand_skip).
+// skip is drawn once from [0, rand_skip) (0 without rand_skip). Encoded
+// records (convert_imageset --encoded) are decoded as transform_param's
+// force_color / force_gray say. The pipeline (prefetch, decode threads,
+// deterministic augmentation, data wait) is PrefetchingDataLayer's.
 //
-// A prefetch thread reads and transforms the next `prefetch` batches while
-// the net computes. Batch buffers cycle between two queues (free -> filled by
-// the thread -> full -> copied to the tops by forward -> free), so nothing is
-// allocated once training runs. An error in the thread (a corrupt record, a
-// record whose shape differs from the first's) reaches the caller as an
-// xtrain::Error thrown by the forward that would have used that batch.
+// Sharding (data-parallel training): set_shard(rank, world) makes the layer
+// read only every world-th record of that sequence, starting at the rank-th:
+// rank r of W reads records skip + r, skip + r + W, skip + r + 2W, ... (mod
+// N), as Caffe 1.0's DataLayer does when several solvers share a source. So
+// the W ranks together read every record once per W batches' worth. Caffe
+// shards only the TRAIN nets (the test runs on rank 0 alone); the caller
+// decides, e.g. shard_data_layers(*solver.net(), rank, world) on each rank's
+// train net before its first forward.
 #pragma once
 
-#include <atomic>
 #include <memory>
 #include <string>
-#include <thread>
-#include <vector>
 
-#include "data/blocking_queue.hpp"
-#include "data/data_transformer.hpp"
 #include "data/datum_io.hpp"
 #include "data/lmdb_database.hpp"
-#include "xtrain/layer.hpp"
+#include "data/prefetching_data_layer.hpp"
 
 namespace xtrain {
 
-class DataLayer : public Layer {
+class Net;
+
+class DataLayer : public PrefetchingDataLayer {
  public:
-  explicit DataLayer(const LayerParameter& param) : Layer(param) {}
+  explicit DataLayer(const LayerParameter& param) : PrefetchingDataLayer(param) {}
   ~DataLayer() override;
 
   void layer_setup(const BlobVec& bottom, const BlobVec& top) override;
-  void reshape(const BlobVec& bottom, const BlobVec& top) override;
-
   const char* type() const override { return "Data"; }
-  int exact_num_bottom_blobs() const override { return 0; }
-  int min_top_blobs() const override { return 1; }
-  int max_top_blobs() const override { return 2; }
+
+  // Read only records rank, rank + world, ... (see above). Call before the
+  // first forward; throws xtrain::Error unless 0 <= rank < world.
+  void set_shard(int rank, int world);
+  int shard_rank() const { return shard_rank_; }
+  int shard_world() const { return shard_world_; }
 
  protected:
-  void forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
-  void backward_cpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
+  void start_reading() override;
+  void read_record(Record& record) override;
+  void decode_record(const Record& record, Worker& worker, float* data,
+                     float* label) const override;
 
  private:
-  struct Batch {
-    std::vector<float> data;
-    std::vector<float> labels;
-    std::string error;  // set instead of data when the thread failed
-  };
-
   void check_parameters() const;
-  void start_prefetching();
-  void stop_prefetching();
-  void prefetch_loop();
-  void fill_batch(Batch& batch);
   void advance_cursor();
 
   std::shared_ptr<LmdbDatabase> database_;
-  std::unique_ptr<LmdbCursor> cursor_;
-  std::unique_ptr<DataTransformer> transformer_;
-  int batch_size_ = 0;
-  bool output_labels_ = false;
-  DatumShape record_shape_;  // of the first record; every record must match
-  std::vector<int> data_shape_;
-
-  std::vector<std::unique_ptr<Batch>> batches_;
-  BlockingQueue<Batch*> free_batches_;
-  BlockingQueue<Batch*> full_batches_;
-  std::thread prefetch_thread_;
-  std::atomic<bool> stopping_{false};
-  bool started_ = false;
-  std::string failure_;  // the prefetch thread's error, rethrown by every forward
-
-  // Owned by the prefetch thread once it runs.
-  RandomStream transform_random_;
-  Datum datum_;
+  std::unique_ptr<LmdbCursor> cursor_;  // the reader thread's once it runs
+  std::string source_;
+  DatumShape record_shape_;  // of the first record, decoded
+  int shard_rank_ = 0;
+  int shard_world_ = 1;
+  bool reading_ = false;
 };
+
+// Shards every Data layer of `net` (set_shard); returns how many there are.
+int shard_data_layers(Net& net, int rank, int world);
 
 }  // namespace xtrain

@@ -1,4 +1,4 @@
-// DataTransformer: Caffe's TransformationParameter applied to one Datum.
+// DataTransformer: Caffe's TransformationParameter applied to one image.
 //
 // For an input image x of shape C x H x W and crop size K (0: no crop, then
 // K = H for rows and W for columns), the output y of shape C x K x K is
@@ -16,44 +16,102 @@
 // rand() is one 32-bit draw from the RandomStream passed to transform().
 // As in Caffe 1.0, `mirror: true` flips at random in the TEST phase too
 // (nets meant for deterministic scoring set mirror: false for TEST).
+//
+// Encoded Datums (a JPEG/PNG/... in `data`) are decoded first, as Caffe
+// does: with force_color as 3 channels (B, G, R), with force_gray as 1, else
+// as stored (1 or 3 channels); setting both is an error. The two flags mean
+// nothing for unencoded Datums. Decoding reuses a per-thread Scratch (the
+// decoded image and its planes), so once it has grown nothing is allocated
+// per image; the hot loop is one vectorised pass per output row.
 #pragma once
 
+#include <cstdint>
+#include <opencv2/core.hpp>
 #include <string>
 #include <vector>
 
 #include "data/datum_io.hpp"
+#include "data/image_codec.hpp"
 #include "data/mean_file.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 #include "xtrain/random.hpp"
 
 namespace xtrain {
 
+// Where one image's pixels are: planar (C x H x W) uint8 or float values.
+struct PixelSource {
+  const std::uint8_t* bytes = nullptr;  // one of the two is set
+  const float* floats = nullptr;
+  DatumShape shape;
+
+  static PixelSource planar(const std::uint8_t* pixels, const DatumShape& shape);
+  static PixelSource planar(const float* pixels, const DatumShape& shape);
+  static PixelSource of(const Image& image);
+};
+
 class DataTransformer {
  public:
-  // `owner` prefixes every error, e.g. "layer 'mnist' (Data)". Reads the mean
+  // Buffers that one thread reuses from image to image.
+  struct Scratch {
+    cv::Mat decoded;                   // interleaved, as OpenCV decodes
+    std::vector<std::uint8_t> planes;  // the same pixels, planar
+  };
+
+  // `owner` prefixes every error, e.g. "layer 'data' (Data)". Reads the mean
   // file, if any.
   DataTransformer(const TransformationParameter& param, Phase phase, std::string owner);
+
+  // How encoded Datums are decoded (force_color / force_gray).
+  ColorMode color_mode() const { return color_mode_; }
+  // Whether transform() draws random numbers (mirror, or a TRAIN crop); if
+  // not, its RandomStream is left untouched.
+  bool uses_random() const { return uses_random_; }
 
   // Throws xtrain::Error unless images of `input` shape can be transformed:
   // the crop fits, mean_value has 1 or C values, the mean file is (1, C, H, W).
   void check_input_shape(const DatumShape& input) const;
   // C x K x K with K = crop_size, or the input shape without crop.
   DatumShape output_shape(const DatumShape& input) const;
+  // Whether images of `shape` give outputs of the same shape as images of
+  // `first` (which passed check_input_shape): the same shape, or, with a
+  // crop and no mean file, the same channels and at least the crop's size
+  // (Caffe crops images of any size).
+  bool batchable_with(const DatumShape& first, const DatumShape& shape) const;
 
-  // Writes output_shape(datum).count() values to `out`. The Datum must have
-  // passed check_datum() and have a shape accepted by check_input_shape().
+  // The pixels of a checked Datum. An encoded one is decoded into `scratch`
+  // (throws xtrain::Error, without naming the record, if it is not an image);
+  // the others are read in place. Valid while the Datum and scratch live.
+  PixelSource pixels_of(const Datum& datum, Scratch& scratch) const;
+  // The shape of the Datum's image, decoding it if encoded.
+  DatumShape decoded_shape(const Datum& datum) const;
+
+  // Writes output_shape(source.shape).count() values to `out`. The source's
+  // shape must have passed check_input_shape() (or batchable_with()).
+  void transform(const PixelSource& source, RandomStream& random, float* out) const;
+  // Convenience for one Datum (allocates a Scratch for encoded ones).
   void transform(const Datum& datum, RandomStream& random, float* out) const;
 
   const TransformationParameter& param() const { return param_; }
 
  private:
+  struct Placement {
+    int h_off = 0;
+    int w_off = 0;
+    bool mirror = false;
+  };
+  Placement place(const DatumShape& input, RandomStream& random) const;
   template <typename Value>
-  void transform_values(const Value* values, const DatumShape& input, RandomStream& random,
+  void transform_planar(const Value* values, const DatumShape& input, Placement at,
                         float* out) const;
 
   TransformationParameter param_;
   Phase phase_;
   std::string owner_;
+  ColorMode color_mode_ = ColorMode::kAsStored;
+  bool uses_random_ = false;
+  int crop_ = 0;
+  float scale_ = 1;
+  std::vector<float> mean_values_;  // empty, 1 value, or one per channel
   bool has_mean_file_ = false;
   MeanImage mean_image_;
 };

@@ -28,9 +28,11 @@ DatumShape datum_shape(const Datum& datum) {
 }
 
 void check_datum(const Datum& datum, std::string_view key, const std::string& source) {
-  XTRAIN_CHECK(!datum.encoded(), "encoded Datum in ", describe_record(key, source),
-               ": not supported until the image pipeline lands (use unencoded: convert "
-               "without --encoded)");
+  if (datum.encoded()) {
+    XTRAIN_CHECK(!datum.data().empty(), describe_record(key, source),
+                 " is an encoded Datum without image bytes; the database is damaged");
+    return;
+  }
   const DatumShape shape = datum_shape(datum);
   XTRAIN_CHECK(shape.channels > 0 && shape.height > 0 && shape.width > 0,
                describe_record(key, source), " has shape ", shape.to_string(),

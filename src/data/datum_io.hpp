@@ -2,8 +2,9 @@
 //
 // A Datum holds a channels x height x width image either as uint8 bytes in
 // `data` (what convert_mnist_data and convert_imageset write) or as floats in
-// `float_data`. Encoded Datums (`encoded: true`, a JPEG/PNG in `data`) need
-// an image decoder, which xtrain does not have yet.
+// `float_data`. An encoded Datum (`encoded: true`) holds a compressed image
+// (JPEG, PNG, ...) in `data` and, as Caffe writes it, no channels/height/
+// width: its shape is known only once decoded (DataTransformer::pixels_of).
 #pragma once
 
 #include <string>
@@ -37,10 +38,12 @@ std::string describe_record(std::string_view key, const std::string& source);
 void parse_datum(std::string_view bytes, std::string_view key, const std::string& source,
                  Datum* datum);
 
-// Throws xtrain::Error naming the record if the Datum is encoded, has a
-// non-positive dimension, or holds a number of values other than C*H*W.
+// Throws xtrain::Error naming the record if the Datum is encoded but empty,
+// or unencoded with a non-positive dimension or a number of values other
+// than C*H*W.
 void check_datum(const Datum& datum, std::string_view key, const std::string& source);
 
+// The stored channels x height x width (all 0 for an encoded Datum).
 DatumShape datum_shape(const Datum& datum);
 
 // The C*H*W values of a checked, unencoded Datum, in C, H, W order.

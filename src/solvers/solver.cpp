@@ -2,8 +2,10 @@
 // testing. Snapshots and restoring live in solver_snapshot.cpp.
 #include "xtrain/solver.hpp"
 
+#include <iomanip>
 #include <sstream>
 
+#include "data/data_wait.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/lr_policy.hpp"
@@ -36,6 +38,14 @@ std::string loss_suffix(float loss_weight, float value) {
   std::ostringstream out;
   out << " (* " << loss_weight << " = " << loss_weight * value << " loss)";
   return out.str();
+}
+
+// Seconds the train and test nets' data layers waited for input since the
+// last call (see data/data_wait.hpp).
+double take_data_wait(const Net& train_net, const std::vector<std::shared_ptr<Net>>& test_nets) {
+  double seconds = take_data_wait_seconds(train_net);
+  for (const auto& test_net : test_nets) seconds += take_data_wait_seconds(*test_net);
+  return seconds;
 }
 
 }  // namespace
@@ -212,6 +222,8 @@ void Solver::step(int iters) {
   smoothed_loss_ = 0;
   display_timer_ = std::chrono::steady_clock::now();
   iterations_at_last_display_ = iter_;
+  take_data_wait(*net_, test_nets_);  // count from here
+  const bool show_data_wait = reports_data_wait(*net_);
 
   while (iter_ < stop_iter) {
     net_->clear_param_diffs();
@@ -232,9 +244,16 @@ void Solver::step(int iters) {
       XLOG(INFO) << "Iteration " << iter_ << " (" << static_cast<float>(per_second) << " iter/s, "
                  << static_cast<float>(lapse) << "s/" << param_.display()
                  << " iters), loss = " << smoothed_loss_;
+      const double data_wait = take_data_wait(*net_, test_nets_);
       display_timer_ = std::chrono::steady_clock::now();
       iterations_at_last_display_ = iter_;
       display_train_outputs();
+      // A line of its own, so Caffe's parse_log still reads the lines above.
+      if (show_data_wait) {
+        XLOG(INFO) << "    Data wait: " << std::fixed << std::setprecision(1)
+                   << 100.0 * data_wait / (lapse > 0 ? lapse : 1)
+                   << "% of the time since the last display";
+      }
     }
 
     for (const Callback& callback : gradients_ready_callbacks_) callback(*this);

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "command.hpp"
+#include "data/data_wait.hpp"
 #include "flags.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
@@ -48,6 +49,12 @@ int time_command() {
   std::vector<double> backward_ms(layers.size(), 0.0);
   double total_forward = 0;
   double total_backward = 0;
+  // Data layers' wait for input, counted from the benchmark's start.
+  std::vector<DataWaitReporter*> waiting(layers.size(), nullptr);
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    waiting[i] = data_wait_reporter(*layers[i]);
+    if (waiting[i] != nullptr) waiting[i]->take_data_wait_seconds();
+  }
   XLOG(INFO) << "*** Benchmark begins ***";
   XLOG(INFO) << "Testing for " << FLAGS_iterations << " iterations.";
   const auto total_start = Clock::now();
@@ -90,6 +97,13 @@ int time_command() {
   XLOG(INFO) << "Average Forward-Backward: " << total_ms / n << " ms.";
   XLOG(INFO) << "Total Time: " << total_ms << " ms.";
   XLOG(INFO) << "*** Benchmark ends ***";
+  std::vector<double> wait_ms(layers.size(), 0.0);
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    if (waiting[i] == nullptr) continue;
+    wait_ms[i] = waiting[i]->take_data_wait_seconds() * 1000.0;
+    XLOG(INFO) << "Data wait of " << net.layer_names()[i] << ": " << wait_ms[i] / n
+               << " ms per iteration (" << 100.0 * wait_ms[i] / total_ms << "% of the time).";
+  }
 
   // The table on stdout: one row per layer, then the totals.
   std::printf("%-24s %-18s %12s %12s %7s\n", "layer", "type", "forward ms", "backward ms", "share");
@@ -106,7 +120,13 @@ int time_command() {
   std::printf("forward %.3f ms, backward %.3f ms, forward-backward %.3f ms per iteration",
               total_forward / n, total_backward / n, total_ms / n);
   if (batch > 0) std::printf(" (batch %d: %.0f images/s)", batch, batch * 1000.0 / (total_ms / n));
-  std::printf("\npeak resident memory %.1f MiB\n", peak_resident_kib() / 1024.0);
+  std::printf("\n");
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    if (waiting[i] == nullptr) continue;
+    std::printf("data wait of %s: %.3f ms per iteration (%.1f%% of the time)\n",
+                net.layer_names()[i].c_str(), wait_ms[i] / n, 100.0 * wait_ms[i] / total_ms);
+  }
+  std::printf("peak resident memory %.1f MiB\n", peak_resident_kib() / 1024.0);
   return 0;
 }
 

@@ -1,0 +1,219 @@
+#include "data/prefetching_data_layer.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "xtrain/error.hpp"
+#include "xtrain/logging.hpp"
+
+namespace xtrain {
+namespace {
+
+// Enough workers to decode JPEGs as fast as a CPU net trains; more than the
+// cores only adds switching.
+int automatic_decode_threads() {
+  const unsigned cores = std::thread::hardware_concurrency();
+  return static_cast<int>(std::clamp(cores, 1u, 4u));
+}
+
+}  // namespace
+
+PrefetchingDataLayer::PrefetchingDataLayer(const LayerParameter& param) : Layer(param) {}
+
+PrefetchingDataLayer::~PrefetchingDataLayer() { stop_prefetching(); }
+
+void PrefetchingDataLayer::allocate_batches(const DatumShape& output_shape, const BlobVec& top) {
+  const DataParameter& data = param_.data_param();
+  XTRAIN_CHECK(data.prefetch() > 0, where(), ": data_param.prefetch must be at least 1");
+  XTRAIN_ASSERT(batch_size_ > 0, "batch size not set before allocate_batches");
+  output_labels_ = top.size() > 1;
+  data_shape_ = {batch_size_, output_shape.channels, output_shape.height, output_shape.width};
+  image_size_ = output_shape.count();
+  decode_threads_ = data.decode_threads() > 0 ? static_cast<int>(data.decode_threads())
+                                              : automatic_decode_threads();
+  // A few claims per worker and batch: small enough to balance the load,
+  // large enough that tiny images do not queue on the lock.
+  items_per_claim_ = std::max(1, batch_size_ / (4 * decode_threads_));
+  XLOG(INFO) << "output data size: " << batch_size_ << "," << output_shape.channels << ","
+             << output_shape.height << "," << output_shape.width;
+
+  // One batch in use by the net, `prefetch` loaded ahead.
+  for (unsigned i = 0; i < data.prefetch() + 1; ++i) {
+    auto batch = std::make_unique<Batch>();
+    batch->data.reshape(data_shape_);
+    batch->labels.reshape(std::vector<int>{batch_size_});
+    batch->records.resize(static_cast<std::size_t>(batch_size_));
+    recycle(batch.get());
+    batches_.push_back(std::move(batch));
+  }
+  reshape({}, top);
+}
+
+void PrefetchingDataLayer::reshape(const BlobVec&, const BlobVec& top) {
+  top[0]->reshape(data_shape_);
+  if (output_labels_) top[1]->reshape(std::vector<int>{batch_size_});
+}
+
+// Main thread only: the pointers are taken here so that a device-side head
+// is brought back to the host on the thread that owns the device.
+void PrefetchingDataLayer::recycle(Batch* batch) {
+  batch->data_ptr = batch->data.mutable_cpu_data();
+  batch->label_ptr = output_labels_ ? batch->labels.mutable_cpu_data() : nullptr;
+  free_batches_.push(batch);
+}
+
+double PrefetchingDataLayer::take_data_wait_seconds() {
+  return static_cast<double>(wait_nanoseconds_.exchange(0)) * 1e-9;
+}
+
+// Started on the first forward rather than in setup, so that a seed given to
+// the layer after setup (by the net or the solver) still decides the
+// augmentation and rand_skip.
+void PrefetchingDataLayer::start_threads() {
+  const std::uint64_t high = random().engine()();
+  const std::uint64_t low = random().engine()();
+  record_seed_ = (high << 32) | low;
+  start_reading();
+  started_ = true;
+  reader_ = std::thread([this] { reader_loop(); });
+  for (int i = 0; i < decode_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+}
+
+void PrefetchingDataLayer::stop_prefetching() {
+  stop_reader_ = true;
+  {
+    std::lock_guard<std::mutex> lock(work_mutex_);
+    stopping_ = true;
+  }
+  work_ready_.notify_all();
+  batch_done_.notify_all();
+  free_batches_.close();
+  read_batches_.close();
+  if (reader_.joinable()) reader_.join();
+  for (std::thread& worker : workers_) {
+    if (worker.joinable()) worker.join();
+  }
+  workers_.clear();
+}
+
+void PrefetchingDataLayer::reader_loop() {
+  Batch* batch = nullptr;
+  while (!stop_reader_ && free_batches_.pop(batch)) {
+    batch->first_record = next_record_;
+    next_record_ += static_cast<std::uint64_t>(batch_size_);
+    batch->claimed = 0;
+    batch->finished = 0;
+    batch->failed_item = -1;
+    batch->error.clear();
+    std::string error;
+    try {
+      for (Record& record : batch->records) read_record(record);
+    } catch (const std::exception& caught) {
+      error = caught.what();
+    } catch (...) {
+      error = where() + ": unknown error while reading records";
+    }
+    ++batches_read_;
+    if (!error.empty()) {
+      // The source's position is unknown now: this batch fails and no more follow.
+      {
+        std::lock_guard<std::mutex> lock(work_mutex_);
+        batch->error = error;
+        batch->failed_item = 0;
+        batch->finished = batch_size_;
+      }
+      read_batches_.push(batch);
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(work_mutex_);
+      to_decode_.push_back(batch);
+    }
+    work_ready_.notify_all();
+    read_batches_.push(batch);
+  }
+}
+
+void PrefetchingDataLayer::worker_loop(int index) {
+  (void)index;
+  Worker worker;
+  for (;;) {
+    Batch* batch = nullptr;
+    int begin = 0;
+    int end = 0;
+    {
+      std::unique_lock<std::mutex> lock(work_mutex_);
+      work_ready_.wait(lock, [this] { return stopping_ || !to_decode_.empty(); });
+      if (stopping_) return;
+      batch = to_decode_.front();
+      begin = batch->claimed;
+      end = std::min(batch_size_, begin + items_per_claim_);
+      batch->claimed = end;
+      if (end == batch_size_) to_decode_.pop_front();
+    }
+    int failed_item = -1;
+    std::string error;
+    for (int item = begin; item < end && failed_item < 0; ++item) {
+      try {
+        decode_item(*batch, item, worker);
+      } catch (const std::exception& caught) {
+        failed_item = item;
+        error = caught.what();
+      } catch (...) {
+        failed_item = item;
+        error = where() + ": unknown error while decoding a record";
+      }
+    }
+    bool done = false;
+    {
+      std::lock_guard<std::mutex> lock(work_mutex_);
+      // The batch reports its first failing item, whichever worker saw it first.
+      if (failed_item >= 0 && (batch->failed_item < 0 || failed_item < batch->failed_item)) {
+        batch->failed_item = failed_item;
+        batch->error = std::move(error);
+      }
+      batch->finished += end - begin;
+      done = batch->finished == batch_size_;
+    }
+    if (done) batch_done_.notify_all();
+  }
+}
+
+void PrefetchingDataLayer::decode_item(Batch& batch, int item, Worker& worker) const {
+  const std::uint64_t record_index = batch.first_record + static_cast<std::uint64_t>(item);
+  if (transformer_->uses_random()) {
+    worker.random.reseed(derive_seed(record_seed_, "record", record_index));
+  }
+  decode_record(batch.records[static_cast<std::size_t>(item)], worker,
+                batch.data_ptr + static_cast<std::size_t>(item) * image_size_,
+                batch.label_ptr != nullptr ? batch.label_ptr + item : nullptr);
+}
+
+void PrefetchingDataLayer::forward_cpu(const BlobVec&, const BlobVec& top) {
+  if (!failure_.empty()) throw Error(failure_);
+  if (!started_) start_threads();
+
+  const auto wait_start = std::chrono::steady_clock::now();
+  Batch* batch = nullptr;
+  const bool popped = read_batches_.pop(batch);
+  XTRAIN_ASSERT(popped, "the batch queue closed while the layer is alive");
+  {
+    std::unique_lock<std::mutex> lock(work_mutex_);
+    batch_done_.wait(lock, [&] { return stopping_ || batch->finished == batch_size_; });
+  }
+  wait_nanoseconds_ += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now() - wait_start)
+                           .count();
+  if (!batch->error.empty()) {
+    failure_ = batch->error;
+    throw Error(failure_);
+  }
+
+  top[0]->share_data(batch->data);
+  if (output_labels_) top[1]->share_data(batch->labels);
+  // The previous batch is free only now that no top points at it.
+  if (in_use_ != nullptr) recycle(in_use_);
+  in_use_ = batch;
+}
+
+}  // namespace xtrain

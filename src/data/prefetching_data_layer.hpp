@@ -1,0 +1,159 @@
+// PrefetchingDataLayer: the batch pipeline shared by Data and ImageData.
+//
+// Tops: data (batch_size, C, H', W'), the transformed images; optionally
+// label (batch_size), the records' labels as floats.
+//
+// Three kinds of thread cooperate so the net never waits for input:
+//   - the reader (one thread) takes records from the source in order (an
+//     LMDB's values, a list's lines) and fills a free batch's record slots:
+//     cheap, sequential work that decides WHICH records a batch holds;
+//   - the decode workers (data_param.decode_threads, default min(4, cores))
+//     parse, decode and transform the slots of the batches the reader
+//     filled, in parallel, each writing its images straight into the batch;
+//   - forward() takes the batches in the order the reader filled them,
+//     waits until every image of the next one is done (the "data wait"),
+//     and makes the tops point at the batch's memory (no copy).
+// There are prefetch + 1 batch buffers: the one the net is using, and up to
+// data_param.prefetch loaded ahead. They cycle free -> read -> decoded ->
+// in use -> free, so nothing is allocated once training runs.
+//
+// Determinism: record n of the layer's output (n = batch * batch_size + i)
+// is always the same record, and its random augmentation (mirror, crop)
+// comes from its own RandomStream seeded with derive_seed(s, "record", n),
+// where s is drawn once from the layer's stream: batches do not depend on
+// the number of threads or on their scheduling.
+//
+// Errors (a damaged record, a missing image) reach the caller as the
+// xtrain::Error thrown by the forward that would have used that batch (the
+// first failing image of the batch, in batch order); every later forward
+// throws it again.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "data/blocking_queue.hpp"
+#include "data/data_transformer.hpp"
+#include "data/data_wait.hpp"
+#include "xtrain/layer.hpp"
+
+namespace xtrain {
+
+class PrefetchingDataLayer : public Layer, public DataWaitReporter {
+ public:
+  ~PrefetchingDataLayer() override;
+
+  void reshape(const BlobVec& bottom, const BlobVec& top) override;
+  int exact_num_bottom_blobs() const override { return 0; }
+  int min_top_blobs() const override { return 1; }
+  int max_top_blobs() const override { return 2; }
+
+  double take_data_wait_seconds() override;
+
+  // Batches the reader has filled so far (the one in use, those loaded
+  // ahead, and those consumed): for tests and diagnostics.
+  std::uint64_t batches_read() const { return batches_read_.load(); }
+  // Decode workers in use (known after setup).
+  int decode_threads() const { return decode_threads_; }
+
+ protected:
+  explicit PrefetchingDataLayer(const LayerParameter& param);
+
+  // One record as the reader hands it to a decode worker. The strings keep
+  // their capacity from batch to batch.
+  struct Record {
+    std::string key;    // Data: the LMDB key
+    std::string bytes;  // Data: the serialized Datum; ImageData: the image's path
+    int label = 0;      // ImageData: the list's label
+    int line = 0;       // ImageData: the list line
+  };
+  // What one decode worker reuses from record to record.
+  struct Worker {
+    RandomStream random;
+    Datum datum;
+    DataTransformer::Scratch scratch;
+  };
+
+  // For the subclass's layer_setup, once it knows the images' shape (after
+  // the transform): creates the batch buffers and shapes the tops.
+  void allocate_batches(const DatumShape& output_shape, const BlobVec& top);
+
+  // Main thread, at the first forward, before any record is read (rand_skip,
+  // shuffling: anything drawn from the layer's random stream).
+  virtual void start_reading() = 0;
+  // The reader thread: the next record, in order.
+  virtual void read_record(Record& record) = 0;
+  // A decode worker: the record's image into `data` (output_shape values)
+  // and its label into *label (when not null). Called concurrently from
+  // several workers, so it may change only `worker`. worker.random is
+  // already seeded for this record.
+  virtual void decode_record(const Record& record, Worker& worker, float* data,
+                             float* label) const = 0;
+
+  // Stops and joins the threads. Subclasses call it first in their
+  // destructors: the threads call their virtual functions.
+  void stop_prefetching();
+
+  void forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
+  void backward_cpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
+
+  std::unique_ptr<DataTransformer> transformer_;
+  int batch_size_ = 0;
+  bool output_labels_ = false;
+
+ private:
+  struct Batch {
+    Blob data;
+    Blob labels;
+    float* data_ptr = nullptr;  // taken on the main thread, written by the workers
+    float* label_ptr = nullptr;
+    std::vector<Record> records;
+    std::uint64_t first_record = 0;  // output index of item 0
+    // Guarded by work_mutex_:
+    int claimed = 0;   // items handed to workers
+    int finished = 0;  // items done (or abandoned after an error)
+    int failed_item = -1;
+    std::string error;
+  };
+
+  void start_threads();
+  void reader_loop();
+  void worker_loop(int index);
+  void decode_item(Batch& batch, int item, Worker& worker) const;
+  void recycle(Batch* batch);
+
+  std::vector<int> data_shape_;
+  std::size_t image_size_ = 0;  // values per transformed image
+  int decode_threads_ = 1;
+  int items_per_claim_ = 1;
+
+  std::vector<std::unique_ptr<Batch>> batches_;
+  BlockingQueue<Batch*> free_batches_;
+  BlockingQueue<Batch*> read_batches_;  // in reading order, for forward()
+  Batch* in_use_ = nullptr;             // the batch the tops point at
+
+  std::mutex work_mutex_;
+  std::condition_variable work_ready_;  // a batch to decode, or stopping
+  std::condition_variable batch_done_;  // a batch's last item finished
+  std::deque<Batch*> to_decode_;        // read batches with unclaimed items
+  bool stopping_ = false;               // guarded by work_mutex_
+  std::atomic<bool> stop_reader_{false};
+
+  std::thread reader_;
+  std::vector<std::thread> workers_;
+  bool started_ = false;
+  std::string failure_;  // rethrown by every forward after a failed batch
+  std::uint64_t record_seed_ = 0;
+  std::uint64_t next_record_ = 0;  // reader thread only
+  std::atomic<std::uint64_t> batches_read_{0};
+  std::atomic<std::int64_t> wait_nanoseconds_{0};
+};
+
+}  // namespace xtrain
