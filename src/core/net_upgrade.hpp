@@ -30,6 +30,9 @@ bool upgrade_net_as_needed(const std::string& source, NetParameter* param,
                            std::vector<std::string>* steps = nullptr);
 bool net_needs_upgrade(const NetParameter& param);
 
+// Caffe's type name for a legacy solver_type value ("Nesterov", "Adam", ...).
+std::string solver_type_name(SolverParameter::SolverType type);
+
 // Same for solvers: the solver_type enum, and nets given inline
 // (net_param, train_net_param, test_net_param).
 bool upgrade_solver_as_needed(const std::string& source, SolverParameter* param,

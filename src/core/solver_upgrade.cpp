@@ -7,6 +7,19 @@
 namespace xtrain {
 namespace {
 
+// `field` names the inline net, e.g. "net_param" or "test_net_param 1".
+bool upgrade_inline_net(const std::string& source, const std::string& field, NetParameter* net,
+                        std::vector<std::string>* steps) {
+  std::vector<std::string> net_steps;
+  const bool upgraded = upgrade_net_as_needed(source + " (" + field + ")", net, &net_steps);
+  if (steps) {
+    for (const std::string& step : net_steps) steps->push_back("in " + field + ": " + step);
+  }
+  return upgraded;
+}
+
+}  // namespace
+
 std::string solver_type_name(SolverParameter::SolverType type) {
   switch (type) {
     case SolverParameter::SGD:
@@ -25,19 +38,6 @@ std::string solver_type_name(SolverParameter::SolverType type) {
   XTRAIN_ASSERT(false, "unhandled SolverType ", static_cast<int>(type));
   return {};
 }
-
-// `field` names the inline net, e.g. "net_param" or "test_net_param 1".
-bool upgrade_inline_net(const std::string& source, const std::string& field, NetParameter* net,
-                        std::vector<std::string>* steps) {
-  std::vector<std::string> net_steps;
-  const bool upgraded = upgrade_net_as_needed(source + " (" + field + ")", net, &net_steps);
-  if (steps) {
-    for (const std::string& step : net_steps) steps->push_back("in " + field + ": " + step);
-  }
-  return upgraded;
-}
-
-}  // namespace
 
 bool solver_needs_type_upgrade(const SolverParameter& param) { return param.has_solver_type(); }
 

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/net_upgrade.hpp"
 #include "solvers/adadelta_solver.hpp"
 #include "solvers/adagrad_solver.hpp"
 #include "solvers/adam_solver.hpp"
@@ -16,24 +17,6 @@
 
 namespace xtrain {
 namespace {
-
-std::string legacy_type_name(SolverParameter::SolverType type) {
-  switch (type) {
-    case SolverParameter::SGD:
-      return "SGD";
-    case SolverParameter::NESTEROV:
-      return "Nesterov";
-    case SolverParameter::ADAGRAD:
-      return "AdaGrad";
-    case SolverParameter::RMSPROP:
-      return "RMSProp";
-    case SolverParameter::ADADELTA:
-      return "AdaDelta";
-    case SolverParameter::ADAM:
-      return "Adam";
-  }
-  return "SGD";
-}
 
 std::string joined(const std::vector<std::string>& names) {
   std::string list;
@@ -75,7 +58,7 @@ std::unique_ptr<Solver> create_solver(const SolverParameter& param, const Solver
                  "the solver sets both solver_type (the old enum) and type; "
                  "keep only `type: \"",
                  param.type(), "\"`");
-    type = legacy_type_name(param.solver_type());
+    type = solver_type_name(param.solver_type());
   }
   for (const auto& [name, make] : solver_makers()) {
     if (name == type) return make(param, options);
