@@ -58,7 +58,7 @@ V1LayerParameter::LayerType v1_type_of_v0(const std::string& source, const std::
 // Moves the settings of one V0 layer into its V1 form. Each layer type
 // takes the settings it has; any other setting is dropped with a warning.
 // Typed parameter messages are created only when a setting goes into them,
-// so the upgraded text has no empty `xxx_param {}` blocks (as in Caffe).
+// so the upgraded text has no empty `<type>_param {}` blocks (as in Caffe).
 class V0LayerConverter {
  public:
   V0LayerConverter(const std::string& source, const V0LayerParameter& v0, V1LayerParameter* v1,

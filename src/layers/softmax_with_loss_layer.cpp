@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "layers/builtin_layers.hpp"
+#include "layers/loss_layer.hpp"
 #include "layers/softmax_layer.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
@@ -60,12 +61,7 @@ class SoftmaxWithLossLayer : public Layer {
     const LossParameter& loss = param_.loss_param();
     has_ignore_label_ = loss.has_ignore_label();
     ignore_label_ = loss.ignore_label();
-    // The legacy `normalize` flag counts only when `normalization` is unset.
-    if (!loss.has_normalization() && loss.has_normalize()) {
-      normalization_ = loss.normalize() ? LossParameter::VALID : LossParameter::BATCH_SIZE;
-    } else {
-      normalization_ = loss.normalization();
-    }
+    normalization_ = loss_normalization(loss, LossParameter::VALID);
   }
 
   void reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -172,22 +168,7 @@ class SoftmaxWithLossLayer : public Layer {
   }
 
   float normalizer(std::size_t valid) const {
-    float value = 1;
-    switch (normalization_) {
-      case LossParameter::FULL:
-        value = static_cast<float>(outer_num_ * inner_num_);
-        break;
-      case LossParameter::VALID:
-        value = static_cast<float>(valid);
-        break;
-      case LossParameter::BATCH_SIZE:
-        value = static_cast<float>(outer_num_);
-        break;
-      case LossParameter::NONE:
-        value = 1;
-        break;
-    }
-    return std::max(1.0f, value);
+    return loss_normalizer(normalization_, outer_num_, inner_num_, valid);
   }
 
   bool default_loss_weights_ = false;
