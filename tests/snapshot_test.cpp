@@ -185,7 +185,7 @@ TEST_F(Snapshot, RestoringACaffemodelIsAnError) {
   auto other = make(solver_param());
   const std::string message = restore_error(*other, path("lin_iter_2.caffemodel"));
   EXPECT_NE(message.find("'" + path("lin_iter_2.caffemodel") +
-                         "' is not a solver state of this net: it is a .caffemodel"),
+                         "' is not a solver state: it is a .caffemodel"),
             std::string::npos)
       << message;
   EXPECT_EQ(other->iter(), 0);  // nothing was changed
@@ -225,7 +225,12 @@ TEST_F(Snapshot, RestoringGarbageOrNothingIsAnError) {
             std::string::npos);
   EXPECT_NE(restore_error(*solver, path("missing.solverstate")).find("cannot open"),
             std::string::npos);
-  EXPECT_NE(restore_error(*solver, path("lin_iter_4.solverstate.h5")).find("HDF5"),
+  {
+    std::ofstream not_hdf5(path("lin_iter_4.solverstate.h5"));
+    not_hdf5 << "not HDF5 either";
+  }
+  EXPECT_NE(restore_error(*solver, path("lin_iter_4.solverstate.h5"))
+                .find("is named like an HDF5 solver state but is not an HDF5 file"),
             std::string::npos);
 }
 
@@ -258,7 +263,8 @@ TEST_F(Snapshot, AFailedWriteDoesNotStopTraining) {
   set_min_log_severity(saved);
   EXPECT_EQ(solver->iter(), 2);
   EXPECT_TRUE(solver->last_snapshot_paths().empty());
-  EXPECT_NE(log.find("Snapshot failed (training continues)"), std::string::npos) << log;
+  EXPECT_NE(log.find("Snapshot at iteration 1 failed; training continues"), std::string::npos)
+      << log;
 }
 
 TEST_F(Snapshot, BadSettingsAreErrorsAtConstruction) {
@@ -270,8 +276,10 @@ TEST_F(Snapshot, BadSettingsAreErrorsAtConstruction) {
     }
     return "(no error)";
   };
-  EXPECT_EQ(error_of(solver_param("snapshot_format: HDF5")),
-            "HDF5 snapshots are not supported yet; use snapshot_format: BINARYPROTO");
+  EXPECT_NE(error_of(solver_param("snapshot_keep: -1")).find("snapshot_keep must be >= 0"),
+            std::string::npos);
+  EXPECT_NE(error_of(solver_param("max_seconds: -5")).find("max_seconds must be >= 0"),
+            std::string::npos);
   SolverParameter unwritable = solver_param("snapshot: 10");
   unwritable.set_snapshot_prefix(path("no/such/dir/lin"));
   EXPECT_NE(

@@ -28,25 +28,24 @@ std::string concat(Parts&&... parts) {
   (out << ... << std::forward<Parts>(parts));
   return out.str();
 }
-[[noreturn]] void throw_internal_error(const char* file, int line,
-                                       const char* condition,
+[[noreturn]] void throw_internal_error(const char* file, int line, const char* condition,
                                        const std::string& message);
 }  // namespace detail
 
 }  // namespace xtrain
 
-#define XTRAIN_CHECK(condition, ...)                                 \
-  do {                                                               \
-    if (!(condition)) {                                              \
-      throw ::xtrain::Error(::xtrain::detail::concat(__VA_ARGS__));  \
-    }                                                                \
+#define XTRAIN_CHECK(condition, ...)                                \
+  do {                                                              \
+    if (!(condition)) {                                             \
+      throw ::xtrain::Error(::xtrain::detail::concat(__VA_ARGS__)); \
+    }                                                               \
   } while (0)
 
-#define XTRAIN_ASSERT(condition, ...)                                     \
-  do {                                                                    \
-    if (!(condition)) {                                                   \
-      ::xtrain::detail::throw_internal_error(                             \
-          __FILE__, __LINE__, #condition,                                 \
-          ::xtrain::detail::concat("" __VA_OPT__(, ) __VA_ARGS__));       \
-    }                                                                     \
+#define XTRAIN_ASSERT(condition, ...)                               \
+  do {                                                              \
+    if (!(condition)) {                                             \
+      ::xtrain::detail::throw_internal_error(                       \
+          __FILE__, __LINE__, #condition,                           \
+          ::xtrain::detail::concat("" __VA_OPT__(, ) __VA_ARGS__)); \
+    }                                                               \
   } while (0)

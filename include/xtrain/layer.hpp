@@ -42,8 +42,7 @@ class Layer {
   // Computes the tops and returns this layer's weighted loss (0 if none).
   float forward(const BlobVec& bottom, const BlobVec& top);
   // propagate_down[i]: whether bottom[i] needs a gradient.
-  void backward(const BlobVec& top, const std::vector<bool>& propagate_down,
-                const BlobVec& bottom);
+  void backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom);
 
   virtual const char* type() const = 0;
   const std::string& name() const { return param_.name(); }
@@ -84,22 +83,29 @@ class Layer {
 
   // The layer's own random stream (fillers, dropout masks, augmentation).
   RandomStream& random() { return random_; }
+  const RandomStream& random() const { return random_; }
   void seed(std::uint64_t seed) { random_.reseed(seed); }
 
   // Writes the parameter and the learnable blobs.
   virtual void to_proto(LayerParameter* param, bool write_diff = false) const;
 
+  // Exact resume. A snapshot keeps, for every layer, its random stream plus
+  // whatever save_resume_state() adds (a data layer's position in its
+  // source); restore_resume_state() puts both back, so training continues
+  // with the same numbers as if it had never stopped. The defaults keep the
+  // random stream only. Overrides call the base version first.
+  virtual void save_resume_state(LayerResumeState* state) const;
+  // Throws xtrain::Error if the state cannot be applied (e.g. a data layer
+  // that already started reading).
+  virtual void restore_resume_state(const LayerResumeState& state);
+
  protected:
   virtual void forward_cpu(const BlobVec& bottom, const BlobVec& top) = 0;
-  virtual void backward_cpu(const BlobVec& top,
-                            const std::vector<bool>& propagate_down,
+  virtual void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                             const BlobVec& bottom) = 0;
   // GPU kernels fall back to the CPU ones until a layer provides its own.
-  virtual void forward_gpu(const BlobVec& bottom, const BlobVec& top) {
-    forward_cpu(bottom, top);
-  }
-  virtual void backward_gpu(const BlobVec& top,
-                            const std::vector<bool>& propagate_down,
+  virtual void forward_gpu(const BlobVec& bottom, const BlobVec& top) { forward_cpu(bottom, top); }
+  virtual void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                             const BlobVec& bottom) {
     backward_cpu(top, propagate_down, bottom);
   }

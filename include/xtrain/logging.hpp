@@ -35,7 +35,5 @@ class LogMessage {
 #define XTRAIN_LOG_SEVERITY_ERROR ::xtrain::LogSeverity::kError
 
 // XLOG(INFO) << "Iteration " << iter << ", loss = " << loss;
-#define XLOG(severity)                                                     \
-  ::xtrain::detail::LogMessage(XTRAIN_LOG_SEVERITY_##severity, __FILE__,   \
-                               __LINE__)                                   \
-      .stream()
+#define XLOG(severity) \
+  ::xtrain::detail::LogMessage(XTRAIN_LOG_SEVERITY_##severity, __FILE__, __LINE__).stream()

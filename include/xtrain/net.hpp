@@ -35,8 +35,7 @@ class Net {
   explicit Net(const NetParameter& param, const NetOptions& options = {});
   // Reads a prototxt file; phase, level and stages override its state.
   Net(const std::string& prototxt_path, Phase phase, int level = 0,
-      const std::vector<std::string>& stages = {},
-      const NetOptions& options = {});
+      const std::vector<std::string>& stages = {}, const NetOptions& options = {});
 
   // Runs every layer forward; returns the total weighted loss.
   float forward();
@@ -59,6 +58,13 @@ class Net {
 
   void to_proto(NetParameter* param, bool write_diff = false) const;
 
+  // Exact resume: each layer's state beyond its blobs (its random stream, a
+  // data layer's position; see Layer::save_resume_state).
+  void save_resume_state(NetResumeState* state) const;
+  // Applies the states to the layers of the same name and returns the names
+  // of this net's layers the state has nothing for (they keep their state).
+  std::vector<std::string> restore_resume_state(const NetResumeState& state);
+
   const std::string& name() const { return name_; }
   Phase phase() const { return phase_; }
   const std::vector<std::shared_ptr<Layer>>& layers() const { return layers_; }
@@ -77,7 +83,9 @@ class Net {
   const BlobVec& input_blobs() const { return net_input_blobs_; }
   bool layer_needs_backward(int layer) const { return layer_need_backward_[layer]; }
   // For each layer, which of its bottoms get a gradient in backward().
-  const std::vector<std::vector<bool>>& bottom_need_backward() const { return bottom_need_backward_; }
+  const std::vector<std::vector<bool>>& bottom_need_backward() const {
+    return bottom_need_backward_;
+  }
 
   bool has_blob(const std::string& name) const;
   // Throws xtrain::Error if there is no such blob.

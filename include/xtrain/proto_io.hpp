@@ -5,9 +5,9 @@
 // so a crash never leaves a half-written file under the final name.
 #pragma once
 
-#include <string>
-
 #include <google/protobuf/message.h>
+
+#include <string>
 
 namespace xtrain {
 

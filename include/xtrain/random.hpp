@@ -39,8 +39,7 @@ class RandomStream {
 
 // A seed for the sub-stream named by (base_seed, tag, index): distinct tags
 // and indices give unrelated streams.
-std::uint64_t derive_seed(std::uint64_t base_seed, const std::string& tag,
-                          std::uint64_t index = 0);
+std::uint64_t derive_seed(std::uint64_t base_seed, const std::string& tag, std::uint64_t index = 0);
 
 // A seed from the clock and the process id, for random_seed < 0.
 std::uint64_t nondeterministic_seed();

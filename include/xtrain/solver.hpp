@@ -11,8 +11,12 @@
 //                    snapshot (every `snapshot` iterations, or on request)
 //
 // Snapshots are <snapshot_prefix>_iter_<N>.caffemodel (the weights) and
-// <snapshot_prefix>_iter_<N>.solverstate (iteration, schedule position and
-// the update rule's history, plus the path of the .caffemodel).
+// <snapshot_prefix>_iter_<N>.solverstate (iteration, schedule position, the
+// update rule's history and the path of the .caffemodel, as in Caffe, plus
+// what an exact resume needs: every random stream and data-reader position).
+// They are written every `snapshot` iterations, every snapshot_minutes, on
+// request, before the max_seconds budget runs out, and at the end; each
+// file appears atomically and carries a checksum (xtrain/snapshot_files.hpp).
 //
 // An empty snapshot_prefix is used as is, as Caffe 1.0 does (files named
 // "_iter_<N>.caffemodel" in the working directory); tools that read a solver
@@ -39,6 +43,9 @@ struct SolverOptions {
   // Where the nets compute. Unset: the solver's solver_mode/device_id if
   // solver_mode is given explicitly (as the tool sets it), else the CPU.
   std::optional<Device> device;
+  // When the session's time budget (max_seconds) started; unset: when the
+  // solver was constructed. Tools pass their own start time.
+  std::optional<std::chrono::steady_clock::time_point> session_start;
   // In a data-parallel group only the root solver builds test nets, tests,
   // displays progress and writes snapshots; the others just compute.
   bool is_root = true;
@@ -67,12 +74,21 @@ class Solver {
   void solve(const std::string& resume_file = "");
   // Runs `iters` iterations (fewer if a stop is requested).
   void step(int iters);
-  // Resumes from a .solverstate written for this net (not a .caffemodel).
+  // Resumes from a .solverstate (or .solverstate.h5) written for this net by
+  // xtrain or Caffe: weights, iteration, history, and (xtrain's) random
+  // streams and data positions. Call before training starts (data layers
+  // cannot move once they read). Throws xtrain::Error, changing nothing, if
+  // the file is not a usable state for this net.
   void restore(const std::string& solverstate_path);
   // Writes the .caffemodel and .solverstate for the current iteration and
-  // returns the paths written. A file that cannot be written is logged as an
-  // error and left out, so a long run survives a full disk.
+  // returns the paths written: both, or none if writing failed (the error
+  // is logged and earlier snapshots stay intact, so a long run survives a
+  // full disk).
   std::vector<std::string> snapshot();
+  // The iteration of the last complete snapshot written or restored (-1: none).
+  int last_snapshot_iter() const { return last_snapshot_iter_; }
+  // Whether training stopped early to stay inside max_seconds.
+  bool stopped_for_time_budget() const { return stopped_for_time_budget_; }
   // What the most recent snapshot() wrote (empty before any).
   const std::vector<std::string>& last_snapshot_paths() const { return last_snapshot_paths_; }
   void test_all();
@@ -132,14 +148,25 @@ class Solver {
   Action requested_action() const;
   std::string snapshot_filename(const std::string& extension) const;
   void check_snapshot_settings() const;
-  std::string resolve_learned_net(const std::string& learned_net,
-                                  const std::string& solverstate_path) const;
+  void fill_resume_state(ResumeState* resume) const;
+  void restore_resume_state(const ResumeState& resume, const std::string& path);
+  // Whether another iteration plus a snapshot would overrun max_seconds.
+  bool time_budget_nearly_spent(double iteration_seconds) const;
+  bool timed_snapshot_due() const;
+  bool test_due() const;
 
   // The run's seed (random_seed, or one from the clock); each net's streams
   // derive from it.
   std::uint64_t seed_ = 0;
   Device device_;
   std::vector<std::string> last_snapshot_paths_;
+  int last_snapshot_iter_ = -1;
+  bool stopped_for_time_budget_ = false;
+  std::chrono::steady_clock::time_point session_start_;
+  std::chrono::steady_clock::time_point last_snapshot_time_;
+  double last_snapshot_seconds_ = -1;  // -1: no snapshot yet this session
+  double last_test_seconds_ = 0;
+  double train_seconds_before_ = 0;  // earlier sessions' training time
   std::shared_ptr<Net> net_;
   std::vector<std::shared_ptr<Net>> test_nets_;
   std::vector<Callback> gradients_ready_callbacks_;

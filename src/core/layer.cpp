@@ -14,9 +14,7 @@ Layer::Layer(const LayerParameter& param) : param_(param) {
   }
 }
 
-std::string Layer::where() const {
-  return "layer '" + param_.name() + "' (" + param_.type() + ")";
-}
+std::string Layer::where() const { return "layer '" + param_.name() + "' (" + param_.type() + ")"; }
 
 namespace {
 std::string blobs_word(int n) { return n == 1 ? " blob" : " blobs"; }
@@ -31,31 +29,29 @@ void Layer::check_blob_counts(const BlobVec& bottom, const BlobVec& top) const {
                  ", but ", bottoms, " given");
   }
   if (min_bottom_blobs() >= 0) {
-    XTRAIN_CHECK(bottoms >= min_bottom_blobs(), where(), " takes at least ",
-                 min_bottom_blobs(), " bottom", blobs_word(min_bottom_blobs()), ", but ",
-                 bottoms, " given");
+    XTRAIN_CHECK(bottoms >= min_bottom_blobs(), where(), " takes at least ", min_bottom_blobs(),
+                 " bottom", blobs_word(min_bottom_blobs()), ", but ", bottoms, " given");
   }
   if (max_bottom_blobs() >= 0) {
-    XTRAIN_CHECK(bottoms <= max_bottom_blobs(), where(), " takes at most ",
-                 max_bottom_blobs(), " bottom", blobs_word(max_bottom_blobs()), ", but ",
-                 bottoms, " given");
+    XTRAIN_CHECK(bottoms <= max_bottom_blobs(), where(), " takes at most ", max_bottom_blobs(),
+                 " bottom", blobs_word(max_bottom_blobs()), ", but ", bottoms, " given");
   }
   if (exact_num_top_blobs() >= 0) {
     XTRAIN_CHECK(tops == exact_num_top_blobs(), where(), " produces exactly ",
-                 exact_num_top_blobs(), " top", blobs_word(exact_num_top_blobs()), ", but ",
-                 tops, " given");
+                 exact_num_top_blobs(), " top", blobs_word(exact_num_top_blobs()), ", but ", tops,
+                 " given");
   }
   if (min_top_blobs() >= 0) {
-    XTRAIN_CHECK(tops >= min_top_blobs(), where(), " produces at least ", min_top_blobs(),
-                 " top", blobs_word(min_top_blobs()), ", but ", tops, " given");
+    XTRAIN_CHECK(tops >= min_top_blobs(), where(), " produces at least ", min_top_blobs(), " top",
+                 blobs_word(min_top_blobs()), ", but ", tops, " given");
   }
   if (max_top_blobs() >= 0) {
-    XTRAIN_CHECK(tops <= max_top_blobs(), where(), " produces at most ", max_top_blobs(),
-                 " top", blobs_word(max_top_blobs()), ", but ", tops, " given");
+    XTRAIN_CHECK(tops <= max_top_blobs(), where(), " produces at most ", max_top_blobs(), " top",
+                 blobs_word(max_top_blobs()), ", but ", tops, " given");
   }
   if (equal_num_bottom_top_blobs()) {
-    XTRAIN_CHECK(bottoms == tops, where(), " needs as many tops as bottoms, but has ",
-                 bottoms, " bottoms and ", tops, " tops");
+    XTRAIN_CHECK(bottoms == tops, where(), " needs as many tops as bottoms, but has ", bottoms,
+                 " bottoms and ", tops, " tops");
   }
 }
 
@@ -95,7 +91,8 @@ float Layer::forward(const BlobVec& bottom, const BlobVec& top) {
     if (this->loss(static_cast<int>(i)) == 0) continue;
     const float* data = top[i]->cpu_data();
     const float* weights = top[i]->cpu_diff();
-    for (std::size_t j = 0; j < top[i]->count(); ++j) loss += static_cast<double>(data[j]) * weights[j];
+    for (std::size_t j = 0; j < top[i]->count(); ++j)
+      loss += static_cast<double>(data[j]) * weights[j];
   }
   return static_cast<float>(loss);
 }
@@ -110,8 +107,7 @@ void Layer::backward(const BlobVec& top, const std::vector<bool>& propagate_down
 }
 
 bool Layer::param_propagate_down(int i) const {
-  return i >= 0 && i < static_cast<int>(param_propagate_down_.size()) &&
-         param_propagate_down_[i];
+  return i >= 0 && i < static_cast<int>(param_propagate_down_.size()) && param_propagate_down_[i];
 }
 
 void Layer::set_param_propagate_down(int i, bool value) {
@@ -134,6 +130,15 @@ void Layer::to_proto(LayerParameter* param, bool write_diff) const {
   *param = param_;
   param->clear_blobs();
   for (const auto& blob : blobs_) blob->to_proto(param->add_blobs(), write_diff);
+}
+
+void Layer::save_resume_state(LayerResumeState* state) const {
+  state->set_name(name());
+  state->set_random_state(random_.state());
+}
+
+void Layer::restore_resume_state(const LayerResumeState& state) {
+  if (state.has_random_state()) random_.set_state(state.random_state());
 }
 
 }  // namespace xtrain

@@ -6,6 +6,7 @@
 
 #include "core/net_input_upgrade.hpp"
 #include "core/net_upgrade.hpp"
+#include "solvers/snapshot_reading.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
 #include "xtrain/logging.hpp"
@@ -13,9 +14,7 @@
 
 namespace xtrain {
 
-Net::Net(const NetParameter& param, const NetOptions& options) : options_(options) {
-  init(param);
-}
+Net::Net(const NetParameter& param, const NetOptions& options) : options_(options) { init(param); }
 
 Net::Net(const std::string& prototxt_path, Phase phase, int level,
          const std::vector<std::string>& stages, const NetOptions& options)
@@ -145,7 +144,8 @@ void Net::init(const NetParameter& in_param) {
     net_output_blobs_.push_back(blobs_[blob_id].get());
     net_output_blob_indices_.push_back(blob_id);
   }
-  for (std::size_t i = 0; i < blob_names_.size(); ++i) blob_names_index_[blob_names_[i]] = static_cast<int>(i);
+  for (std::size_t i = 0; i < blob_names_.size(); ++i)
+    blob_names_index_[blob_names_[i]] = static_cast<int>(i);
 
   // Parameters named alike share one blob (data and gradient).
   for (std::size_t i = 0; i < params_.size(); ++i) {
@@ -219,9 +219,8 @@ void Net::append_param(const NetParameter& param, int layer_id, int param_id) {
   params_.push_back(layers_[layer_id]->blobs()[param_id]);
   param_id_vecs_[layer_id].push_back(net_param_id);
   param_layer_indices_.emplace_back(layer_id, param_id);
-  param_display_names_.push_back(param_name.empty()
-                                     ? layer_param.name() + "/" + std::to_string(param_id)
-                                     : param_name);
+  param_display_names_.push_back(
+      param_name.empty() ? layer_param.name() + "/" + std::to_string(param_id) : param_name);
 
   auto owner = param_name.empty() ? param_names_index_.end() : param_names_index_.find(param_name);
   if (owner == param_names_index_.end()) {
@@ -250,9 +249,9 @@ void Net::append_param(const NetParameter& param, int layer_id, int param_id) {
                  " (PERMISSIVE sharing needs equal counts)");
   } else {
     XTRAIN_CHECK(owner_blob.shape() == this_blob.shape(), "shared parameter '", param_name,
-                 "': layer '", layer_names_[owner_layer], "' has shape ",
-                 owner_blob.shape_string(), " but layer '", layer_param.name(), "' has ",
-                 this_blob.shape_string(), " (use share_mode: PERMISSIVE to share by count)");
+                 "': layer '", layer_names_[owner_layer], "' has shape ", owner_blob.shape_string(),
+                 " but layer '", layer_param.name(), "' has ", this_blob.shape_string(),
+                 " (use share_mode: PERMISSIVE to share by count)");
   }
   const int learnable_id = learnable_param_ids_[owner_id];
   learnable_param_ids_.push_back(learnable_id);
@@ -265,11 +264,11 @@ void Net::append_param(const NetParameter& param, int layer_id, int param_id) {
     has_params_lr_[learnable_id] = true;
   }
   if (spec.has_decay_mult()) {
-    XTRAIN_CHECK(!has_params_decay_[learnable_id] ||
-                     params_weight_decay_[learnable_id] == spec.decay_mult(),
-                 "shared parameter '", param_name, "' has different decay_mult values (",
-                 params_weight_decay_[learnable_id], " and ", spec.decay_mult(), " in layer '",
-                 layer_param.name(), "')");
+    XTRAIN_CHECK(
+        !has_params_decay_[learnable_id] || params_weight_decay_[learnable_id] == spec.decay_mult(),
+        "shared parameter '", param_name, "' has different decay_mult values (",
+        params_weight_decay_[learnable_id], " and ", spec.decay_mult(), " in layer '",
+        layer_param.name(), "')");
     params_weight_decay_[learnable_id] = spec.decay_mult();
     has_params_decay_[learnable_id] = true;
   }
@@ -318,7 +317,8 @@ void Net::compute_backward_needs(const NetParameter& param) {
     layer_need_backward_[layer_id] = true;
     for (std::size_t bottom_id = 0; bottom_id < bottom_vecs_[layer_id].size(); ++bottom_id) {
       const bool allowed = layers_[layer_id]->allow_force_backward(static_cast<int>(bottom_id));
-      bottom_need_backward_[layer_id][bottom_id] = bottom_need_backward_[layer_id][bottom_id] || allowed;
+      bottom_need_backward_[layer_id][bottom_id] =
+          bottom_need_backward_[layer_id][bottom_id] || allowed;
       const int blob_id = bottom_id_vecs_[layer_id][bottom_id];
       blob_need_backward_[blob_id] = blob_need_backward_[blob_id] || allowed;
     }
@@ -351,7 +351,8 @@ float Net::forward_backward() {
 }
 
 void Net::reshape() {
-  for (std::size_t i = 0; i < layers_.size(); ++i) layers_[i]->reshape(bottom_vecs_[i], top_vecs_[i]);
+  for (std::size_t i = 0; i < layers_.size(); ++i)
+    layers_[i]->reshape(bottom_vecs_[i], top_vecs_[i]);
 }
 
 void Net::clear_param_diffs() {
@@ -361,6 +362,11 @@ void Net::clear_param_diffs() {
 }
 
 void Net::copy_trained_layers_from(const NetParameter& trained) {
+  // Check every layer before copying any, and report every mismatch at once:
+  // fine-tuning usually renames several layers, and one error per run would
+  // make the user find them one by one.
+  std::vector<std::string> mismatches;
+  std::vector<std::pair<const LayerParameter*, Layer*>> copies;
   for (const LayerParameter& source : trained.layer()) {
     auto target = layer_names_index_.find(source.name());
     if (target == layer_names_index_.end()) {
@@ -368,34 +374,49 @@ void Net::copy_trained_layers_from(const NetParameter& trained) {
       continue;
     }
     Layer& layer = *layers_[target->second];
-    auto& target_blobs = layer.blobs();
-    XTRAIN_CHECK(static_cast<int>(target_blobs.size()) == source.blobs_size(),
-                 "cannot copy weights into layer '", source.name(), "': the weights file has ",
-                 source.blobs_size(), " blobs for it but the net's layer has ",
-                 target_blobs.size(),
-                 ". To learn this layer from scratch instead, rename it in the net.");
+    const auto& target_blobs = layer.blobs();
+    if (static_cast<int>(target_blobs.size()) != source.blobs_size()) {
+      mismatches.push_back("layer '" + source.name() + "': the weights file has " +
+                           std::to_string(source.blobs_size()) +
+                           " blobs for it but the net's layer has " +
+                           std::to_string(target_blobs.size()));
+      continue;
+    }
+    bool fits = true;
     for (int j = 0; j < source.blobs_size(); ++j) {
       if (!target_blobs[j]->shape_equals(source.blobs(j))) {
-        throw Error("cannot copy weights into layer '" + source.name() + "' (param " +
-                    std::to_string(j) + "): the weights file has shape " +
-                    shape_to_string(blob_proto_shape(source.blobs(j))) +
-                    " but the net needs " + shape_to_string(target_blobs[j]->shape()) +
-                    ". To learn this layer from scratch instead of copying it, rename the "
-                    "layer in the net.");
+        mismatches.push_back("layer '" + source.name() + "' param " + std::to_string(j) +
+                             ": the weights file has shape " +
+                             shape_to_string(blob_proto_shape(source.blobs(j))) +
+                             " but the net needs " + shape_to_string(target_blobs[j]->shape()));
+        fits = false;
       }
-      target_blobs[j]->from_proto(source.blobs(j), false);
+    }
+    if (fits) copies.emplace_back(&source, &layer);
+  }
+  if (!mismatches.empty()) {
+    std::string list;
+    for (const std::string& mismatch : mismatches) list += (list.empty() ? "" : "; ") + mismatch;
+    throw Error("cannot copy the trained weights into net '" + name_ +
+                "': " + std::to_string(mismatches.size()) + " layer(s) do not fit (" + list +
+                "). To learn such a layer from scratch instead (fine-tuning), rename it in the "
+                "net; layers are copied by name");
+  }
+  for (const auto& [source, layer] : copies) {
+    for (int j = 0; j < source->blobs_size(); ++j) {
+      layer->blobs()[j]->from_proto(source->blobs(j), false);
     }
   }
 }
 
 void Net::copy_trained_layers_from(const std::string& weights_path) {
-  NetParameter trained;
-  read_proto_from_binary_file(weights_path, &trained);
-  upgrade_net_as_needed(weights_path, &trained);  // V0/V1 .caffemodel files
-  XTRAIN_CHECK(trained.layer_size() > 0, "'", weights_path,
-               "' holds no layers, so it is not a .caffemodel with weights (is it a "
-               ".solverstate? resume from those with --snapshot)");
-  copy_trained_layers_from(trained);
+  try {
+    copy_trained_layers_from(read_weights_file(weights_path));
+  } catch (const Error& error) {
+    const std::string what = error.what();
+    if (what.find(weights_path) != std::string::npos) throw;
+    throw Error("'" + weights_path + "': " + what);
+  }
 }
 
 void Net::share_trained_layers_with(const Net& other) {
@@ -436,8 +457,8 @@ bool Net::has_layer(const std::string& name) const { return layer_names_index_.c
 
 std::shared_ptr<Layer> Net::layer_by_name(const std::string& name) const {
   auto found = layer_names_index_.find(name);
-  XTRAIN_CHECK(found != layer_names_index_.end(), "net '", name_, "' has no layer named '",
-               name, "'");
+  XTRAIN_CHECK(found != layer_names_index_.end(), "net '", name_, "' has no layer named '", name,
+               "'");
   return layers_[found->second];
 }
 

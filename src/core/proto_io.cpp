@@ -1,6 +1,10 @@
 #include "xtrain/proto_io.hpp"
 
 #include <fcntl.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <google/protobuf/text_format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,13 +12,10 @@
 #include <climits>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/tokenizer.h>
-#include <google/protobuf/io/zero_copy_stream_impl.h>
-#include <google/protobuf/text_format.h>
-
+#include "core/atomic_file.hpp"
 #include "core/net_upgrade.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/proto/xtrain.pb.h"
@@ -48,57 +49,6 @@ std::string read_whole_file(const std::string& path) {
   return contents.str();
 }
 
-std::string directory_of(const std::string& path) {
-  const auto slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
-void fsync_directory(const std::string& directory) {
-  const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) return;  // best effort: some filesystems refuse directory fds
-  ::fsync(fd);
-  ::close(fd);
-}
-
-// Writes bytes to `path` through a temporary file in the same directory:
-// write, fsync, rename, fsync the directory. Readers see the old file or the
-// new one, never a partial one.
-void write_file_atomically(const std::string& path, const std::string& bytes) {
-  std::string temp_path = path + ".tmp.XXXXXX";
-  std::vector<char> name(temp_path.begin(), temp_path.end());
-  name.push_back('\0');
-  const int fd = ::mkstemp(name.data());
-  XTRAIN_CHECK(fd >= 0, "cannot create a file in '", directory_of(path), "' to write '", path,
-               "': ", std::strerror(errno));
-  temp_path = name.data();
-  std::size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string reason = std::strerror(errno);
-      ::close(fd);
-      ::unlink(temp_path.c_str());
-      throw Error("cannot write '" + path + "': " + reason);
-    }
-    written += static_cast<std::size_t>(n);
-  }
-  ::fchmod(fd, 0644);
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const std::string reason = std::strerror(errno);
-    ::unlink(temp_path.c_str());
-    throw Error("cannot write '" + path + "': " + reason);
-  }
-  if (::rename(temp_path.c_str(), path.c_str()) != 0) {
-    const std::string reason = std::strerror(errno);
-    ::unlink(temp_path.c_str());
-    throw Error("cannot rename the new '" + path + "' into place: " + reason);
-  }
-  fsync_directory(directory_of(path));
-}
-
 }  // namespace
 
 void read_proto_from_text_string(const std::string& text, google::protobuf::Message* message,
@@ -129,6 +79,17 @@ void read_proto_from_binary_file(const std::string& path, google::protobuf::Mess
 }
 
 void write_proto_to_binary_file(const google::protobuf::Message& message, const std::string& path) {
+  // A file_crc32 read from one of our files covers those bytes, not these:
+  // leave it out rather than write a checksum that does not match.
+  const google::protobuf::FieldDescriptor* checksum =
+      message.GetDescriptor()->FindFieldByName("file_crc32");
+  if (checksum != nullptr && message.GetReflection()->HasField(message, checksum)) {
+    std::unique_ptr<google::protobuf::Message> copy(message.New());
+    copy->CopyFrom(message);
+    copy->GetReflection()->ClearField(copy.get(), checksum);
+    write_proto_to_binary_file(*copy, path);
+    return;
+  }
   std::string bytes;
   XTRAIN_CHECK(message.SerializeToString(&bytes), "cannot serialise ",
                message.GetDescriptor()->name(), " for '", path,

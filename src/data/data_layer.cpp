@@ -97,6 +97,13 @@ void DataLayer::read_record(Record& record) {
   for (int i = 0; i < shard_world_; ++i) advance_cursor();
 }
 
+// The cursor cycles through the DB, so whole passes can be left out.
+void DataLayer::skip_records(std::uint64_t count) {
+  const std::uint64_t steps = count * static_cast<std::uint64_t>(shard_world_);
+  const std::uint64_t remaining = steps % database_->num_records();
+  for (std::uint64_t i = 0; i < remaining; ++i) advance_cursor();
+}
+
 void DataLayer::decode_record(const Record& record, Worker& worker, float* data,
                               float* label) const {
   Datum& datum = worker.datum;

@@ -52,6 +52,7 @@ class DataLayer : public PrefetchingDataLayer {
  protected:
   void start_reading() override;
   void read_record(Record& record) override;
+  void skip_records(std::uint64_t count) override;
   void decode_record(const Record& record, Worker& worker, float* data,
                      float* label) const override;
 

@@ -193,6 +193,40 @@ void Hdf5DataLayer::forward_cpu(const BlobVec&, const BlobVec& top) {
   }
 }
 
+void Hdf5DataLayer::save_resume_state(LayerResumeState* state) const {
+  Layer::save_resume_state(state);
+  if (!started_) return;
+  for (int file : file_order_) state->add_file_order(file);
+  state->set_file_position(static_cast<int>(file_position_));
+  for (int row : row_order_) state->add_row_order(row);
+  state->set_current_row(current_row_);
+}
+
+void Hdf5DataLayer::restore_resume_state(const LayerResumeState& state) {
+  Layer::restore_resume_state(state);
+  if (state.file_order_size() == 0) return;  // saved before the first forward
+  XTRAIN_CHECK(state.file_order_size() == static_cast<int>(files_.size()) &&
+                   state.file_position() >= 0 && state.file_position() < state.file_order_size(),
+               where(), ": the snapshot was taken with ", state.file_order_size(),
+               " HDF5 files in the list, but '", param_.hdf5_data_param().source(), "' now names ",
+               files_.size(), "; resume with the same file list");
+  file_order_.assign(state.file_order().begin(), state.file_order().end());
+  for (int file : file_order_) {
+    XTRAIN_CHECK(file >= 0 && file < static_cast<int>(files_.size()), where(),
+                 ": corrupt resume state (file index ", file, ")");
+  }
+  file_position_ = static_cast<std::size_t>(state.file_position());
+  read_file(file_order_[file_position_]);
+  row_order_.assign(state.row_order().begin(), state.row_order().end());
+  XTRAIN_CHECK(state.current_row() >= 0 && state.current_row() < num_rows_ &&
+                   (!shuffle_ || static_cast<int>(row_order_.size()) == num_rows_),
+               where(), ": the snapshot's position (row ", state.current_row(), " of ",
+               row_order_.size(), ") does not fit '", files_[file_order_[file_position_]],
+               "', which has ", num_rows_, " rows now; resume with the same files");
+  current_row_ = state.current_row();
+  started_ = true;
+}
+
 void register_hdf5_data_layer(LayerRegistry& registry) {
   add_layer<Hdf5DataLayer>(registry, "HDF5Data");
 }

@@ -49,6 +49,10 @@ class Hdf5DataLayer : public Layer {
   int exact_num_bottom_blobs() const override { return 0; }
   int min_top_blobs() const override { return 1; }
 
+  // Exact resume: the file and row orders and the position in them.
+  void save_resume_state(LayerResumeState* state) const override;
+  void restore_resume_state(const LayerResumeState& state) override;
+
  protected:
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void backward_cpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}

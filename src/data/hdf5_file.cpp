@@ -2,13 +2,13 @@
 
 #include <hdf5.h>
 
-#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <filesystem>
 #include <type_traits>
 #include <utility>
 
+#include "data/hdf5_handle.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -17,59 +17,6 @@ static_assert(std::is_same_v<hid_t, std::int64_t>,
               "Hdf5File keeps the file's hid_t as std::int64_t (HDF5 >= 1.10)");
 
 namespace {
-
-// Turns HDF5's automatic error printing off for this thread (the error stack
-// is per thread in a thread-safe build) and restores the caller's handler on
-// exit, so an application that wants HDF5's diagnostics keeps them.
-class QuietHdf5Errors {
- public:
-  QuietHdf5Errors() {
-    H5Eget_auto2(H5E_DEFAULT, &saved_handler_, &saved_data_);
-    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  }
-  ~QuietHdf5Errors() { H5Eset_auto2(H5E_DEFAULT, saved_handler_, saved_data_); }
-  QuietHdf5Errors(const QuietHdf5Errors&) = delete;
-  QuietHdf5Errors& operator=(const QuietHdf5Errors&) = delete;
-
- private:
-  H5E_auto2_t saved_handler_ = nullptr;
-  void* saved_data_ = nullptr;
-};
-
-herr_t keep_innermost_description(unsigned depth, const H5E_error2_t* entry, void* reason) {
-  if (depth == 0 && entry->desc != nullptr) *static_cast<std::string*>(reason) = entry->desc;
-  return 0;
-}
-
-// HDF5's own reason for the call that just failed on this thread: the entry
-// of its error stack where the failure was detected (the most specific one).
-// H5E functions leave the stack alone, so this must run before any other
-// HDF5 call.
-std::string hdf5_reason() {
-  std::string reason;
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, keep_innermost_description, &reason);
-  // Some descriptions embed a ctime() string; keep the message on one line.
-  std::replace(reason.begin(), reason.end(), '\n', ' ');
-  return reason.empty() ? std::string() : " (HDF5: " + reason + ")";
-}
-
-// An HDF5 identifier closed when it goes out of scope.
-class ScopedId {
- public:
-  ScopedId(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
-  ~ScopedId() {
-    if (id_ >= 0) close_(id_);
-  }
-  ScopedId(const ScopedId&) = delete;
-  ScopedId& operator=(const ScopedId&) = delete;
-
-  hid_t get() const { return id_; }
-  bool valid() const { return id_ >= 0; }
-
- private:
-  hid_t id_;
-  herr_t (*close_)(hid_t);
-};
 
 // Opens `name` if it is a dataset, else returns -1. Each group on the way is
 // checked first, because H5Lexists fails (rather than answering "no") when
@@ -186,7 +133,7 @@ std::vector<std::string> Hdf5File::dataset_names() const {
 
 bool Hdf5File::has_dataset(const std::string& name) const {
   QuietHdf5Errors quiet;
-  ScopedId dataset(open_dataset_if_present(id_, name), H5Oclose);
+  Hdf5Handle dataset(open_dataset_if_present(id_, name), H5Oclose);
   return dataset.valid();
 }
 
@@ -194,7 +141,7 @@ namespace {
 
 // The dims of an open dataset, checked to fit the int axes of a Blob.
 std::vector<int> checked_dims(hid_t dataset, const std::string& path, const std::string& name) {
-  ScopedId space(H5Dget_space(dataset), H5Sclose);
+  Hdf5Handle space(H5Dget_space(dataset), H5Sclose);
   XTRAIN_CHECK(space.valid(), "cannot read the shape of dataset '", name, "' in HDF5 file '", path,
                "'", hdf5_reason());
   const int rank = H5Sget_simple_extent_ndims(space.get());
@@ -218,18 +165,18 @@ std::vector<int> checked_dims(hid_t dataset, const std::string& path, const std:
 
 std::vector<int> Hdf5File::dataset_dims(const std::string& name) const {
   QuietHdf5Errors quiet;
-  ScopedId dataset(open_dataset_if_present(id_, name), H5Oclose);
+  Hdf5Handle dataset(open_dataset_if_present(id_, name), H5Oclose);
   XTRAIN_CHECK(dataset.valid(), "HDF5 file '", path_, "' has no dataset '", name, "'");
   return checked_dims(dataset.get(), path_, name);
 }
 
 std::vector<int> Hdf5File::read_floats(const std::string& name, std::vector<float>* values) const {
   QuietHdf5Errors quiet;
-  ScopedId dataset(open_dataset_if_present(id_, name), H5Oclose);
+  Hdf5Handle dataset(open_dataset_if_present(id_, name), H5Oclose);
   XTRAIN_CHECK(dataset.valid(), "HDF5 file '", path_, "' has no dataset '", name, "'");
   const std::vector<int> dims = checked_dims(dataset.get(), path_, name);
 
-  ScopedId type(H5Dget_type(dataset.get()), H5Tclose);
+  Hdf5Handle type(H5Dget_type(dataset.get()), H5Tclose);
   XTRAIN_CHECK(type.valid(), "cannot read the element type of dataset '", name, "' in HDF5 file '",
                path_, "'", hdf5_reason());
   const H5T_class_t type_class = H5Tget_class(type.get());

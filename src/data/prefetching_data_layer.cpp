@@ -70,13 +70,41 @@ double PrefetchingDataLayer::take_data_wait_seconds() {
 // the layer after setup (by the net or the solver) still decides the
 // augmentation and rand_skip.
 void PrefetchingDataLayer::start_threads() {
+  reading_start_random_state_ = random().state();
   const std::uint64_t high = random().engine()();
   const std::uint64_t low = random().engine()();
   record_seed_ = (high << 32) | low;
   start_reading();
+  if (records_to_skip_ > 0) {
+    XLOG(INFO) << where() << ": resuming after " << records_to_skip_ << " records";
+    skip_records(records_to_skip_);
+    next_record_ = records_to_skip_;
+    records_to_skip_ = 0;
+  }
   started_ = true;
   reader_ = std::thread([this] { reader_loop(); });
   for (int i = 0; i < decode_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+}
+
+void PrefetchingDataLayer::skip_records(std::uint64_t count) {
+  Record scratch;
+  for (std::uint64_t i = 0; i < count; ++i) read_record(scratch);
+}
+
+void PrefetchingDataLayer::save_resume_state(LayerResumeState* state) const {
+  Layer::save_resume_state(state);
+  state->set_records_consumed(records_consumed_);
+  state->set_reader_random_state(started_ ? reading_start_random_state_ : random().state());
+}
+
+void PrefetchingDataLayer::restore_resume_state(const LayerResumeState& state) {
+  XTRAIN_CHECK(!started_, where(),
+               ": cannot move to a resumed position after reading started; restore the solver "
+               "state before the first forward");
+  Layer::restore_resume_state(state);
+  if (state.has_reader_random_state()) random().set_state(state.reader_random_state());
+  records_to_skip_ = state.records_consumed();
+  records_consumed_ = state.records_consumed();
 }
 
 void PrefetchingDataLayer::stop_prefetching() {
@@ -209,6 +237,7 @@ void PrefetchingDataLayer::forward_cpu(const BlobVec&, const BlobVec& top) {
     throw Error(failure_);
   }
 
+  records_consumed_ += static_cast<std::uint64_t>(batch_size_);
   top[0]->share_data(batch->data);
   if (output_labels_) top[1]->share_data(batch->labels);
   // The previous batch is free only now that no top points at it.

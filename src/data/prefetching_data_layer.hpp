@@ -57,6 +57,14 @@ class PrefetchingDataLayer : public Layer, public DataWaitReporter {
 
   double take_data_wait_seconds() override;
 
+  // Exact resume: the records handed to the net so far and the layer's
+  // random stream as it was when reading started. Restoring replays the
+  // source's order (shuffles included) up to that record, so the next batch
+  // holds the same records with the same augmentation. Must happen before
+  // the first forward.
+  void save_resume_state(LayerResumeState* state) const override;
+  void restore_resume_state(const LayerResumeState& state) override;
+
   // Batches the reader has filled so far (the one in use, those loaded
   // ahead, and those consumed): for tests and diagnostics.
   std::uint64_t batches_read() const { return batches_read_.load(); }
@@ -90,6 +98,10 @@ class PrefetchingDataLayer : public Layer, public DataWaitReporter {
   virtual void start_reading() = 0;
   // The reader thread: the next record, in order.
   virtual void read_record(Record& record) = 0;
+  // Main thread, when resuming: moves past the next `count` records as
+  // read_record would. The default reads them; sources that can jump
+  // override it.
+  virtual void skip_records(std::uint64_t count);
   // A decode worker: the record's image into `data` (output_shape values)
   // and its label into *label (when not null). Called concurrently from
   // several workers, so it may change only `worker`. worker.random is
@@ -151,7 +163,10 @@ class PrefetchingDataLayer : public Layer, public DataWaitReporter {
   bool started_ = false;
   std::string failure_;  // rethrown by every forward after a failed batch
   std::uint64_t record_seed_ = 0;
-  std::uint64_t next_record_ = 0;  // reader thread only
+  std::string reading_start_random_state_;  // random() before start_threads drew from it
+  std::uint64_t records_consumed_ = 0;      // main thread: records the net has been given
+  std::uint64_t records_to_skip_ = 0;       // set by restore_resume_state
+  std::uint64_t next_record_ = 0;           // reader thread only
   std::atomic<std::uint64_t> batches_read_{0};
   std::atomic<std::int64_t> wait_nanoseconds_{0};
 };

@@ -71,6 +71,8 @@ Solver::Solver(const SolverParameter& param, const SolverOptions& options)
   } else if (param_.has_solver_mode() && param_.solver_mode() == SolverParameter::GPU) {
     device_ = Device::gpu(param_.device_id());
   }
+  session_start_ = options_.session_start.value_or(std::chrono::steady_clock::now());
+  last_snapshot_time_ = session_start_;
   seed_ = param_.random_seed() >= 0 ? static_cast<std::uint64_t>(param_.random_seed())
                                     : nondeterministic_seed();
   init_train_net();
@@ -195,9 +197,10 @@ void Solver::solve(const std::string& resume_file) {
 
   const int start_iter = iter_;
   step(param_.max_iter() - iter_);
-  // A stop request still saves the work done, as in Caffe.
-  if (options_.is_root && param_.snapshot_after_train() &&
-      (param_.snapshot() == 0 || iter_ % param_.snapshot() != 0)) {
+  // A stop request still saves the work done, as in Caffe; stopping for the
+  // time budget always does, since resuming is its whole point.
+  if (options_.is_root && (param_.snapshot_after_train() || stopped_for_time_budget_) &&
+      last_snapshot_iter_ != iter_) {
     snapshot();
   }
   if (requested_early_exit_) {
@@ -226,10 +229,12 @@ void Solver::step(int iters) {
   const bool show_data_wait = reports_data_wait(*net_);
 
   while (iter_ < stop_iter) {
+    const auto iteration_start = std::chrono::steady_clock::now();
     net_->clear_param_diffs();
-    if (options_.is_root && param_.test_interval() > 0 && iter_ % param_.test_interval() == 0 &&
-        (iter_ > 0 || param_.test_initialization())) {
+    if (test_due()) {
+      const auto test_start = std::chrono::steady_clock::now();
       test_all();
+      last_test_seconds_ = seconds_since(test_start);
       if (requested_early_exit_) break;
     }
 
@@ -263,14 +268,48 @@ void Solver::step(int iters) {
 
     const Action request = requested_action();
     if ((options_.is_root && param_.snapshot() > 0 && iter_ % param_.snapshot() == 0) ||
-        request == Action::kSnapshot) {
+        request == Action::kSnapshot || timed_snapshot_due()) {
       snapshot();
     }
     if (request == Action::kStop) {
       requested_early_exit_ = true;
       break;
     }
+    if (iter_ < stop_iter && time_budget_nearly_spent(seconds_since(iteration_start))) {
+      XLOG(WARNING) << "Stopping at iteration " << iter_ << " to snapshot inside the time budget "
+                    << "(max_seconds " << param_.max_seconds() << "); resume with --snapshot";
+      stopped_for_time_budget_ = true;
+      requested_early_exit_ = true;
+      break;
+    }
   }
+}
+
+bool Solver::test_due() const {
+  return options_.is_root && param_.test_interval() > 0 && iter_ % param_.test_interval() == 0 &&
+         (iter_ > 0 || param_.test_initialization());
+}
+
+bool Solver::timed_snapshot_due() const {
+  return options_.is_root && param_.snapshot_minutes() > 0 &&
+         seconds_since(last_snapshot_time_) >= 60.0 * param_.snapshot_minutes();
+}
+
+bool Solver::time_budget_nearly_spent(double iteration_seconds) const {
+  if (param_.max_seconds() <= 0) return false;
+  // Before the first snapshot, guess its time from the bytes to write
+  // (weights and history) at a slow disk's 50 MB/s.
+  double snapshot_seconds = last_snapshot_seconds_;
+  if (snapshot_seconds < 0) {
+    std::size_t values = 0;
+    for (const Blob* param : net_->learnable_params()) values += param->count();
+    snapshot_seconds = 0.5 + 3.0 * static_cast<double>(values) * sizeof(float) / 50e6;
+  }
+  // The next iteration may run a test first.
+  const double next_iteration = 1.5 * iteration_seconds + (test_due() ? last_test_seconds_ : 0.0);
+  const double margin = 1.0;
+  return seconds_since(session_start_) + next_iteration + 1.5 * snapshot_seconds + margin >
+         param_.max_seconds();
 }
 
 void Solver::update_smoothed_loss(float loss, int start_iter) {

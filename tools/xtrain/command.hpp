@@ -9,6 +9,11 @@
 
 namespace xtrain::cli {
 
+// Exit code of a training that stopped early (a signal, the time budget)
+// after writing a snapshot: "resubmit me with --snapshot=auto". 75 is
+// EX_TEMPFAIL of sysexits.h, "try again later".
+constexpr int kExitResubmit = 75;
+
 int train_command();
 int test_command();
 int time_command();

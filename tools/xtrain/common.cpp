@@ -32,7 +32,8 @@ Device choose_device(const std::string& gpu_flag, bool solver_wants_gpu, int sol
       try {
         ids.push_back(std::stoi(part));
       } catch (const std::exception&) {
-        throw Error("--gpu=" + gpu_flag + ": '" + part + "' is not a GPU id (use e.g. 0 or 0,1 or all)");
+        throw Error("--gpu=" + gpu_flag + ": '" + part +
+                    "' is not a GPU id (use e.g. 0 or 0,1 or all)");
       }
     }
   }
@@ -40,7 +41,8 @@ Device choose_device(const std::string& gpu_flag, bool solver_wants_gpu, int sol
     XTRAIN_CHECK(id >= 0 && id < available, "GPU ", id, " does not exist (", available,
                  " visible; CUDA_VISIBLE_DEVICES renumbers them from 0)");
   }
-  XTRAIN_CHECK(ids.size() == 1, asked, ": training on several GPUs is not available yet; give one id");
+  XTRAIN_CHECK(ids.size() == 1, asked,
+               ": training on several GPUs is not available yet; give one id");
   return Device::gpu(ids.front());
 }
 

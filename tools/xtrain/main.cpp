@@ -18,8 +18,7 @@ struct Subcommand {
 const Subcommand kSubcommands[] = {
     {"train", "train or fine-tune a model (--solver, --snapshot | --weights, --gpu)",
      xtrain::cli::train_command},
-    {"test", "score a model (--model, --weights, --iterations, --gpu)",
-     xtrain::cli::test_command},
+    {"test", "score a model (--model, --weights, --iterations, --gpu)", xtrain::cli::test_command},
     {"time", "benchmark a model's layers (--model, --iterations, --phase, --gpu)",
      xtrain::cli::time_command},
     {"device_query", "show the GPU's properties (--gpu)", xtrain::cli::device_query_command},

@@ -1,28 +1,28 @@
 #include "signal_actions.hpp"
 
-#include <csignal>
-
 #include <atomic>
 
 #include "xtrain/error.hpp"
+#include "xtrain/logging.hpp"
 
 namespace xtrain::cli {
 namespace {
-std::atomic<bool> g_got_sigint{false};
-std::atomic<bool> g_got_sighup{false};
-struct sigaction g_previous_sigint;
-struct sigaction g_previous_sighup;
+// One pending flag per signal number; async-signal-safe to set.
+constexpr int kMaxSignal = 65;
+std::atomic<bool> g_pending[kMaxSignal];
 
 void on_signal(int signal_number) {
-  if (signal_number == SIGINT) g_got_sigint = true;
-  if (signal_number == SIGHUP) g_got_sighup = true;
+  if (signal_number > 0 && signal_number < kMaxSignal) g_pending[signal_number] = true;
 }
 
 Solver::Action to_action(SignalEffect effect) {
   switch (effect) {
-    case SignalEffect::kStop: return Solver::Action::kStop;
-    case SignalEffect::kSnapshot: return Solver::Action::kSnapshot;
-    case SignalEffect::kNone: return Solver::Action::kNone;
+    case SignalEffect::kStop:
+      return Solver::Action::kStop;
+    case SignalEffect::kSnapshot:
+      return Solver::Action::kSnapshot;
+    case SignalEffect::kNone:
+      return Solver::Action::kNone;
   }
   return Solver::Action::kNone;
 }
@@ -35,25 +35,40 @@ SignalEffect parse_signal_effect(const std::string& flag_name, const std::string
   throw Error("--" + flag_name + "=" + value + ": use stop, snapshot or none");
 }
 
-SignalActions::SignalActions(SignalEffect on_sigint, SignalEffect on_sighup)
-    : on_sigint_(on_sigint), on_sighup_(on_sighup) {
+SignalActions::SignalActions(std::vector<SignalRule> rules)
+    : rules_(std::move(rules)), previous_(rules_.size()) {
   struct sigaction action {};
   action.sa_handler = on_signal;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &action, &g_previous_sigint);
-  sigaction(SIGHUP, &action, &g_previous_sighup);
+  for (std::size_t i = 0; i < rules_.size(); ++i) {
+    XTRAIN_ASSERT(rules_[i].signal_number > 0 && rules_[i].signal_number < kMaxSignal,
+                  "signal number ", rules_[i].signal_number);
+    g_pending[rules_[i].signal_number] = false;
+    sigaction(rules_[i].signal_number, &action, &previous_[i]);
+  }
 }
 
 SignalActions::~SignalActions() {
-  sigaction(SIGINT, &g_previous_sigint, nullptr);
-  sigaction(SIGHUP, &g_previous_sighup, nullptr);
+  for (std::size_t i = 0; i < rules_.size(); ++i) {
+    sigaction(rules_[i].signal_number, &previous_[i], nullptr);
+  }
 }
 
 Solver::Action SignalActions::poll() {
-  if (g_got_sigint.exchange(false)) return to_action(on_sigint_);
-  if (g_got_sighup.exchange(false)) return to_action(on_sighup_);
-  return Solver::Action::kNone;
+  Solver::Action action = Solver::Action::kNone;
+  for (const SignalRule& rule : rules_) {
+    if (!g_pending[rule.signal_number].exchange(false)) continue;
+    const Solver::Action requested = to_action(rule.effect);
+    XLOG(INFO) << "Received " << strsignal(rule.signal_number) << " (signal " << rule.signal_number
+               << "): "
+               << (requested == Solver::Action::kStop       ? "stopping"
+                   : requested == Solver::Action::kSnapshot ? "snapshotting"
+                                                            : "ignored");
+    if (requested == Solver::Action::kStop) stop_signal_ = rule.signal_number;
+    if (requested == Solver::Action::kStop || action == Solver::Action::kNone) action = requested;
+  }
+  return action;
 }
 
 }  // namespace xtrain::cli

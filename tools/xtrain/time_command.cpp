@@ -71,8 +71,7 @@ int time_command() {
       for (int i = static_cast<int>(layers.size()) - 1; i >= 0; --i) {
         if (!net.layer_needs_backward(i)) continue;
         const auto start = Clock::now();
-        layers[i]->backward(net.top_vecs()[i], net.bottom_need_backward()[i],
-                            net.bottom_vecs()[i]);
+        layers[i]->backward(net.top_vecs()[i], net.bottom_need_backward()[i], net.bottom_vecs()[i]);
         backward_ms[i] += ms_since(start);
       }
       total_backward += ms_since(backward_start);
@@ -85,10 +84,13 @@ int time_command() {
 
   XLOG(INFO) << "Average time per layer: ";
   for (std::size_t i = 0; i < layers.size(); ++i) {
-    XLOG(INFO) << std::string(10 > net.layer_names()[i].size() ? 10 - net.layer_names()[i].size() : 0, ' ')
+    XLOG(INFO) << std::string(
+                      10 > net.layer_names()[i].size() ? 10 - net.layer_names()[i].size() : 0, ' ')
                << net.layer_names()[i] << "\tforward: " << forward_ms[i] / n << " ms.";
     if (with_backward) {
-      XLOG(INFO) << std::string(10 > net.layer_names()[i].size() ? 10 - net.layer_names()[i].size() : 0, ' ')
+      XLOG(INFO) << std::string(
+                        10 > net.layer_names()[i].size() ? 10 - net.layer_names()[i].size() : 0,
+                        ' ')
                  << net.layer_names()[i] << "\tbackward: " << backward_ms[i] / n << " ms.";
     }
   }

@@ -1,6 +1,8 @@
 // xtrain train: run a solver from its prototxt, optionally resuming from a
 // .solverstate (--snapshot) or starting from trained weights (--weights).
 #include <chrono>
+#include <csignal>
+#include <cstring>
 #include <filesystem>
 
 #include "command.hpp"
@@ -10,6 +12,7 @@
 #include "xtrain/logging.hpp"
 #include "xtrain/net.hpp"
 #include "xtrain/proto_io.hpp"
+#include "xtrain/snapshot_files.hpp"
 #include "xtrain/solver.hpp"
 
 namespace xtrain::cli {
@@ -23,19 +26,51 @@ void make_parent_directories(const std::string& prefix) {
   XTRAIN_CHECK(!error, "cannot create the snapshot directory for snapshot_prefix '", prefix,
                "': ", error.message());
 }
+
+// --snapshot=auto: the newest intact snapshot, or "" to start fresh.
+std::string choose_auto_resume(const std::string& prefix) {
+  std::vector<std::string> skipped;
+  const std::string chosen = find_latest_valid_snapshot(prefix, &skipped);
+  for (const std::string& reason : skipped) {
+    XLOG(WARNING) << "--snapshot=auto skips " << reason;
+  }
+  if (chosen.empty()) {
+    XLOG(INFO) << "--snapshot=auto: no usable snapshot with prefix '" << prefix
+               << "'; starting a new training";
+  } else {
+    XLOG(INFO) << "--snapshot=auto: resuming from " << chosen;
+  }
+  return chosen;
+}
+
+// Flags override the solver's settings of the same name.
+void apply_flag_overrides(SolverParameter* param) {
+  if (FLAGS_max_iter >= 0) param->set_max_iter(FLAGS_max_iter);
+  if (FLAGS_max_seconds >= 0) param->set_max_seconds(static_cast<float>(FLAGS_max_seconds));
+  if (FLAGS_snapshot_keep >= 0) param->set_snapshot_keep(FLAGS_snapshot_keep);
+  if (FLAGS_snapshot_minutes >= 0) {
+    param->set_snapshot_minutes(static_cast<float>(FLAGS_snapshot_minutes));
+  }
+}
+
 }  // namespace
 
 int train_command() {
+  const auto session_start = std::chrono::steady_clock::now();
   XTRAIN_CHECK(!FLAGS_solver.empty(), "xtrain train needs --solver=SOLVER.prototxt");
-  XTRAIN_CHECK(FLAGS_snapshot.empty() || FLAGS_weights.empty(),
-               "give --snapshot (resume training) or --weights (fine-tune), not both");
+  const bool auto_resume = FLAGS_snapshot == "auto";
+  // With auto, --weights is the starting point of a fresh run, unused once
+  // a snapshot exists: the same fine-tuning job script can be resubmitted.
+  XTRAIN_CHECK(FLAGS_snapshot.empty() || auto_resume || FLAGS_weights.empty(),
+               "give --snapshot (resume training) or --weights (fine-tune), not both "
+               "(--snapshot=auto may go with --weights)");
   SolverParameter solver_param = read_solver_params_from_text_file(FLAGS_solver);
   // --level and --stage select the train net's layers, as in Caffe.
   solver_param.mutable_train_state()->set_level(FLAGS_level);
   for (const std::string& stage : split_commas(FLAGS_stage)) {
     solver_param.mutable_train_state()->add_stage(stage);
   }
-  if (FLAGS_max_iter >= 0) solver_param.set_max_iter(FLAGS_max_iter);
+  apply_flag_overrides(&solver_param);
   fill_default_snapshot_prefix(&solver_param, FLAGS_solver);
   make_parent_directories(solver_param.snapshot_prefix());
   const Device device = choose_device(FLAGS_gpu, solver_param.solver_mode() == SolverParameter::GPU,
@@ -47,24 +82,55 @@ int train_command() {
     solver_param.set_solver_mode(SolverParameter::CPU);
   }
   XLOG(INFO) << "Use " << device.to_string() << ".";
-  SignalActions signals(parse_signal_effect("sigint_effect", FLAGS_sigint_effect),
-                        parse_signal_effect("sighup_effect", FLAGS_sighup_effect));
+  const std::string resume_file =
+      auto_resume ? choose_auto_resume(solver_param.snapshot_prefix()) : FLAGS_snapshot;
+  // Over a file-size limit (ulimit -f) a write should fail with EFBIG, which
+  // the snapshot code reports and survives, not kill the process.
+  std::signal(SIGXFSZ, SIG_IGN);
+  SignalActions signals({{SIGINT, parse_signal_effect("sigint_effect", FLAGS_sigint_effect)},
+                         {SIGHUP, parse_signal_effect("sighup_effect", FLAGS_sighup_effect)},
+                         {SIGTERM, parse_signal_effect("sigterm_effect", FLAGS_sigterm_effect)},
+                         {SIGUSR1, parse_signal_effect("sigusr1_effect", FLAGS_sigusr1_effect)}});
 
-  std::unique_ptr<Solver> solver = create_solver(solver_param);
+  SolverOptions options;
+  options.session_start = session_start;
+  std::unique_ptr<Solver> solver = create_solver(solver_param, options);
   solver->set_action_request_function([&signals] { return signals.poll(); });
-  for (const std::string& weights : split_commas(FLAGS_weights)) {
-    solver->net().copy_trained_layers_from(weights);
+  if (resume_file.empty()) {
+    for (const std::string& weights : split_commas(FLAGS_weights)) {
+      XLOG(INFO) << "Copying layers from " << weights;
+      solver->net().copy_trained_layers_from(weights);
+    }
   }
   const auto start = std::chrono::steady_clock::now();
   XLOG(INFO) << "Starting Optimization";
-  solver->solve(FLAGS_snapshot);
+  solver->solve(resume_file);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   XLOG(INFO) << "Training took " << seconds << " s for " << solver->iter() << " iterations";
+  if (solver->requested_early_exit()) {
+    for (const std::string& path : solver->last_snapshot_paths()) {
+      XLOG(INFO) << "Snapshot: " << path;
+    }
+    const std::string why =
+        solver->stopped_for_time_budget() ? std::string("the time budget (max_seconds)")
+        : signals.stop_signal() != 0      ? std::string(strsignal(signals.stop_signal()))
+                                          : std::string("a stop request");
+    if (solver->last_snapshot_iter() == solver->iter()) {
+      XLOG(INFO) << "Stopped early at iteration " << solver->iter() << " (" << why
+                 << ") with a snapshot; run the same command with --snapshot=auto to continue "
+                    "(exit code "
+                 << kExitResubmit << ")";
+      return kExitResubmit;
+    }
+    throw Error("stopped early at iteration " + std::to_string(solver->iter()) + " (" + why +
+                ") without a snapshot of it (snapshot_after_train is false, or the snapshot "
+                "failed: see the log); the newest snapshot is from iteration " +
+                std::to_string(solver->last_snapshot_iter()));
+  }
   // The user wants the trained net's score: test now unless the solver just did.
-  if (!solver->test_nets().empty() && solver->last_test_iter() != solver->iter() &&
-      !solver->requested_early_exit()) {
+  if (!solver->test_nets().empty() && solver->last_test_iter() != solver->iter()) {
     solver->test_all();
   }
   const auto& results = solver->last_test_results();
