@@ -4,15 +4,18 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "solver_test_net.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/proto_io.hpp"
+#include "xtrain/snapshot_files.hpp"
 #include "xtrain/solver.hpp"
 
 namespace fs = std::filesystem;
@@ -250,6 +253,24 @@ TEST_F(Snapshot, ActionRequestsSnapshotAndStop) {
   EXPECT_TRUE(solver->requested_early_exit());
   EXPECT_TRUE(fs::exists(path("lin_iter_5.caffemodel")));
   EXPECT_TRUE(fs::exists(path("lin_iter_5.solverstate")));
+}
+
+TEST_F(Snapshot, SnapshotMinutesSnapshotsOnTheClockAsWellAsByIteration) {
+  // 0.0025 minutes = 150 ms; each iteration takes at least 60 ms here.
+  auto solver = make(solver_param("snapshot: 0 snapshot_minutes: 0.0025 max_iter: 8 "
+                                  "snapshot_after_train: false"));
+  solver->set_action_request_function([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    return Solver::Action::kNone;
+  });
+  solver->solve();
+  std::vector<int> iterations;
+  for (const SnapshotOnDisk& snapshot : list_snapshots(path("lin"))) {
+    iterations.push_back(snapshot.iter);
+  }
+  // Every third iteration at 60 ms each (more often on a loaded machine);
+  // without snapshot_minutes there would be none.
+  EXPECT_GE(iterations.size(), 2u);
 }
 
 TEST_F(Snapshot, AFailedWriteDoesNotStopTraining) {
