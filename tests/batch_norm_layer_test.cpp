@@ -184,6 +184,13 @@ TEST_F(BatchNormTest, StatisticsGetFrozenParamSpecs) {
   EXPECT_FALSE(legacy->layer_param().param(1).has_decay_mult());
   expect_error([&] { make_layer(bn_text("param { lr_mult: 1 }")); },
                {"layer 'bn' (BatchNorm)", "lr_mult 1", "not learnable"});
+  // Snapshots leave the added specs out (reloading them would warn about
+  // the deprecated form) but keep named ones.
+  LayerParameter written;
+  layer->to_proto(&written);
+  EXPECT_EQ(written.param_size(), 0);
+  named->to_proto(&written);
+  EXPECT_EQ(written.param_size(), 3);
 }
 
 TEST_F(BatchNormTest, RejectsChangedChannelsAndWrongStoredBlobs) {

@@ -43,6 +43,17 @@ class BatchNormLayer : public Layer {
   explicit BatchNormLayer(const LayerParameter& param) : Layer(param) { freeze_statistics(); }
 
   const char* type() const override { return "BatchNorm"; }
+
+  // Without the param specs freeze_statistics() added: written back, they
+  // are the deprecated form that loading upgrades with a warning. Named
+  // specs (sharing the statistics) are the user's and stay.
+  void to_proto(LayerParameter* param, bool write_diff) const override {
+    Layer::to_proto(param, write_diff);
+    for (const ParamSpec& spec : param->param()) {
+      if (spec.has_name()) return;
+    }
+    param->clear_param();
+  }
   int exact_num_bottom_blobs() const override { return 1; }
   int exact_num_top_blobs() const override { return 1; }
 
