@@ -9,6 +9,8 @@ PACKAGES=(
   liblmdb-dev lmdb-utils
   libgflags-dev
   libopenblas-dev
+  libdnnl-dev
+  python3
   libopencv-dev
   libhdf5-dev
   zlib1g-dev

@@ -65,6 +65,14 @@ TEST(Net, InPlaceLayerWritesIntoItsBottom) {
   }
 }
 
+TEST(Net, InputLayerTopsAreTheNetsInputs) {
+  Net net(parse_net(std::string(kInputs) + ip_layer("ip", "x") + loss_layer("loss", "ip")),
+          quiet());
+  ASSERT_EQ(net.input_blobs().size(), 2u);
+  EXPECT_EQ(net.input_blobs()[0], net.blob_by_name("x").get());
+  EXPECT_EQ(net.input_blobs()[1], net.blob_by_name("label").get());
+}
+
 TEST(Net, TopReusingAnotherLayersNameIsAnError) {
   const NetParameter param = parse_net(std::string(kInputs) + ip_layer("ip", "x") +
                                        "layer { name: \"dup\" type: \"ReLU\" bottom: \"x\" top: \"ip\" }\n");

@@ -207,6 +207,11 @@ void Net::append_top(const NetParameter& param, int layer_id, int top_id,
   (*blob_name_to_idx)[blob_name] = blob_id;
   top_id_vecs_[layer_id].push_back(blob_id);
   top_vecs_[layer_id].push_back(blob.get());
+  // As in Caffe 1.0, the tops of Input layers are the net's inputs.
+  if (layer_param.type() == "Input") {
+    net_input_blob_indices_.push_back(blob_id);
+    net_input_blobs_.push_back(blob.get());
+  }
 }
 
 void Net::append_param(const NetParameter& param, int layer_id, int param_id) {
