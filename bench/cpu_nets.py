@@ -1,0 +1,426 @@
+#!/usr/bin/env python3
+"""CPU training speed of five nets (xtrain issue 6): `xtrain time` on the
+bench nets (bench/nets/, written by make_bench_nets.py), PyTorch on the same
+architectures (bench/pytorch/) when it is installed, and BVLC Caffe's
+figures for reference, in one table.
+
+  bench/cpu_nets.py [XTRAIN [RUNS [ITERATIONS]]] [--nets lenet,alexnet] [--no-torch]
+
+XTRAIN defaults to build/bin/xtrain, RUNS to 3 (each a fresh process; the
+table has the medians), ITERATIONS to a per-net count that takes a few
+seconds. Run from anywhere.
+
+What the columns mean:
+  ms/iter     forward + backward of the whole net, loss on top, as `xtrain
+              time` reports it (no solver update: Caffe's `caffe time` has
+              none either); the median of the runs.
+  GFLOP/iter  2 FLOPs per multiply-add of the convolution, deconvolution and
+              inner-product layers, forward from the net's blob shapes,
+              backward counted as twice the forward (data and weight
+              gradients), so 3x forward in all. Every other layer (pooling,
+              LRN, ReLU, BatchNorm, softmax, ...) and the bias additions
+              count 0, so GFLOP/s is a lower bound of the work done.
+  % peak      GFLOP/s over the machine's FP32 peak (--peak-gflops, 232 for
+              2 Zen 4 cores; see /work/shared/toolchain.md).
+  RSS MiB     the peak resident memory `xtrain time` prints.
+  torch ms    PyTorch's forward + loss + backward, median over the runs,
+              the faster of NCHW and channels_last; "+step" adds the SGD
+              step with momentum (and zeroing the gradients), i.e. a full
+              training iteration. The ratio compares forward + backward with
+              forward + backward.
+  x/torch, x/Caffe  the other's ms over xtrain's: above 1, xtrain is faster.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_bench_nets import NETS, REPO, read_prototxt_file  # noqa: E402
+
+PYTORCH_DIR = REPO / "bench" / "pytorch"
+OPENBLAS_OPENMP = Path("/usr/lib/x86_64-linux-gnu/openblas-openmp")
+
+# BVLC Caffe 1.0 with OpenBLAS, `caffe time` forward-backward ms per
+# iteration at the same batch sizes, measured on this machine earlier (the
+# table of xtrain issue 6; Caffe is not installed here).
+CAFFE_MS = {"lenet": 19.6, "cifar10_quick": 182, "alexnet": 1620, "googlenet": 2164,
+            "resnet50": 6034}
+
+# Iterations per run: a few seconds each at Caffe's speed.
+DEFAULT_ITERATIONS = {"lenet": 100, "cifar10_quick": 20, "alexnet": 4, "googlenet": 4,
+                      "resnet50": 2}
+
+# --- what the net computes -----------------------------------------------------
+
+LOG_LINE = re.compile(r"^[IWE]\d{4} [\d:.]+\s+\d+ net\.cpp:\d+\] (.*)$")
+
+
+def layer_shapes(log):
+    """From `xtrain time`'s setup log: per layer (in order) its name and the
+    shapes of its bottoms and tops, as lists of ints."""
+    layers = []
+    blob_shapes = {}
+    current = None
+    for line in log.splitlines():
+        match = LOG_LINE.match(line)
+        if not match:
+            continue
+        message = match.group(1)
+        if message.startswith("Creating layer "):
+            current = {"name": message[len("Creating layer "):], "bottoms": [], "tops": [],
+                       "bottom_shapes": [], "top_shapes": []}
+            layers.append(current)
+        elif current is None:
+            continue
+        elif message.startswith(current["name"] + " <- "):
+            blob = message[len(current["name"]) + 4:]
+            current["bottoms"].append(blob)
+            current["bottom_shapes"].append(blob_shapes[blob])
+        elif message.startswith(current["name"] + " -> "):
+            current["tops"].append(message[len(current["name"]) + 4:].removesuffix(" (in-place)"))
+        elif message.startswith("Top shape: "):
+            dims = message[len("Top shape: "):].rsplit("(", 1)[0].split()
+            shape = [int(d) for d in dims]
+            blob_shapes[current["tops"][len(current["top_shapes"])]] = shape
+            current["top_shapes"].append(shape)
+    return layers
+
+
+def product(values):
+    result = 1
+    for value in values:
+        result *= value
+    return result
+
+
+def kernel_volume(param, spatial_axes):
+    if param.get("kernel_h") is not None:
+        return param.number("kernel_h", 1) * param.number("kernel_w", 1)
+    sizes = [int(v) for v in param.all("kernel_size")]
+    if len(sizes) == 1:
+        sizes = sizes * spatial_axes
+    return product(sizes)
+
+
+def learned_size(size_of_weights, outputs, has_bias):
+    return size_of_weights + (outputs if has_bias else 0)
+
+
+def layer_work(layer_type, param_message, bottom, top):
+    """(forward multiply-adds, learnable parameters) of one layer."""
+    if layer_type in ("Convolution", "Deconvolution"):
+        param = param_message.get("convolution_param")
+        groups = param.number("group", 1)
+        kernel = kernel_volume(param, len(top) - 2)
+        has_bias = param.flag("bias_term", True)
+        if layer_type == "Convolution":  # each output value sums in_channels/group x kernel
+            per_output = bottom[1] // groups * kernel
+            return product(top) * per_output, learned_size(top[1] * per_output, top[1], has_bias)
+        per_input = top[1] // groups * kernel  # each input value spreads to these
+        return product(bottom) * per_input, learned_size(bottom[1] * per_input, top[1], has_bias)
+    if layer_type == "InnerProduct":
+        param = param_message.get("inner_product_param")
+        axis = param.number("axis", 1) % len(bottom)
+        inputs, outputs = product(bottom[axis:]), param.number("num_output", 0)
+        return (product(bottom[:axis]) * inputs * outputs,
+                learned_size(inputs * outputs, outputs, param.flag("bias_term", True)))
+    if layer_type in ("Scale", "Bias"):
+        param = param_message.get(layer_type.lower() + "_param")
+        axis = param.number("axis", 1) if param else 1
+        axes = param.number("num_axes", 1) if param else 1
+        size = product(bottom[axis:] if axes == -1 else bottom[axis:axis + axes])
+        if layer_type == "Bias":
+            return 0, size
+        return 0, learned_size(size, size, param is not None and param.flag("bias_term", False))
+    if layer_type == "PReLU":
+        param = param_message.get("prelu_param")
+        return 0, 1 if param is not None and param.flag("channel_shared", False) else bottom[1]
+    return 0, 0  # BatchNorm's blobs are statistics, not learned
+
+
+def net_work(net, log):
+    """(forward multiply-adds, learnable parameters) of the whole net."""
+    definitions = {layer.get("name"): layer for layer in read_prototxt_file(net.path).all("layer")}
+    multiply_adds = parameters = 0
+    for layer in layer_shapes(log):
+        definition = definitions.get(layer["name"])
+        if definition is None:  # the Split layers the net inserts
+            continue
+        bottom = layer["bottom_shapes"][0] if layer["bottom_shapes"] else []
+        top = layer["top_shapes"][0] if layer["top_shapes"] else []
+        macs, params = layer_work(definition.get("type"), definition, bottom, top)
+        multiply_adds += macs
+        parameters += params
+    return multiply_adds, parameters
+
+
+# --- running the engines -------------------------------------------------------
+
+XTRAIN_TIMES = re.compile(r"forward-backward ([\d.]+) ms per iteration")
+XTRAIN_RSS = re.compile(r"peak resident memory ([\d.]+) MiB")
+
+
+def run_xtrain(xtrain, net, iterations):
+    """One `xtrain time` process: {ms, rss_mib, log} or {error}."""
+    command = [xtrain, "time", "--model=" + str(net.path), "--iterations=%d" % iterations]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    times = XTRAIN_TIMES.search(done.stdout)
+    if done.returncode != 0 or times is None:
+        lines = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()
+        return {"error": "exit %d: %s" % (done.returncode, lines[-1])}
+    rss = XTRAIN_RSS.search(done.stdout)
+    return {"ms": float(times.group(1)), "rss_mib": float(rss.group(1)) if rss else None,
+            "log": done.stderr}
+
+
+def torch_environment():
+    """The environment for PyTorch: its BLAS pointed at OpenBLAS (OpenMP
+    build) when installed, as /work/shared/toolchain.md advises."""
+    env = dict(os.environ)
+    if OPENBLAS_OPENMP.is_dir():
+        env["LD_LIBRARY_PATH"] = ":".join(
+            p for p in (str(OPENBLAS_OPENMP), env.get("LD_LIBRARY_PATH", "")) if p)
+    return env
+
+
+def find_torch_python(requested):
+    """A Python that imports torch (Debian's python3-torch lives in
+    /usr/bin/python3, which need not be the python3 on PATH), or None."""
+    candidates = [requested] if requested else [sys.executable, "/usr/bin/python3",
+                                                shutil.which("python3")]
+    for python in candidates:
+        if python and subprocess.run([python, "-c", "import torch"], capture_output=True,
+                                     env=torch_environment()).returncode == 0:
+            return python
+    return None
+
+
+def run_torch(python, net, iterations, layout, extra_env):
+    env = torch_environment()
+    env.update(extra_env)
+    command = [python, str(PYTORCH_DIR / "time_training.py"), net.name, "--batch",
+               str(net.batch), "--iterations", str(iterations), "--layout", layout]
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        lines = (done.stderr.strip() or "no output").splitlines()
+        return {"error": "exit %d: %s" % (done.returncode, lines[-1])}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# --- load of the machine -------------------------------------------------------
+
+
+def busy_cpu_seconds():
+    """CPU seconds spent by the whole machine (all processes) so far."""
+    with open("/proc/stat") as stat:
+        fields = [int(v) for v in stat.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def our_cpu_seconds():
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+def load_average():
+    with open("/proc/loadavg") as loadavg:
+        return " ".join(loadavg.read().split()[:3])
+
+
+# --- the table -----------------------------------------------------------------
+
+
+def median_of(results, key):
+    values = [r[key] for r in results if r.get(key) is not None]
+    return statistics.median(values) if values else None
+
+
+def spread(results, key):
+    values = sorted(r[key] for r in results if key in r)
+    return " ".join("%.1f" % v for v in values) if values else "-"
+
+
+def cell(value, pattern, width):
+    return (pattern % value if value is not None else "-").rjust(width)
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 2)[2])
+    parser.add_argument("xtrain", nargs="?", default="build/bin/xtrain",
+                        help="the xtrain binary (default build/bin/xtrain of this repo)")
+    parser.add_argument("runs", nargs="?", type=int, default=3,
+                        help="fresh processes per net and engine (default 3)")
+    parser.add_argument("iterations", nargs="?", type=int,
+                        help="timed iterations per run (default: per net, %s)" %
+                        ", ".join("%s %d" % kv for kv in DEFAULT_ITERATIONS.items()))
+    parser.add_argument("--nets", default=",".join(n.name for n in NETS),
+                        help="comma-separated subset of: %(default)s")
+    parser.add_argument("--no-torch", action="store_true", help="skip PyTorch")
+    parser.add_argument("--torch-python", help="the Python with torch (default: found)")
+    parser.add_argument("--torch-layouts", default="nchw,channels_last",
+                        help="memory formats to try; the faster median is shown")
+    parser.add_argument("--torch-env", action="append", default=[], metavar="NAME=VALUE",
+                        help="environment for PyTorch, repeatable: e.g. ATEN_CPU_CAPABILITY="
+                        "avx512, OMP_WAIT_POLICY=PASSIVE (much faster when other processes"
+                        " keep the cores busy)")
+    parser.add_argument("--peak-gflops", type=float, default=232.0,
+                        help="the machine's FP32 peak for the %% column (default %(default)g)")
+    parser.add_argument("--json", metavar="FILE", help="also write every run's figures here")
+    args = parser.parse_args()
+
+    xtrain = Path(args.xtrain).resolve()
+    if not xtrain.exists():
+        xtrain = REPO / args.xtrain
+    if not os.access(xtrain, os.X_OK):
+        sys.exit("cpu_nets.py: no xtrain binary at %s (build it, or pass its path)" % xtrain)
+    chosen = args.nets.split(",")
+    unknown = sorted(set(chosen) - {n.name for n in NETS})
+    if unknown:
+        sys.exit("cpu_nets.py: unknown nets %s; known: %s"
+                 % (", ".join(unknown), ", ".join(n.name for n in NETS)))
+    nets = [n for n in NETS if n.name in chosen]
+    stale = subprocess.run([sys.executable, str(REPO / "bench" / "make_bench_nets.py"),
+                            "--check"], capture_output=True, text=True)
+    if stale.returncode != 0:
+        print("warning: " + stale.stdout.strip().replace("\n", "\nwarning: "), file=sys.stderr)
+    torch_python = None if args.no_torch else find_torch_python(args.torch_python)
+    layouts = args.torch_layouts.split(",")
+    torch_env = {}
+    for setting in args.torch_env:
+        name, equals, value = setting.partition("=")
+        if not equals:
+            sys.exit("cpu_nets.py: --torch-env wants NAME=VALUE, got %r" % setting)
+        torch_env[name] = value
+
+    load_before = load_average()
+    start_wall, start_busy, start_ours = time.time(), busy_cpu_seconds(), our_cpu_seconds()
+    rows = []
+    for net in nets:
+        iterations = args.iterations or DEFAULT_ITERATIONS[net.name]
+        row = {"net": net, "iterations": iterations, "xtrain": [],
+               "torch": {layout: [] for layout in layouts}}
+        for run in range(args.runs):
+            # Interleaved, so that a change in the machine's load hits all alike.
+            print("%s run %d/%d: xtrain" % (net.name, run + 1, args.runs), file=sys.stderr)
+            row["xtrain"].append(run_xtrain(str(xtrain), net, iterations))
+            for layout in layouts if torch_python else []:
+                print("%s run %d/%d: torch %s" % (net.name, run + 1, args.runs, layout),
+                      file=sys.stderr)
+                row["torch"][layout].append(run_torch(torch_python, net, iterations, layout,
+                                                      torch_env))
+        rows.append(row)
+    wall = time.time() - start_wall
+    others = (busy_cpu_seconds() - start_busy) - (our_cpu_seconds() - start_ours)
+    load_after = load_average()
+
+    print("xtrain: %s; %d runs per net (medians shown); iterations per run: %s"
+          % (xtrain, args.runs, ", ".join("%s %d" % (r["net"].name, r["iterations"]) for r in rows)))
+    print("load average before: %s, after: %s; other processes used %.2f of the %d cores"
+          " on average during the %.0f s" % (load_before, load_after, max(others, 0) / wall,
+                                             os.cpu_count(), wall))
+    torch_info = None
+    for row in rows:
+        for results in row["torch"].values():
+            torch_info = torch_info or next((r for r in results if "torch" in r), None)
+    if torch_info:
+        print("PyTorch %s (%s), %d threads, CPU capability %s, environment %s, BLAS %s"
+              % (torch_info["torch"], torch_python, torch_info["threads"],
+                 torch_info["cpu_capability"],
+                 " ".join("%s=%s" % kv for kv in torch_env.items()) or "as is",
+                 " ".join(torch_info["blas"]) or "none loaded"))
+    elif not args.no_torch:
+        print("PyTorch: not found (apt-get install python3-torch libopenblas0-openmp)")
+    print()
+
+    header = ("%-14s %5s %9s %7s %10s %8s %6s %8s | %9s %9s %-13s %7s | %8s %7s"
+              % ("net", "batch", "ms/iter", "img/s", "GFLOP/iter", "GFLOP/s", "%peak",
+                 "RSS MiB", "torch ms", "+step ms", "torch layout", "x/torch", "Caffe ms",
+                 "x/Caffe"))
+    print(header)
+    print("-" * len(header))
+    notes = []
+    for row in rows:
+        net = row["net"]
+        ok = [r for r in row["xtrain"] if "ms" in r]
+        errors = [r["error"] for r in row["xtrain"] if "error" in r]
+        if errors:
+            notes.append("%s: xtrain failed: %s" % (net.name, errors[0]))
+        ms = median_of(ok, "ms")
+        rss = median_of(ok, "rss_mib")
+        multiply_adds = parameters = None
+        if ok:
+            multiply_adds, parameters = net_work(net, ok[0]["log"])
+        gflop = 3 * 2 * multiply_adds / 1e9 if multiply_adds else None
+        gflops = gflop / (ms / 1000) if gflop and ms else None
+        best_layout, torch_ms, torch_step_ms, torch_params = None, None, None, None
+        for layout, results in row["torch"].items():
+            good = [r for r in results if "forward_backward_ms" in r]
+            for r in results:
+                if "error" in r:
+                    notes.append("%s: torch %s failed: %s" % (net.name, layout, r["error"]))
+                    break
+            fb = median_of(good, "forward_backward_ms")
+            if fb is not None and (torch_ms is None or fb < torch_ms):
+                best_layout, torch_ms = layout, fb
+                torch_step_ms = median_of(good, "iteration_ms")
+                torch_params = good[0]["parameters"]
+        caffe = CAFFE_MS.get(net.name)
+        print("%-14s %5d %s %s %s %s %s %s | %s %s %-13s %s | %s %s" % (
+            net.label, net.batch, cell(ms, "%.1f", 9),
+            cell(net.batch * 1000 / ms if ms else None, "%.1f", 7), cell(gflop, "%.3f", 10),
+            cell(gflops, "%.1f", 8),
+            cell(100 * gflops / args.peak_gflops if gflops else None, "%.1f", 6),
+            cell(rss, "%.0f", 8), cell(torch_ms, "%.1f", 9), cell(torch_step_ms, "%.1f", 9),
+            best_layout or "-", cell(torch_ms / ms if torch_ms and ms else None, "%.2f", 7),
+            cell(caffe, "%.1f", 8), cell(caffe / ms if caffe and ms else None, "%.2f", 7)))
+        row.update(parameters=parameters, torch_params=torch_params)
+
+    print("\nx/torch, x/Caffe: the other's ms over xtrain's (above 1: xtrain is faster)."
+          " GFLOP counts only convolution, deconvolution and inner-product layers"
+          " (forward x3 for forward + backward); the other layers count 0.")
+    print("\nper run (ms/iter, sorted), learnable parameters, peak RSS:")
+    for row in rows:
+        net = row["net"]
+        print("  %-14s xtrain %s" % (net.label, spread(row["xtrain"], "ms")))
+        for layout, results in row["torch"].items():
+            if results:
+                print("  %-14s torch %-13s fwd+bwd %s; +step %s; peak RSS %s MiB" % (
+                    "", layout, spread(results, "forward_backward_ms"),
+                    spread(results, "iteration_ms"), spread(results, "peak_rss_mib")))
+        if row["torch_params"] is not None:
+            same = "same" if row["torch_params"] == row["parameters"] else "DIFFERENT"
+            print("  %-14s parameters: xtrain %s, torch %s (%s)"
+                  % ("", format(row["parameters"], ","), format(row["torch_params"], ","), same))
+            if row["torch_params"] != row["parameters"]:
+                notes.append("%s: parameter counts differ" % net.name)
+        elif row["parameters"] is not None:
+            print("  %-14s parameters: xtrain %s" % ("", format(row["parameters"], ",")))
+    for note in notes:
+        print("note: " + note)
+    if args.json:
+        dump = [{"net": row["net"].name, "batch": row["net"].batch,
+                 "iterations": row["iterations"], "parameters": row["parameters"],
+                 "xtrain": [{k: v for k, v in r.items() if k != "log"} for r in row["xtrain"]],
+                 "torch": row["torch"], "caffe_ms": CAFFE_MS.get(row["net"].name)}
+                for row in rows]
+        Path(args.json).write_text(json.dumps({
+            "xtrain": str(xtrain), "runs": args.runs, "load_before": load_before,
+            "load_after": load_after, "other_processes_cores": max(others, 0) / wall,
+            "nets": dump}, indent=1) + "\n")
+    return 1 if any("failed" in n or "differ" in n for n in notes) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
