@@ -4,14 +4,12 @@
 #include <cstdint>
 #include <string>
 
-#include "core/math_functions.hpp"
 #include "layers/learnable_blobs.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
 namespace {
 
-using math::Transpose;
 using SpatialField = google::protobuf::RepeatedField<std::uint32_t>;
 
 // A per-axis setting of a 2-D convolution: from the repeated field (one value
@@ -99,9 +97,6 @@ void BaseConvolutionLayer::read_geometry() {
   geometry_.stride_w = stride[1];
   geometry_.dilation_h = dilation[0];
   geometry_.dilation_w = dilation[1];
-  // Dilation does not matter for a 1x1 kernel.
-  is_1x1_ = kernel[0] == 1 && kernel[1] == 1 && stride[0] == 1 && stride[1] == 1 && pad[0] == 0 &&
-            pad[1] == 0;
 }
 
 void BaseConvolutionLayer::setup_params(int conv_in_channels, int conv_out_channels) {
@@ -124,7 +119,6 @@ void BaseConvolutionLayer::setup_params(int conv_in_channels, int conv_out_chann
   for (std::size_t i = 0; i < blobs_.size(); ++i) {
     set_param_propagate_down(static_cast<int>(i), true);
   }
-  kernel_dim_ = static_cast<int>(blobs_[0]->count(1));
 }
 
 void BaseConvolutionLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
@@ -165,72 +159,29 @@ void BaseConvolutionLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   if (reverses_convolution()) {
     geometry_.height = out_h;
     geometry_.width = out_w;
-    conv_out_spatial_ = in_h * in_w;
   } else {
     geometry_.height = in_h;
     geometry_.width = in_w;
-    conv_out_spatial_ = out_h * out_w;
   }
-  XTRAIN_ASSERT(geometry_.output_h() * geometry_.output_w() == conv_out_spatial_, where());
   top_spatial_ = out_h * out_w;
   num_ = static_cast<int>(input.count(0, channel_axis_));
   bottom_dim_ = input.count(channel_axis_);
   top_dim_ = static_cast<std::size_t>(num_output_) * top_spatial_;
-  weight_step_ = static_cast<std::size_t>(conv_out_channels_ / group_) * kernel_dim_;
-  column_step_ = static_cast<std::size_t>(kernel_dim_) * conv_out_spatial_;
-  conv_out_step_ = static_cast<std::size_t>(conv_out_channels_ / group_) * conv_out_spatial_;
-  if (!is_1x1_) columns_.resize(column_step_ * group_);
-  if (bias_term_) ones_.assign(top_spatial_, 1.0f);
-}
 
-const float* BaseConvolutionLayer::columns_of(const float* conv_in) {
-  if (is_1x1_) return conv_in;
-  im2col(conv_in, geometry_, columns_.data());
-  return columns_.data();
-}
-
-void BaseConvolutionLayer::convolve(const float* conv_in, const float* weights, float* conv_out,
-                                    bool columns_ready) {
-  const float* columns = is_1x1_ || !columns_ready ? columns_of(conv_in) : columns_.data();
-  const int outputs_per_group = conv_out_channels_ / group_;
-  for (int g = 0; g < group_; ++g) {
-    math::gemm(Transpose::kNo, Transpose::kNo, outputs_per_group, conv_out_spatial_, kernel_dim_,
-               1.0f, weights + g * weight_step_, columns + g * column_step_, 0.0f,
-               conv_out + g * conv_out_step_);
+  ConvolutionShape view;
+  view.num = num_;
+  view.geometry = geometry_;
+  view.num_output = conv_out_channels_;
+  view.group = group_;
+  // Deconvolution's bias is on its top, the view's input: the layer adds it.
+  view.bias_term = bias_term_ && !reverses_convolution();
+  XTRAIN_ASSERT(view.input_dim() == (reverses_convolution() ? top_dim_ : bottom_dim_) &&
+                    view.output_dim() == (reverses_convolution() ? bottom_dim_ : top_dim_),
+                where());
+  if (!engine_ || engine_->shape() != view) {
+    engine_.reset();  // free the old engine's buffers first
+    engine_ = make_convolution_engine(view, param_.convolution_param(), where());
   }
-}
-
-void BaseConvolutionLayer::convolve_adjoint(const float* conv_out, const float* weights,
-                                            float* conv_in) {
-  float* columns = is_1x1_ ? conv_in : columns_.data();
-  const int outputs_per_group = conv_out_channels_ / group_;
-  for (int g = 0; g < group_; ++g) {
-    math::gemm(Transpose::kYes, Transpose::kNo, kernel_dim_, conv_out_spatial_, outputs_per_group,
-               1.0f, weights + g * weight_step_, conv_out + g * conv_out_step_, 0.0f,
-               columns + g * column_step_);
-  }
-  if (!is_1x1_) col2im(columns, geometry_, conv_in);
-}
-
-void BaseConvolutionLayer::weight_gradient(const float* conv_in, const float* conv_out_diff,
-                                           float* weight_diff) {
-  const float* columns = columns_of(conv_in);
-  const int outputs_per_group = conv_out_channels_ / group_;
-  for (int g = 0; g < group_; ++g) {
-    math::gemm(Transpose::kNo, Transpose::kYes, outputs_per_group, kernel_dim_, conv_out_spatial_,
-               1.0f, conv_out_diff + g * conv_out_step_, columns + g * column_step_, 1.0f,
-               weight_diff + g * weight_step_);
-  }
-}
-
-void BaseConvolutionLayer::add_bias(const float* bias, float* output) {
-  math::gemm(Transpose::kNo, Transpose::kNo, num_output_, top_spatial_, 1, 1.0f, bias, ones_.data(),
-             1.0f, output);
-}
-
-void BaseConvolutionLayer::bias_gradient(const float* output_diff, float* bias_diff) {
-  math::gemv(Transpose::kNo, num_output_, top_spatial_, 1.0f, output_diff, ones_.data(), 1.0f,
-             bias_diff);
 }
 
 }  // namespace xtrain

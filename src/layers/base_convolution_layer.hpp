@@ -1,6 +1,5 @@
 // What Convolution and Deconvolution share: reading convolution_param, the
-// learned filters, and the three matrix products of a 2-D convolution on one
-// image, each done group by group on the im2col columns (see im2col.hpp).
+// learned filters, and the engine that computes the convolution.
 //
 // Both layers are described by a "convolution view": a cross-correlation from
 // conv_in channels on a conv_in image to conv_out channels on a conv_out
@@ -14,17 +13,17 @@
 // (C, num_output / group, kh, kw) for Deconvolution, as in Caffe; the bias is
 // (num_output) and is added over the top's pixels.
 //
-// The products, per image and per group g:
-//   convolve:          conv_out_g  = W_g * columns(conv_in)_g
-//   convolve_adjoint:  conv_in     = col2im(W_g^T * conv_out_g)
-//   weight_gradient:   dW_g       += conv_out_diff_g * columns(conv_in)_g^T
-// A 1x1 kernel with stride 1 and no padding uses the image as its columns.
-// Parameter gradients accumulate into the diffs (the solver clears them).
+// The arithmetic is a ConvolutionEngine's (convolution_engine.hpp), made for
+// the convolution view of each new input shape: oneDNN's where that is
+// faster, else im2col + GEMM. Parameter gradients accumulate into the diffs
+// (the solver clears them).
 #pragma once
 
+#include <memory>
+#include <string>
 #include <vector>
 
-#include "layers/im2col.hpp"
+#include "layers/convolution_engine.hpp"
 #include "xtrain/layer.hpp"
 
 namespace xtrain {
@@ -40,6 +39,10 @@ class BaseConvolutionLayer : public Layer {
   int min_top_blobs() const override { return 1; }
   bool equal_num_bottom_top_blobs() const override { return true; }
 
+  // Which engine computes the current shape ("gemm", "onednn (...)"); the
+  // choice is also logged once per shape.
+  std::string engine_name() const { return engine_ ? engine_->name() : "none (not set up)"; }
+
  protected:
   // True for Deconvolution: the top is the convolution view's input.
   virtual bool reverses_convolution() const = 0;
@@ -47,27 +50,18 @@ class BaseConvolutionLayer : public Layer {
   // be <= 0 when the geometry does not fit; reshape() reports it).
   virtual int output_size(int input, int kernel_extent, int pad, int stride) const = 0;
 
-  // columns_ready: the last call was weight_gradient() on the same conv_in,
-  // so its columns can be reused (saves one im2col).
-  void convolve(const float* conv_in, const float* weights, float* conv_out,
-                bool columns_ready = false);
-  void convolve_adjoint(const float* conv_out, const float* weights, float* conv_in);
-  void weight_gradient(const float* conv_in, const float* conv_out_diff, float* weight_diff);
-  // output[o, p] += bias[o] over the top's pixels.
-  void add_bias(const float* bias, float* output);
-  // bias_diff[o] += sum over the top's pixels of output_diff[o, p].
-  void bias_gradient(const float* output_diff, float* bias_diff);
+  // The engine for the current input shape (set by reshape()).
+  ConvolutionEngine& engine() { return *engine_; }
 
   bool bias_term() const { return bias_term_; }
   int num() const { return num_; }
-  std::size_t bottom_dim() const { return bottom_dim_; }
   std::size_t top_dim() const { return top_dim_; }
+  int num_output() const { return num_output_; }
+  int top_spatial() const { return top_spatial_; }
 
  private:
   void read_geometry();
   void setup_params(int conv_in_channels, int conv_out_channels);
-  // The columns of one conv_in image: the image itself for a 1x1 kernel.
-  const float* columns_of(const float* conv_in);
 
   // Fixed at setup.
   int channel_axis_ = 1;
@@ -75,23 +69,15 @@ class BaseConvolutionLayer : public Layer {
   int num_output_ = 0;
   int group_ = 1;
   bool bias_term_ = true;
-  bool is_1x1_ = false;
   int conv_out_channels_ = 0;
-  int kernel_dim_ = 0;       // (conv_in channels / group) * kh * kw
   Im2colGeometry geometry_;  // of the conv_in image; height/width set in reshape()
 
   // Follow the input shape.
-  int num_ = 0;               // images: product of the axes before channel_axis_
-  int conv_out_spatial_ = 0;  // pixels of the conv_out image
-  int top_spatial_ = 0;       // pixels of the top image
+  int num_ = 0;          // images: product of the axes before channel_axis_
+  int top_spatial_ = 0;  // pixels of the top image
   std::size_t bottom_dim_ = 0;
   std::size_t top_dim_ = 0;
-  // Offsets of one group's block in the weights, the columns and conv_out.
-  std::size_t weight_step_ = 0;
-  std::size_t column_step_ = 0;
-  std::size_t conv_out_step_ = 0;
-  std::vector<float> columns_;  // (conv_in C * kh * kw) x conv_out_spatial_
-  std::vector<float> ones_;     // top_spatial_ ones, to add the bias by gemm
+  std::unique_ptr<ConvolutionEngine> engine_;
 };
 
 }  // namespace xtrain

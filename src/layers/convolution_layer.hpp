@@ -9,13 +9,11 @@
 //   out = (in + 2*pad - (dilation*(k-1) + 1)) / stride + 1   (integer division).
 // Blobs: weight (num_output, channels/group, kh, kw), bias (num_output).
 //
-// Computed image by image as one matrix product per group on the im2col
-// columns (BaseConvolutionLayer). (Laying several small images side by side
-// in one wider product measured slower with OpenBLAS, so we multiply per
-// image as Caffe does.) Several bottoms of one shape give as many tops,
-// sharing weights. Backward adds the weight and bias gradients into the param
-// diffs (Caffe accumulates them; the solver clears them) and overwrites the
-// bottom diff.
+// Computed by oneDNN where that is faster, else by im2col + GEMM (see
+// convolution_engine.hpp; XTRAIN_CONV_IMPL=gemm forces the latter). Several
+// bottoms of one shape give as many tops, sharing weights. Backward adds the
+// weight and bias gradients into the param diffs (Caffe accumulates them; the
+// solver clears them) and overwrites the bottom diff.
 #pragma once
 
 #include <vector>

@@ -9,13 +9,15 @@
 // Blobs: weight (channels, num_output / group, kh, kw) as Caffe stores them,
 // bias (num_output). A "bilinear" weight_filler with stride = factor and
 // kernel = 2 * factor - factor % 2 makes it bilinear upsampling.
-// Backward: the bottom gradient is the convolution of the top gradient with
-// the same weights; the weight gradient pairs the im2col columns of the top
-// gradient with the bottom.
+// Computed by the convolution engine of the transposed view (see
+// base_convolution_layer.hpp): forward is its backward-data, the bottom
+// gradient its forward, and the weight gradient its backward-weights with
+// the top gradient as the view's input.
 #include <vector>
 
 #include "layers/base_convolution_layer.hpp"
 #include "layers/builtin_layers.hpp"
+#include "layers/channel_bias.hpp"
 #include "xtrain/layer_registry.hpp"
 
 namespace xtrain {
@@ -33,17 +35,21 @@ class DeconvolutionLayer : public BaseConvolutionLayer {
     return stride * (input - 1) + kernel_extent - 2 * pad;
   }
 
+  void reshape(const BlobVec& bottom, const BlobVec& top) override {
+    BaseConvolutionLayer::reshape(bottom, top);
+    if (bias_term() && top_bias_.pixels() != top_spatial()) {
+      top_bias_ = ChannelBias(num_output(), top_spatial());
+    }
+  }
+
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
     const float* weights = blobs_[0]->cpu_data();
-    const float* bias = bias_term() ? blobs_[1]->cpu_data() : nullptr;
     for (std::size_t i = 0; i < bottom.size(); ++i) {
-      const float* input = bottom[i]->cpu_data();
       float* output = top[i]->mutable_cpu_data();
-      for (int n = 0; n < num(); ++n) {
-        float* image_output = output + n * top_dim();
-        convolve_adjoint(input + n * bottom_dim(), weights, image_output);
-        if (bias) add_bias(bias, image_output);
-      }
+      engine().backward_data(bottom[i]->cpu_data(), weights, output);
+      if (!bias_term()) continue;
+      const float* bias = blobs_[1]->cpu_data();
+      for (int n = 0; n < num(); ++n) top_bias_.add(bias, output + n * top_dim());
     }
   }
 
@@ -56,23 +62,21 @@ class DeconvolutionLayer : public BaseConvolutionLayer {
     for (std::size_t i = 0; i < top.size(); ++i) {
       const float* output_diff = top[i]->cpu_diff();
       if (bias_diff) {
-        for (int n = 0; n < num(); ++n) bias_gradient(output_diff + n * top_dim(), bias_diff);
+        for (int n = 0; n < num(); ++n) {
+          top_bias_.accumulate_gradient(output_diff + n * top_dim(), bias_diff);
+        }
       }
-      if (!weight_diff && !propagate_down[i]) continue;
-      const float* input = bottom[i]->cpu_data();
-      float* input_diff = propagate_down[i] ? bottom[i]->mutable_cpu_diff() : nullptr;
-      for (int n = 0; n < num(); ++n) {
-        const float* image_output_diff = output_diff + n * top_dim();
-        if (weight_diff) {
-          weight_gradient(image_output_diff, input + n * bottom_dim(), weight_diff);
-        }
-        if (input_diff) {
-          convolve(image_output_diff, weights, input_diff + n * bottom_dim(),
-                   /*columns_ready=*/weight_diff != nullptr);
-        }
+      if (weight_diff) {
+        engine().backward_weights(output_diff, bottom[i]->cpu_data(), weight_diff, nullptr);
+      }
+      if (propagate_down[i]) {
+        engine().forward(output_diff, weights, nullptr, bottom[i]->mutable_cpu_diff());
       }
     }
   }
+
+ private:
+  ChannelBias top_bias_;  // over the top's pixels
 };
 
 }  // namespace

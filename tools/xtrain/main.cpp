@@ -1,5 +1,8 @@
 // xtrain: train, test and time nets described by Caffe prototxt files.
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -38,9 +41,25 @@ std::string usage() {
   return text;
 }
 
+// oneDNN's OpenMP threads busy-wait ~3 ms after each parallel region by
+// default. Next to OpenBLAS's own threads on few cores that slows the BLAS
+// work after each convolution, and on a shared machine it is ruinous: LeNet
+// took 100-130 ms an iteration instead of 18 with one other busy process on
+// the 2 cores (GOMP_SPINCOUNT=10000 too), 8.5-23 ms with passive waiting.
+// libgomp reads its settings once, when it is loaded, before main(): so if
+// the user chose none, start again with passive waiting. Users who own the
+// machine may set GOMP_SPINCOUNT=10000 themselves (LeNet 11.5 vs 17 ms quiet).
+void start_again_with_passive_openmp_waiting(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
+  ::setenv("OMP_WAIT_POLICY", "passive", 1);
+  ::execv("/proc/self/exe", argv);
+  // Could not re-execute (no /proc?): carry on with the defaults.
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  start_again_with_passive_openmp_waiting(argv);
   gflags::SetUsageMessage(usage());
   gflags::SetVersionString("0.1.0");
   gflags::ParseCommandLineFlags(&argc, &argv, true);

@@ -1,0 +1,77 @@
+#include "layers/convolution_engine.hpp"
+
+#include <cstdlib>
+#include <string_view>
+#include <tuple>
+
+#include "layers/gemm_convolution.hpp"
+#include "layers/onednn_convolution.hpp"
+#include "xtrain/error.hpp"
+#include "xtrain/logging.hpp"
+#include "xtrain/proto/xtrain.pb.h"
+
+namespace xtrain {
+namespace {
+
+auto as_tuple(const ConvolutionShape& s) {
+  const Im2colGeometry& g = s.geometry;
+  return std::make_tuple(s.num, g.channels, g.height, g.width, g.kernel_h, g.kernel_w, g.pad_h,
+                         g.pad_w, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w, s.num_output,
+                         s.group, s.bias_term);
+}
+
+}  // namespace
+
+std::string ConvolutionShape::to_string() const {
+  const Im2colGeometry& g = geometry;
+  return detail::concat(num, "x", g.channels, "x", g.height, "x", g.width, " -> ", num_output, "x",
+                        out_height(), "x", out_width(), ", kernel ", g.kernel_h, "x", g.kernel_w,
+                        ", stride ", g.stride_h, "x", g.stride_w, ", pad ", g.pad_h, "x", g.pad_w,
+                        ", dilation ", g.dilation_h, "x", g.dilation_w, ", group ", group,
+                        bias_term ? ", bias" : ", no bias");
+}
+
+bool operator==(const ConvolutionShape& a, const ConvolutionShape& b) {
+  return as_tuple(a) == as_tuple(b);
+}
+
+ConvolutionEngineChoice convolution_engine_choice_from_environment() {
+  const char* value = std::getenv("XTRAIN_CONV_IMPL");
+  if (value == nullptr || *value == '\0') return ConvolutionEngineChoice::kAuto;
+  const std::string_view choice(value);
+  if (choice == "auto") return ConvolutionEngineChoice::kAuto;
+  if (choice == "onednn") return ConvolutionEngineChoice::kOnednn;
+  if (choice == "gemm") return ConvolutionEngineChoice::kGemm;
+  throw Error(detail::concat(
+      "XTRAIN_CONV_IMPL=", choice,
+      " is not a convolution engine; use 'auto' (the default: oneDNN where it is faster, else "
+      "GEMM), 'onednn' (oneDNN wherever it can) or 'gemm' (im2col + BLAS)"));
+}
+
+std::unique_ptr<ConvolutionEngine> make_convolution_engine(const ConvolutionShape& shape,
+                                                           const ConvolutionParameter& param,
+                                                           const std::string& where) {
+  // Below this many FLOPs per forward pass GEMM wins: oneDNN's fixed costs
+  // (weight and activation reorders, waking its threads) dominate. Measured
+  // per pass on 2 cores: 2x3x6x5 -> 4 (0.01 MFLOP) 1 us GEMM vs 3 us oneDNN;
+  // 2x4x8x8 -> 8 (0.07 MFLOP) even; 4x8x12x12 -> 16 (1 MFLOP) 28 vs 7 us.
+  constexpr double kSmallestForOnednn = 0.1e6;
+
+  std::string why_not;  // why the oneDNN engine is not used
+  const ConvolutionEngineChoice choice = convolution_engine_choice_from_environment();
+  if (choice == ConvolutionEngineChoice::kGemm) {
+    why_not = "XTRAIN_CONV_IMPL=gemm";
+  } else if (param.force_nd_im2col()) {
+    why_not = "force_nd_im2col is set";
+  } else if (choice == ConvolutionEngineChoice::kAuto && shape.flops() < kSmallestForOnednn) {
+    why_not = detail::concat("too small for oneDNN to pay off (", shape.flops(),
+                             " FLOPs per forward pass)");
+  } else if (auto fast = make_onednn_convolution(shape, OnednnConvolutionOptions(), &why_not)) {
+    XLOG(INFO) << where << " " << shape.to_string() << ": " << fast->name();
+    return fast;
+  }
+  XLOG(INFO) << where << " " << shape.to_string() << ": gemm (im2col + BLAS), because " << why_not;
+  return std::make_unique<GemmConvolution>(shape);
+}
+
+}  // namespace xtrain

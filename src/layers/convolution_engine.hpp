@@ -1,0 +1,94 @@
+// ConvolutionEngine: one way of computing a 2-D convolution of a fixed shape
+// on plain NCHW float arrays, forward and backward.
+//
+// The Convolution layer keeps an ordered list of engines (see
+// make_convolution_engine): a fast one (oneDNN) is tried first and may decline
+// a shape, saying why; the reference (im2col + OpenBLAS GEMM) always works and
+// is the oracle the fast one is tested against.
+//
+// With the shape's `group` splitting input channels and filters alike,
+//   top[n, o, y, x] = bias[o] + sum over c in group(o), i, j of
+//       weight[o, c, i, j] * bottom[n, c, y*sh - ph + i*dh, x*sw - pw + j*dw]
+// (bottom reads as 0 outside the image). Weights are (num_output,
+// channels / group, kh, kw), the bias (num_output).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "layers/im2col.hpp"
+
+namespace xtrain {
+
+class ConvolutionParameter;
+
+struct ConvolutionShape {
+  int num = 0;              // images in the batch
+  Im2colGeometry geometry;  // of one input image: channels, size, kernel, pad, stride, dilation
+  int num_output = 0;
+  int group = 1;
+  bool bias_term = false;
+
+  int out_height() const { return geometry.output_h(); }
+  int out_width() const { return geometry.output_w(); }
+  std::size_t input_dim() const {  // values of one input image
+    return static_cast<std::size_t>(geometry.channels) * geometry.height * geometry.width;
+  }
+  std::size_t output_dim() const {  // values of one output image
+    return static_cast<std::size_t>(num_output) * out_height() * out_width();
+  }
+  std::size_t weight_count() const {
+    return static_cast<std::size_t>(num_output) * (geometry.channels / group) * geometry.kernel_h *
+           geometry.kernel_w;
+  }
+  // Multiply-adds of one forward pass over the batch, times two.
+  double flops() const {
+    return 2.0 * num * static_cast<double>(output_dim()) * (geometry.channels / group) *
+           geometry.kernel_h * geometry.kernel_w;
+  }
+  // "64x20x12x12 -> 50x8x8, kernel 5x5, stride 1x1, pad 0x0, dilation 1x1, group 1, bias"
+  std::string to_string() const;
+};
+
+bool operator==(const ConvolutionShape& a, const ConvolutionShape& b);
+inline bool operator!=(const ConvolutionShape& a, const ConvolutionShape& b) { return !(a == b); }
+
+class ConvolutionEngine {
+ public:
+  virtual ~ConvolutionEngine() = default;
+
+  // "gemm", or "onednn (jit:avx512_core, ...)": names the kernels in use.
+  virtual std::string name() const = 0;
+  virtual const ConvolutionShape& shape() const = 0;
+
+  // top = weights * bottom (+ bias, when the shape has bias_term; else
+  // `bias` is ignored). Overwrites top.
+  virtual void forward(const float* bottom, const float* weights, const float* bias,
+                       float* top) = 0;
+  // bottom_diff = the adjoint of forward applied to top_diff. Overwrites.
+  virtual void backward_data(const float* top_diff, const float* weights, float* bottom_diff) = 0;
+  // weight_diff += dE/dweights, bias_diff += dE/dbias: parameter gradients
+  // accumulate (iter_size, shared weights and several bottoms add up; the
+  // solver clears them). Either pointer may be null to skip that gradient.
+  virtual void backward_weights(const float* bottom, const float* top_diff, float* weight_diff,
+                                float* bias_diff) = 0;
+};
+
+// What XTRAIN_CONV_IMPL asks for:
+//   unset or "auto":  oneDNN where it accepts the shape and the measured rules
+//                     in convolution_engine.cpp expect it to be faster, else GEMM;
+//   "onednn":         oneDNN for every shape it accepts (tests, benchmarks);
+//   "gemm":           im2col + BLAS only.
+// Anything else throws.
+enum class ConvolutionEngineChoice { kAuto, kOnednn, kGemm };
+ConvolutionEngineChoice convolution_engine_choice_from_environment();
+
+// The first engine of the ordered list that takes `shape`; logs one INFO
+// line naming it and, when the faster engine was passed over, why. `where`
+// prefixes messages ("layer 'conv1' (Convolution)").
+std::unique_ptr<ConvolutionEngine> make_convolution_engine(const ConvolutionShape& shape,
+                                                           const ConvolutionParameter& param,
+                                                           const std::string& where);
+
+}  // namespace xtrain

@@ -1,0 +1,414 @@
+#include "layers/onednn_convolution.hpp"
+
+#if XTRAIN_HAVE_ONEDNN
+
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
+#include <unordered_map>
+
+#include "xtrain/error.hpp"
+#include "xtrain/logging.hpp"
+
+namespace xtrain {
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+using DataType = memory::data_type;
+using Arguments = std::unordered_map<int, memory>;
+
+const dnnl::engine& cpu_engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// A 64-byte aligned buffer that grows on demand; what it held is lost when
+// it grows.
+class ScratchBuffer {
+ public:
+  void* get(std::size_t bytes) {
+    if (bytes > capacity_) {
+      const std::size_t rounded = (bytes + 63) / 64 * 64;
+      void* fresh = std::aligned_alloc(64, rounded);
+      XTRAIN_CHECK(fresh != nullptr, "out of memory: the oneDNN convolution needs ", rounded,
+                   " bytes of scratch");
+      data_.reset(fresh);
+      capacity_ = rounded;
+    }
+    return data_.get();
+  }
+
+ private:
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+  std::unique_ptr<void, Free> data_;
+  std::size_t capacity_ = 0;
+};
+
+// Arrays of one role never meet in one primitive call, so they can share a
+// scratch buffer across the three passes (the activations are the big ones).
+enum Role {
+  kSourceRole,
+  kDestinationRole,
+  kSourceDiffRole,
+  kWeightsRole,
+  kWeightDiffRole,
+  kBiasDiffRole,
+  kRoleCount
+};
+
+// An array the caller keeps plain (NCHW, OIHW, ...) that a primitive wants in
+// `wanted`: it is handed over directly when the layouts agree, or reordered
+// through a scratch buffer. An accumulating output always goes through the
+// scratch buffer and is added into the caller's array by a reorder with a
+// sum post-op (oneDNN overwrites its outputs; Caffe adds gradients up).
+class Boundary {
+ public:
+  Boundary(const memory::desc& plain, const memory::desc& wanted, ScratchBuffer* scratch,
+           bool accumulate = false)
+      : user_(plain, cpu_engine(), DNNL_MEMORY_NONE),
+        inner_(wanted, cpu_engine(), DNNL_MEMORY_NONE),
+        scratch_(scratch),
+        direct_(!accumulate && plain == wanted) {
+    if (direct_) return;
+    dnnl::primitive_attr attr;
+    if (accumulate) {
+      dnnl::post_ops sum;
+      sum.append_sum(1.0f);
+      attr.set_post_ops(sum);
+      to_user_ = dnnl::reorder(
+          dnnl::reorder::primitive_desc(cpu_engine(), wanted, cpu_engine(), plain, attr));
+    } else {
+      to_inner_ =
+          dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), plain, cpu_engine(), wanted));
+      to_user_ =
+          dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), wanted, cpu_engine(), plain));
+    }
+  }
+
+  // As an input: the memory to pass to the primitive.
+  const memory& in(const float* data, dnnl::stream& stream) {
+    user_.set_data_handle(const_cast<float*>(data));
+    if (direct_) return user_;
+    bind_scratch();
+    to_inner_->execute(stream, user_, inner_);
+    return inner_;
+  }
+
+  // As an output: the memory the primitive writes; finish() then moves it to
+  // `data` (a null `data` drops the result).
+  const memory& out(float* data) {
+    user_.set_data_handle(data);
+    if (direct_) return user_;
+    bind_scratch();
+    return inner_;
+  }
+  void finish(dnnl::stream& stream) {
+    if (direct_ || user_.get_data_handle() == nullptr) return;
+    to_user_->execute(stream, inner_, user_);
+  }
+
+ private:
+  void bind_scratch() { inner_.set_data_handle(scratch_->get(inner_.get_desc().get_size())); }
+
+  memory user_;
+  memory inner_;
+  ScratchBuffer* scratch_;
+  bool direct_;
+  std::optional<dnnl::reorder> to_inner_;
+  std::optional<dnnl::reorder> to_user_;
+};
+
+std::string implementation_of(const dnnl::primitive_desc_base& pd) { return pd.impl_info_str(); }
+
+bool starts_with(const std::string& text, const char* prefix) {
+  return text.compare(0, std::strlen(prefix), prefix) == 0;
+}
+
+enum class Pass { kForward, kBackwardData, kBackwardWeights };
+
+// Measured exceptions to oneDNN's first choice of kernel (2 cores, medians):
+// with few input channels (a first layer: LeNet conv1 has 1, CIFAR-10 and
+// AlexNet conv1 have 3) its direct AVX-512 backward-data kernel is 3-7x
+// slower than its GEMM one (AlexNet conv1 at batch 32: 306 vs 80 ms, CIFAR-10
+// quick conv1 at batch 100: 18.6 vs 7.6 ms, LeNet conv1: 5.0 vs 0.74 ms).
+const char* preferred_implementation(const ConvolutionShape& shape, Pass pass) {
+  const int channels_per_group = shape.geometry.channels / shape.group;
+  if (pass == Pass::kBackwardData && channels_per_group <= 4) return "x64:gemm";
+  return nullptr;
+}
+
+// Walks oneDNN's ordered list of implementations for `desc` to the one whose
+// name starts with `preferred`; keeps the first when there is none (or no
+// preference). oneDNN's iterator points into `desc`, which must outlive the
+// walk.
+template <typename PrimitiveDesc, typename OpDesc, typename MakePrimitiveDesc>
+PrimitiveDesc choose_implementation(const OpDesc& desc, MakePrimitiveDesc make,
+                                    const char* preferred) {
+  PrimitiveDesc pd = make(desc);
+  if (preferred == nullptr || starts_with(implementation_of(pd), preferred)) return pd;
+  while (pd.next_impl()) {
+    if (starts_with(implementation_of(pd), preferred)) return pd;
+  }
+  return make(desc);
+}
+
+class OnednnConvolution final : public ConvolutionEngine {
+ public:
+  OnednnConvolution(const ConvolutionShape& shape, const OnednnConvolutionOptions& options)
+      : shape_(shape), stream_(cpu_engine()) {
+    const Im2colGeometry& g = shape.geometry;
+    const memory::dim n = shape.num, c = g.channels, oc = shape.num_output, groups = shape.group;
+    const memory::dims src_dims = {n, c, g.height, g.width};
+    const memory::dims dst_dims = {n, oc, shape.out_height(), shape.out_width()};
+    const memory::dims weight_dims =
+        groups == 1 ? memory::dims{oc, c, g.kernel_h, g.kernel_w}
+                    : memory::dims{groups, oc / groups, c / groups, g.kernel_h, g.kernel_w};
+    src_plain_ = memory::desc(src_dims, DataType::f32, Tag::nchw);
+    dst_plain_ = memory::desc(dst_dims, DataType::f32, Tag::nchw);
+    weights_plain_ = memory::desc(weight_dims, DataType::f32, groups == 1 ? Tag::oihw : Tag::goihw);
+    if (shape.bias_term) bias_plain_ = memory::desc({oc}, DataType::f32, Tag::x);
+
+    const Tag activations = options.blocked_activations ? Tag::any : Tag::nchw;
+    const memory::desc src(src_dims, DataType::f32, activations);
+    const memory::desc dst(dst_dims, DataType::f32, activations);
+    const memory::desc weights(weight_dims, DataType::f32, Tag::any);
+    // oneDNN counts dilation from 0 (no gaps). Padding on the right equal to
+    // the left: Caffe's floor division drops the surplus, as oneDNN's does.
+    const memory::dims strides = {g.stride_h, g.stride_w};
+    const memory::dims dilates = {g.dilation_h - 1, g.dilation_w - 1};
+    const memory::dims padding = {g.pad_h, g.pad_w};
+    auto preference = [&](Pass pass) {
+      return options.first_implementation ? nullptr : preferred_implementation(shape, pass);
+    };
+
+    constexpr auto convolution_direct = dnnl::algorithm::convolution_direct;
+    const auto forward_desc =
+        shape.bias_term ? dnnl::convolution_forward::desc(
+                              dnnl::prop_kind::forward_training, convolution_direct, src, weights,
+                              bias_plain_, dst, strides, dilates, padding, padding)
+                        : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                                          convolution_direct, src, weights, dst,
+                                                          strides, dilates, padding, padding);
+    forward_pd_ = choose_implementation<dnnl::convolution_forward::primitive_desc>(
+        forward_desc,
+        [](const auto& desc) {
+          return dnnl::convolution_forward::primitive_desc(desc, cpu_engine());
+        },
+        preference(Pass::kForward));
+
+    const dnnl::convolution_backward_data::desc backward_data_desc(
+        convolution_direct, src, weights, dst, strides, dilates, padding, padding);
+    backward_data_pd_ = choose_implementation<dnnl::convolution_backward_data::primitive_desc>(
+        backward_data_desc,
+        [&](const auto& desc) {
+          return dnnl::convolution_backward_data::primitive_desc(desc, cpu_engine(), forward_pd_);
+        },
+        preference(Pass::kBackwardData));
+
+    const auto backward_weights_desc =
+        shape.bias_term
+            ? dnnl::convolution_backward_weights::desc(convolution_direct, src, weights,
+                                                       bias_plain_, dst, strides, dilates, padding,
+                                                       padding)
+            : dnnl::convolution_backward_weights::desc(convolution_direct, src, weights, dst,
+                                                       strides, dilates, padding, padding);
+    backward_weights_pd_ =
+        choose_implementation<dnnl::convolution_backward_weights::primitive_desc>(
+            backward_weights_desc,
+            [&](const auto& desc) {
+              return dnnl::convolution_backward_weights::primitive_desc(desc, cpu_engine(),
+                                                                        forward_pd_);
+            },
+            preference(Pass::kBackwardWeights));
+  }
+
+  // Empty when every pass has a real kernel; otherwise why the engine
+  // declines (oneDNN's reference kernels are far slower than GEMM).
+  std::string why_not() const {
+    for (const std::string& kernel :
+         {implementation_of(forward_pd_), implementation_of(backward_data_pd_),
+          implementation_of(backward_weights_pd_)}) {
+      if (starts_with(kernel, "ref"))
+        return "oneDNN has only its reference kernel (" + kernel + ")";
+    }
+    return {};
+  }
+
+  std::string name() const override {
+    return "onednn (forward " + implementation_of(forward_pd_) + ", backward-data " +
+           implementation_of(backward_data_pd_) + ", backward-weights " +
+           implementation_of(backward_weights_pd_) + ")";
+  }
+  const ConvolutionShape& shape() const override { return shape_; }
+
+  void forward(const float* bottom, const float* weights, const float* bias, float* top) override {
+    run([&] {
+      if (!forward_) forward_.emplace(this);
+      ForwardPass& pass = *forward_;
+      Arguments args = {{DNNL_ARG_SRC, pass.src.in(bottom, stream_)},
+                        {DNNL_ARG_WEIGHTS, pass.weights.in(weights, stream_)},
+                        {DNNL_ARG_DST, pass.dst.out(top)}};
+      if (shape_.bias_term) {
+        args.emplace(DNNL_ARG_BIAS, memory(bias_plain_, cpu_engine(), const_cast<float*>(bias)));
+      }
+      pass.primitive.execute(stream_, args);
+      pass.dst.finish(stream_);
+    });
+  }
+
+  void backward_data(const float* top_diff, const float* weights, float* bottom_diff) override {
+    run([&] {
+      if (!backward_data_) backward_data_.emplace(this);
+      BackwardDataPass& pass = *backward_data_;
+      pass.primitive.execute(stream_, {{DNNL_ARG_DIFF_DST, pass.top_diff.in(top_diff, stream_)},
+                                       {DNNL_ARG_WEIGHTS, pass.weights.in(weights, stream_)},
+                                       {DNNL_ARG_DIFF_SRC, pass.bottom_diff.out(bottom_diff)}});
+      pass.bottom_diff.finish(stream_);
+    });
+  }
+
+  void backward_weights(const float* bottom, const float* top_diff, float* weight_diff,
+                        float* bias_diff) override {
+    if (weight_diff == nullptr && (bias_diff == nullptr || !shape_.bias_term)) return;
+    run([&] {
+      if (!backward_weights_) backward_weights_.emplace(this);
+      BackwardWeightsPass& pass = *backward_weights_;
+      Arguments args = {{DNNL_ARG_SRC, pass.bottom.in(bottom, stream_)},
+                        {DNNL_ARG_DIFF_DST, pass.top_diff.in(top_diff, stream_)},
+                        {DNNL_ARG_DIFF_WEIGHTS, pass.weight_diff.out(weight_diff)}};
+      if (pass.bias_diff) args.emplace(DNNL_ARG_DIFF_BIAS, pass.bias_diff->out(bias_diff));
+      pass.primitive.execute(stream_, args);
+      pass.weight_diff.finish(stream_);
+      if (pass.bias_diff) pass.bias_diff->finish(stream_);
+    });
+  }
+
+ private:
+  // The primitives are made on first use: a net that only runs forward
+  // (testing, deploy) never compiles the backward kernels.
+  struct ForwardPass {
+    explicit ForwardPass(OnednnConvolution* e)
+        : primitive(e->forward_pd_),
+          src(e->src_plain_, e->forward_pd_.src_desc(), &e->scratch_[kSourceRole]),
+          weights(e->weights_plain_, e->forward_pd_.weights_desc(), &e->scratch_[kWeightsRole]),
+          dst(e->dst_plain_, e->forward_pd_.dst_desc(), &e->scratch_[kDestinationRole]) {}
+    dnnl::convolution_forward primitive;
+    Boundary src, weights, dst;
+  };
+  struct BackwardDataPass {
+    explicit BackwardDataPass(OnednnConvolution* e)
+        : primitive(e->backward_data_pd_),
+          top_diff(e->dst_plain_, e->backward_data_pd_.diff_dst_desc(),
+                   &e->scratch_[kDestinationRole]),
+          weights(e->weights_plain_, e->backward_data_pd_.weights_desc(),
+                  &e->scratch_[kWeightsRole]),
+          bottom_diff(e->src_plain_, e->backward_data_pd_.diff_src_desc(),
+                      &e->scratch_[kSourceDiffRole]) {}
+    dnnl::convolution_backward_data primitive;
+    Boundary top_diff, weights, bottom_diff;
+  };
+  struct BackwardWeightsPass {
+    explicit BackwardWeightsPass(OnednnConvolution* e)
+        : primitive(e->backward_weights_pd_),
+          bottom(e->src_plain_, e->backward_weights_pd_.src_desc(), &e->scratch_[kSourceRole]),
+          top_diff(e->dst_plain_, e->backward_weights_pd_.diff_dst_desc(),
+                   &e->scratch_[kDestinationRole]),
+          weight_diff(e->weights_plain_, e->backward_weights_pd_.diff_weights_desc(),
+                      &e->scratch_[kWeightDiffRole], /*accumulate=*/true) {
+      if (e->shape_.bias_term) {
+        bias_diff.emplace(e->bias_plain_, e->backward_weights_pd_.diff_bias_desc(),
+                          &e->scratch_[kBiasDiffRole], /*accumulate=*/true);
+      }
+    }
+    dnnl::convolution_backward_weights primitive;
+    Boundary bottom, top_diff, weight_diff;
+    std::optional<Boundary> bias_diff;
+  };
+
+  // oneDNN reports failures as dnnl::error; the library throws xtrain::Error.
+  template <typename Body>
+  void run(Body body) {
+    try {
+      body();
+      stream_.wait();
+    } catch (const dnnl::error& error) {
+      throw Error(detail::concat("oneDNN convolution ", shape_.to_string(), " failed: ",
+                                 error.what(), " (set XTRAIN_CONV_IMPL=gemm to avoid oneDNN)"));
+    }
+  }
+
+  ConvolutionShape shape_;
+  dnnl::stream stream_;
+  memory::desc src_plain_, dst_plain_, weights_plain_, bias_plain_;
+  dnnl::convolution_forward::primitive_desc forward_pd_;
+  dnnl::convolution_backward_data::primitive_desc backward_data_pd_;
+  dnnl::convolution_backward_weights::primitive_desc backward_weights_pd_;
+  std::array<ScratchBuffer, kRoleCount> scratch_;
+  std::optional<ForwardPass> forward_;
+  std::optional<BackwardDataPass> backward_data_;
+  std::optional<BackwardWeightsPass> backward_weights_;
+};
+
+// oneDNN runs on OpenMP threads, and libgomp reads its settings when it is
+// loaded, before main(): only the environment xtrain starts in can change
+// them. By default an idle OpenMP thread busy-waits ~3 ms after each call,
+// taking the core from OpenBLAS's threads (InnerProduct) and from other
+// programs. Measured on 2 cores (training iteration, ms, default vs
+// GOMP_SPINCOUNT=10000 ~ 0.2 ms of spinning): LeNet 17.4 vs 9.9, CIFAR-10
+// quick 70.9 vs 47.2, AlexNet 611 vs 568; with other jobs running (load ~3.5)
+// LeNet took 112 ms by default and 17 ms with OMP_WAIT_POLICY=passive.
+void suggest_short_openmp_spin() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return;
+    XLOG(INFO) << "oneDNN's OpenMP threads busy-wait for ~3 ms after each convolution, slowing "
+                  "the layers that use BLAS threads; start xtrain with GOMP_SPINCOUNT=10000 "
+                  "(or OMP_WAIT_POLICY=passive on a machine shared with other jobs)";
+  });
+}
+
+}  // namespace
+
+bool onednn_available() { return true; }
+
+std::unique_ptr<ConvolutionEngine> make_onednn_convolution(const ConvolutionShape& shape,
+                                                           const OnednnConvolutionOptions& options,
+                                                           std::string* why_not) {
+  suggest_short_openmp_spin();
+  try {
+    auto engine = std::make_unique<OnednnConvolution>(shape, options);
+    *why_not = engine->why_not();
+    if (!why_not->empty()) return nullptr;
+    return engine;
+  } catch (const dnnl::error& error) {
+    *why_not = std::string("oneDNN cannot build this convolution: ") + error.what();
+    return nullptr;
+  }
+}
+
+}  // namespace xtrain
+
+#else  // !XTRAIN_HAVE_ONEDNN
+
+namespace xtrain {
+
+bool onednn_available() { return false; }
+
+std::unique_ptr<ConvolutionEngine> make_onednn_convolution(const ConvolutionShape& shape,
+                                                           const OnednnConvolutionOptions& options,
+                                                           std::string* why_not) {
+  (void)shape;
+  (void)options;
+  *why_not = "this build of xtrain has no oneDNN (install libdnnl-dev and reconfigure)";
+  return nullptr;
+}
+
+}  // namespace xtrain
+
+#endif

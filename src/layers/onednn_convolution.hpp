@@ -1,0 +1,36 @@
+// The oneDNN convolution engine: forward, backward-data and backward-weights
+// primitives made once per shape, the activations plain NCHW at the layer
+// boundary and the weights in whatever layout each primitive prefers
+// (format_tag::any, reordered from the blob on every call, since the solver
+// changes them). Parameter gradients come out in the primitive's layout and
+// are added into the plain diffs by one reorder with a sum post-op.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "layers/convolution_engine.hpp"
+
+namespace xtrain {
+
+// Ways to steer the engine for tests and benchmarks; the defaults are what
+// the Convolution layer uses.
+struct OnednnConvolutionOptions {
+  // Let each primitive choose its activation layout (blocked, e.g. nChw16c)
+  // and reorder at the boundary, instead of asking for plain NCHW.
+  bool blocked_activations = true;
+  // Take oneDNN's first implementation for every direction, ignoring the
+  // measured exceptions in onednn_convolution.cpp.
+  bool first_implementation = false;
+};
+
+// Whether this build has oneDNN.
+bool onednn_available();
+
+// The engine for `shape`, or null when oneDNN declines it (or the build has
+// no oneDNN), with the reason in *why_not.
+std::unique_ptr<ConvolutionEngine> make_onednn_convolution(const ConvolutionShape& shape,
+                                                           const OnednnConvolutionOptions& options,
+                                                           std::string* why_not);
+
+}  // namespace xtrain

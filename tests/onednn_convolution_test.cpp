@@ -1,0 +1,359 @@
+// The oneDNN convolution engine against the im2col + GEMM reference, shape by
+// shape: forward, backward-data and backward-weights (the parameter
+// gradients added onto diffs that already hold values, as Caffe's iter_size
+// and shared weights need), plus how the Convolution layer picks its engine.
+#include "layers/onednn_convolution.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "layer_test_util.hpp"
+#include "layers/base_convolution_layer.hpp"
+#include "layers/gemm_convolution.hpp"
+
+namespace xtrain {
+namespace {
+
+struct Geometry {
+  const char* name;
+  int num, channels, height, width, num_output;
+  int kernel_h, kernel_w;
+  int stride_h = 1, stride_w = 1;
+  int pad_h = 0, pad_w = 0;
+  int dilation_h = 1, dilation_w = 1;
+  int group = 1;
+  bool bias = true;
+};
+
+// Failure messages name the geometry instead of dumping its bytes.
+void PrintTo(const Geometry& g, std::ostream* out) { *out << g.name; }
+
+ConvolutionShape shape_of(const Geometry& g) {
+  ConvolutionShape shape;
+  shape.num = g.num;
+  shape.geometry.channels = g.channels;
+  shape.geometry.height = g.height;
+  shape.geometry.width = g.width;
+  shape.geometry.kernel_h = g.kernel_h;
+  shape.geometry.kernel_w = g.kernel_w;
+  shape.geometry.stride_h = g.stride_h;
+  shape.geometry.stride_w = g.stride_w;
+  shape.geometry.pad_h = g.pad_h;
+  shape.geometry.pad_w = g.pad_w;
+  shape.geometry.dilation_h = g.dilation_h;
+  shape.geometry.dilation_w = g.dilation_w;
+  shape.num_output = g.num_output;
+  shape.group = g.group;
+  shape.bias_term = g.bias;
+  return shape;
+}
+
+// Geometry{name, N, C, H, W, num_output, kh, kw, sh, sw, ph, pw, dh, dw, group, bias}
+const std::vector<Geometry>& geometries() {
+  static const std::vector<Geometry> all = {
+      {"plain_3x3", 2, 3, 7, 6, 4, 3, 3},
+      {"batch_1", 1, 5, 9, 9, 7, 3, 3},
+      {"pad_and_stride", 2, 4, 9, 9, 6, 3, 3, 2, 2, 1, 1},
+      {"rectangular", 2, 3, 8, 7, 5, 3, 2, 2, 1, 1, 0},
+      {"dilation", 2, 3, 11, 10, 4, 3, 3, 1, 1, 2, 2, 2, 2},
+      {"rectangular_dilation", 2, 2, 9, 12, 3, 2, 3, 1, 2, 0, 1, 3, 2},
+      {"pad_wider_than_half_kernel", 2, 3, 5, 5, 2, 3, 3, 1, 1, 2, 2},
+      {"stride_leaves_a_remainder", 2, 3, 8, 8, 4, 3, 3, 2, 2},
+      {"groups", 2, 4, 7, 7, 6, 3, 3, 1, 1, 1, 1, 1, 1, 2},
+      {"depthwise", 2, 8, 6, 6, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8},
+      {"no_bias", 3, 4, 6, 6, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, false},
+      {"one_by_one", 2, 16, 5, 5, 8, 1, 1},
+      {"one_by_one_stride_2", 2, 6, 7, 7, 4, 1, 1, 2, 2},
+      {"blocked_channels", 3, 32, 10, 10, 64, 3, 3, 1, 1, 1, 1},
+      {"lenet_conv2", 4, 20, 12, 12, 50, 5, 5},
+      {"cifar10_conv1", 2, 3, 32, 32, 32, 5, 5, 1, 1, 2, 2},
+      {"alexnet_conv1", 2, 3, 227, 227, 96, 11, 11, 4, 4},
+      {"alexnet_conv2", 2, 96, 27, 27, 256, 5, 5, 1, 1, 2, 2, 1, 1, 2},
+      {"alexnet_conv4", 2, 384, 13, 13, 384, 3, 3, 1, 1, 1, 1, 1, 1, 2},
+  };
+  return all;
+}
+
+bool starts_with(const std::string& text, const std::string& prefix) {
+  return text.rfind(prefix, 0) == 0;
+}
+
+std::vector<float> uniform(std::size_t count, std::uint64_t seed) {
+  std::vector<float> values(count);
+  RandomStream(seed).uniform(count, -1.0f, 1.0f, values.data());
+  return values;
+}
+
+// |actual - expected| within float rounding of sums of many products: a
+// small fraction of the largest expected value.
+void expect_close(const std::vector<float>& actual, const std::vector<float>& expected,
+                  const char* what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  float largest = 0;
+  for (float value : expected) largest = std::max(largest, std::fabs(value));
+  const float tolerance = 1e-5f + 1e-4f * largest;
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    if (std::fabs(actual[i] - expected[i]) > tolerance) {
+      if (++wrong <= 3) {
+        ADD_FAILURE() << what << " element " << i << ": " << actual[i] << " vs reference "
+                      << expected[i] << " (tolerance " << tolerance << ")";
+      }
+    }
+  }
+  EXPECT_EQ(wrong, 0u) << what << ": elements off";
+}
+
+// One set of arrays for a shape, run through an engine.
+struct Results {
+  std::vector<float> top, bottom_diff, weight_diff, bias_diff;
+};
+
+struct Inputs {
+  explicit Inputs(const ConvolutionShape& shape)
+      : bottom(uniform(shape.num * shape.input_dim(), 1)),
+        weights(uniform(shape.weight_count(), 2)),
+        bias(uniform(shape.num_output, 3)),
+        top_diff(uniform(shape.num * shape.output_dim(), 4)),
+        // Diffs that already hold gradients: backward must add onto them.
+        weight_diff(uniform(shape.weight_count(), 5)),
+        bias_diff(uniform(shape.num_output, 6)) {}
+  std::vector<float> bottom, weights, bias, top_diff, weight_diff, bias_diff;
+};
+
+Results run(ConvolutionEngine& engine, const Inputs& in) {
+  const ConvolutionShape& shape = engine.shape();
+  Results out;
+  out.top.assign(shape.num * shape.output_dim(), 7.0f);  // garbage: forward overwrites
+  out.bottom_diff.assign(shape.num * shape.input_dim(), 7.0f);
+  out.weight_diff = in.weight_diff;
+  out.bias_diff = in.bias_diff;
+  engine.forward(in.bottom.data(), in.weights.data(), in.bias.data(), out.top.data());
+  engine.backward_data(in.top_diff.data(), in.weights.data(), out.bottom_diff.data());
+  engine.backward_weights(in.bottom.data(), in.top_diff.data(), out.weight_diff.data(),
+                          shape.bias_term ? out.bias_diff.data() : nullptr);
+  return out;
+}
+
+struct EngineVariant {
+  const char* name;
+  OnednnConvolutionOptions options;
+};
+
+std::vector<EngineVariant> variants() {
+  OnednnConvolutionOptions plain;
+  plain.blocked_activations = false;
+  OnednnConvolutionOptions first;
+  first.first_implementation = true;
+  return {{"default", {}}, {"plain_activations", plain}, {"first_implementation", first}};
+}
+
+class OnednnConvolutionTest : public ::testing::TestWithParam<Geometry> {
+ protected:
+  void SetUp() override {
+    if (!onednn_available()) GTEST_SKIP() << "built without oneDNN";
+  }
+};
+
+TEST_P(OnednnConvolutionTest, MatchesGemmReference) {
+  const ConvolutionShape shape = shape_of(GetParam());
+  const Inputs inputs(shape);
+  GemmConvolution gemm(shape);
+  const Results expected = run(gemm, inputs);
+  for (const EngineVariant& variant : variants()) {
+    SCOPED_TRACE(std::string(variant.name) + " " + shape.to_string());
+    std::string why_not;
+    auto engine = make_onednn_convolution(shape, variant.options, &why_not);
+    ASSERT_TRUE(engine) << why_not;
+    EXPECT_TRUE(starts_with(engine->name(), "onednn (forward ")) << engine->name();
+    const Results actual = run(*engine, inputs);
+    expect_close(actual.top, expected.top, "forward");
+    expect_close(actual.bottom_diff, expected.bottom_diff, "backward data");
+    expect_close(actual.weight_diff, expected.weight_diff, "weight gradient");
+    if (shape.bias_term) {
+      expect_close(actual.bias_diff, expected.bias_diff, "bias gradient");
+    } else {
+      EXPECT_EQ(actual.bias_diff, inputs.bias_diff) << "no bias: its diff is not touched";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Geometries, OnednnConvolutionTest, ::testing::ValuesIn(geometries()),
+                         [](const ::testing::TestParamInfo<Geometry>& info) {
+                           return std::string(info.param.name);
+                         });
+
+// The measured exception in onednn_convolution.cpp takes effect: a first
+// layer's backward-data runs on oneDNN's GEMM kernel, unless the caller asks
+// for oneDNN's own first choice.
+TEST(OnednnConvolutionKernelTest, FewInputChannelsUseTheGemmKernelForBackwardData) {
+  if (!onednn_available()) GTEST_SKIP() << "built without oneDNN";
+  const ConvolutionShape shape = shape_of({"first_layer", 2, 3, 32, 32, 32, 5, 5, 1, 1, 2, 2});
+  std::string why_not;
+  auto preferred = make_onednn_convolution(shape, {}, &why_not);
+  ASSERT_TRUE(preferred) << why_not;
+  EXPECT_NE(preferred->name().find("backward-data x64:gemm"), std::string::npos)
+      << preferred->name();
+  OnednnConvolutionOptions first;
+  first.first_implementation = true;
+  auto unsteered = make_onednn_convolution(shape, first, &why_not);
+  ASSERT_TRUE(unsteered) << why_not;
+  EXPECT_EQ(unsteered->name().find("backward-data x64:gemm"), std::string::npos)
+      << unsteered->name();
+}
+
+class OnednnConvolutionAccumulationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!onednn_available()) GTEST_SKIP() << "built without oneDNN";
+    shape_ = shape_of({"blocked", 2, 16, 6, 6, 32, 3, 3, 1, 1, 1, 1});
+    std::string why_not;
+    engine_ = make_onednn_convolution(shape_, {}, &why_not);
+    ASSERT_TRUE(engine_) << why_not;
+  }
+  ConvolutionShape shape_;
+  std::unique_ptr<ConvolutionEngine> engine_;
+};
+
+// Two backward passes (iter_size 2, or two bottoms sharing weights) add up.
+TEST_F(OnednnConvolutionAccumulationTest, RepeatedBackwardAddsUp) {
+  const Inputs in(shape_);
+  GemmConvolution gemm(shape_);
+  std::vector<float> weight_diff(shape_.weight_count(), 0.0f), bias_diff(shape_.num_output, 0.0f);
+  gemm.backward_weights(in.bottom.data(), in.top_diff.data(), weight_diff.data(), bias_diff.data());
+  std::vector<float> twice_weights = in.weight_diff, twice_bias = in.bias_diff;
+  for (std::size_t i = 0; i < twice_weights.size(); ++i) twice_weights[i] += 2 * weight_diff[i];
+  for (std::size_t i = 0; i < twice_bias.size(); ++i) twice_bias[i] += 2 * bias_diff[i];
+
+  std::vector<float> actual_weights = in.weight_diff, actual_bias = in.bias_diff;
+  for (int pass = 0; pass < 2; ++pass) {
+    engine_->backward_weights(in.bottom.data(), in.top_diff.data(), actual_weights.data(),
+                              actual_bias.data());
+  }
+  expect_close(actual_weights, twice_weights, "weight gradient after two passes");
+  expect_close(actual_bias, twice_bias, "bias gradient after two passes");
+}
+
+// With lr_mult 0 on one of the two blobs, only the other diff changes.
+TEST_F(OnednnConvolutionAccumulationTest, OneGradientAtATime) {
+  const Inputs in(shape_);
+  GemmConvolution gemm(shape_);
+  std::vector<float> expected_weights = in.weight_diff, expected_bias = in.bias_diff;
+  gemm.backward_weights(in.bottom.data(), in.top_diff.data(), expected_weights.data(),
+                        expected_bias.data());
+
+  std::vector<float> weights_only = in.weight_diff;
+  engine_->backward_weights(in.bottom.data(), in.top_diff.data(), weights_only.data(), nullptr);
+  expect_close(weights_only, expected_weights, "weight gradient alone");
+
+  std::vector<float> bias_only = in.bias_diff;
+  engine_->backward_weights(in.bottom.data(), in.top_diff.data(), nullptr, bias_only.data());
+  expect_close(bias_only, expected_bias, "bias gradient alone");
+}
+
+// Sets XTRAIN_CONV_IMPL for one test and puts the old value back.
+class ScopedConvImpl {
+ public:
+  explicit ScopedConvImpl(const char* value) {
+    if (const char* old = std::getenv(kName)) old_ = old;
+    if (value) {
+      setenv(kName, value, 1);
+    } else {
+      unsetenv(kName);
+    }
+  }
+  ~ScopedConvImpl() {
+    if (old_) {
+      setenv(kName, old_->c_str(), 1);
+    } else {
+      unsetenv(kName);
+    }
+  }
+  ScopedConvImpl(const ScopedConvImpl&) = delete;
+  ScopedConvImpl& operator=(const ScopedConvImpl&) = delete;
+
+ private:
+  static constexpr const char* kName = "XTRAIN_CONV_IMPL";
+  std::optional<std::string> old_;
+};
+
+// The engine a Convolution layer picks for a 2x16x8x8 input (about 1 MFLOP
+// per forward pass), or for a 1x2x4x4 one (a few hundred FLOPs).
+std::string engine_chosen(const std::string& extra_param = "", bool tiny = false) {
+  auto layer = testing::make_layer(
+      "name: 'conv' type: 'Convolution' convolution_param { num_output: 32 kernel_size: 3 "
+      "pad: 1 " +
+      extra_param + " weight_filler { type: 'gaussian' std: 0.1 } }");
+  Blob input(tiny ? std::vector<int>{1, 2, 4, 4} : std::vector<int>{2, 16, 8, 8}), output;
+  layer->setup({&input}, {&output});
+  return dynamic_cast<BaseConvolutionLayer&>(*layer).engine_name();
+}
+
+TEST(ConvolutionEngineChoiceTest, DefaultIsOnednnWhereAvailable) {
+  const std::string expected = onednn_available() ? "onednn (" : "gemm";
+  for (const char* value : {static_cast<const char*>(nullptr), "auto", "onednn"}) {
+    ScopedConvImpl choice(value);
+    const std::string chosen = engine_chosen();
+    EXPECT_TRUE(starts_with(chosen, expected)) << (value ? value : "unset") << ": " << chosen;
+  }
+}
+
+TEST(ConvolutionEngineChoiceTest, TinyShapesStayOnGemmUnlessOnednnIsForced) {
+  {
+    ScopedConvImpl unset(nullptr);
+    EXPECT_EQ(engine_chosen("", /*tiny=*/true), "gemm");
+  }
+  ScopedConvImpl onednn("onednn");
+  const std::string expected = onednn_available() ? "onednn (" : "gemm";
+  const std::string chosen = engine_chosen("", /*tiny=*/true);
+  EXPECT_TRUE(starts_with(chosen, expected)) << chosen;
+}
+
+TEST(ConvolutionEngineChoiceTest, GemmOnRequest) {
+  ScopedConvImpl gemm("gemm");
+  EXPECT_EQ(engine_chosen(), "gemm");
+}
+
+TEST(ConvolutionEngineChoiceTest, ForceNdIm2colKeepsGemm) {
+  ScopedConvImpl onednn("onednn");
+  EXPECT_EQ(engine_chosen("force_nd_im2col: true"), "gemm");
+}
+
+TEST(ConvolutionEngineChoiceTest, RejectsUnknownEngine) {
+  ScopedConvImpl bad("mkl");
+  const std::string message = testing::error_message([] { engine_chosen(); });
+  EXPECT_NE(message.find("XTRAIN_CONV_IMPL=mkl"), std::string::npos) << message;
+  EXPECT_NE(message.find("'gemm'"), std::string::npos) << message;
+  EXPECT_NE(message.find("'onednn'"), std::string::npos) << message;
+}
+
+// A new input shape gets an engine made for it.
+TEST(ConvolutionEngineChoiceTest, ReshapeRemakesTheEngine) {
+  auto layer = testing::make_layer(
+      "name: 'conv' type: 'Convolution' convolution_param { num_output: 4 kernel_size: 3 "
+      "weight_filler { type: 'gaussian' std: 0.1 } bias_filler { type: 'gaussian' std: 0.1 } }");
+  Blob small({1, 2, 5, 5}), large({3, 2, 9, 7}), output;
+  layer->setup({&small}, {&output});
+  testing::fill_uniform(large, -1, 1);
+  layer->reshape({&large}, {&output});
+  layer->forward({&large}, {&output});
+  ASSERT_EQ(output.shape(), (std::vector<int>{3, 4, 7, 5}));
+
+  ConvolutionShape shape = shape_of({"large", 3, 2, 9, 7, 4, 3, 3});
+  GemmConvolution gemm(shape);
+  std::vector<float> expected(output.count());
+  gemm.forward(large.cpu_data(), layer->blobs()[0]->cpu_data(), layer->blobs()[1]->cpu_data(),
+               expected.data());
+  expect_close(testing::data_of(output), expected, "forward after reshape");
+}
+
+}  // namespace
+}  // namespace xtrain
