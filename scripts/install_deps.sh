@@ -9,6 +9,7 @@ PACKAGES=(
   liblmdb-dev lmdb-utils
   libgflags-dev
   libopenblas-dev
+  libopenblas0-openmp
   libdnnl-dev
   python3
   libopencv-dev

@@ -129,7 +129,12 @@ struct Inputs {
   std::vector<float> bottom, weights, bias, top_diff, weight_diff, bias_diff;
 };
 
-Results run(ConvolutionEngine& engine, const Inputs& in) {
+// How backward runs: the two passes called one by one, or through
+// backward(), which shares the converted top_diff between them.
+enum class BackwardCall { kSeparatePasses, kCombined };
+
+Results run(ConvolutionEngine& engine, const Inputs& in,
+            BackwardCall call = BackwardCall::kSeparatePasses) {
   const ConvolutionShape& shape = engine.shape();
   Results out;
   out.top.assign(shape.num * shape.output_dim(), 7.0f);  // garbage: forward overwrites
@@ -137,9 +142,14 @@ Results run(ConvolutionEngine& engine, const Inputs& in) {
   out.weight_diff = in.weight_diff;
   out.bias_diff = in.bias_diff;
   engine.forward(in.bottom.data(), in.weights.data(), in.bias.data(), out.top.data());
+  float* bias_diff = shape.bias_term ? out.bias_diff.data() : nullptr;
+  if (call == BackwardCall::kCombined) {
+    engine.backward(in.bottom.data(), in.top_diff.data(), in.weights.data(), out.weight_diff.data(),
+                    bias_diff, out.bottom_diff.data());
+    return out;
+  }
   engine.backward_data(in.top_diff.data(), in.weights.data(), out.bottom_diff.data());
-  engine.backward_weights(in.bottom.data(), in.top_diff.data(), out.weight_diff.data(),
-                          shape.bias_term ? out.bias_diff.data() : nullptr);
+  engine.backward_weights(in.bottom.data(), in.top_diff.data(), out.weight_diff.data(), bias_diff);
   return out;
 }
 
@@ -169,19 +179,22 @@ TEST_P(OnednnConvolutionTest, MatchesGemmReference) {
   GemmConvolution gemm(shape);
   const Results expected = run(gemm, inputs);
   for (const EngineVariant& variant : variants()) {
-    SCOPED_TRACE(std::string(variant.name) + " " + shape.to_string());
-    std::string why_not;
-    auto engine = make_onednn_convolution(shape, variant.options, &why_not);
-    ASSERT_TRUE(engine) << why_not;
-    EXPECT_TRUE(starts_with(engine->name(), "onednn (forward ")) << engine->name();
-    const Results actual = run(*engine, inputs);
-    expect_close(actual.top, expected.top, "forward");
-    expect_close(actual.bottom_diff, expected.bottom_diff, "backward data");
-    expect_close(actual.weight_diff, expected.weight_diff, "weight gradient");
-    if (shape.bias_term) {
-      expect_close(actual.bias_diff, expected.bias_diff, "bias gradient");
-    } else {
-      EXPECT_EQ(actual.bias_diff, inputs.bias_diff) << "no bias: its diff is not touched";
+    for (BackwardCall call : {BackwardCall::kSeparatePasses, BackwardCall::kCombined}) {
+      SCOPED_TRACE(std::string(variant.name) + " " + shape.to_string() +
+                   (call == BackwardCall::kCombined ? ", combined backward" : ", separate passes"));
+      std::string why_not;
+      auto engine = make_onednn_convolution(shape, variant.options, &why_not);
+      ASSERT_TRUE(engine) << why_not;
+      EXPECT_TRUE(starts_with(engine->name(), "onednn (forward ")) << engine->name();
+      const Results actual = run(*engine, inputs, call);
+      expect_close(actual.top, expected.top, "forward");
+      expect_close(actual.bottom_diff, expected.bottom_diff, "backward data");
+      expect_close(actual.weight_diff, expected.weight_diff, "weight gradient");
+      if (shape.bias_term) {
+        expect_close(actual.bias_diff, expected.bias_diff, "bias gradient");
+      } else {
+        EXPECT_EQ(actual.bias_diff, inputs.bias_diff) << "no bias: its diff is not touched";
+      }
     }
   }
 }

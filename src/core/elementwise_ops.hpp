@@ -19,6 +19,8 @@
 #include <cmath>
 #include <cstddef>
 
+#include "core/parallel_loop.hpp"
+
 #ifdef __CUDACC__
 #define XTRAIN_HOST_DEVICE __host__ __device__
 #else
@@ -76,10 +78,14 @@ struct Add {
 };
 
 // out[i] = op(in[i]...) for i in [0, n): the CPU counterpart of the CUDA
-// grid-stride kernel. `out` may alias an input (in-place layers).
+// grid-stride kernel, vectorised, and split across the CPU thread pool when n
+// is large enough to pay for waking it.
+// `out` may alias an input (in-place layers).
 template <typename Op, typename... Inputs>
 inline void apply_cpu(std::size_t n, Op op, float* out, const Inputs*... in) {
-  for (std::size_t i = 0; i < n; ++i) out[i] = op(in[i]...);
+  const std::ptrdiff_t count = static_cast<std::ptrdiff_t>(n);
+#pragma omp parallel for simd schedule(static) if (n >= kMinParallelWork)
+  for (std::ptrdiff_t i = 0; i < count; ++i) out[i] = op(in[i]...);
 }
 
 // ---------------------------------------------------------------------------

@@ -73,6 +73,16 @@ class ConvolutionEngine {
   // solver clears them). Either pointer may be null to skip that gradient.
   virtual void backward_weights(const float* bottom, const float* top_diff, float* weight_diff,
                                 float* bias_diff) = 0;
+  // Both backward passes of one top: backward_weights, then backward_data
+  // when bottom_diff is not null. An engine that converts top_diff to its
+  // own layout does that once here instead of once per pass.
+  virtual void backward(const float* bottom, const float* top_diff, const float* weights,
+                        float* weight_diff, float* bias_diff, float* bottom_diff) {
+    if (weight_diff != nullptr || bias_diff != nullptr) {
+      backward_weights(bottom, top_diff, weight_diff, bias_diff);
+    }
+    if (bottom_diff != nullptr) backward_data(top_diff, weights, bottom_diff);
+  }
 };
 
 // What XTRAIN_CONV_IMPL asks for:

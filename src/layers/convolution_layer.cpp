@@ -20,13 +20,8 @@ void ConvolutionLayer::backward_cpu(const BlobVec& top, const std::vector<bool>&
   float* bias_diff =
       bias_term() && param_propagate_down(1) ? blobs_[1]->mutable_cpu_diff() : nullptr;
   for (std::size_t i = 0; i < top.size(); ++i) {
-    const float* output_diff = top[i]->cpu_diff();
-    if (weight_diff || bias_diff) {
-      engine().backward_weights(bottom[i]->cpu_data(), output_diff, weight_diff, bias_diff);
-    }
-    if (propagate_down[i]) {
-      engine().backward_data(output_diff, weights, bottom[i]->mutable_cpu_diff());
-    }
+    engine().backward(bottom[i]->cpu_data(), top[i]->cpu_diff(), weights, weight_diff, bias_diff,
+                      propagate_down[i] ? bottom[i]->mutable_cpu_diff() : nullptr);
   }
 }
 

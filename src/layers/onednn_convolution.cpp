@@ -5,13 +5,11 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
 #include <unordered_map>
 
 #include "xtrain/error.hpp"
-#include "xtrain/logging.hpp"
 
 namespace xtrain {
 namespace {
@@ -50,8 +48,10 @@ class ScratchBuffer {
   std::size_t capacity_ = 0;
 };
 
-// Arrays of one role never meet in one primitive call, so they can share a
-// scratch buffer across the three passes (the activations are the big ones).
+// Arrays of one role never meet in one primitive call, and a Boundary's
+// scratch holds nothing from one call to the next, so every convolution a
+// thread runs shares one buffer per role: the blocked copies of activations
+// cost the largest layer's size once, not once per layer (ResNet-50 has 53).
 enum Role {
   kSourceRole,
   kDestinationRole,
@@ -62,6 +62,11 @@ enum Role {
   kRoleCount
 };
 
+ScratchBuffer& thread_scratch(Role role) {
+  thread_local std::array<ScratchBuffer, kRoleCount> buffers;
+  return buffers[role];
+}
+
 // An array the caller keeps plain (NCHW, OIHW, ...) that a primitive wants in
 // `wanted`: it is handed over directly when the layouts agree, or reordered
 // through a scratch buffer. An accumulating output always goes through the
@@ -69,11 +74,11 @@ enum Role {
 // sum post-op (oneDNN overwrites its outputs; Caffe adds gradients up).
 class Boundary {
  public:
-  Boundary(const memory::desc& plain, const memory::desc& wanted, ScratchBuffer* scratch,
+  Boundary(const memory::desc& plain, const memory::desc& wanted, Role role,
            bool accumulate = false)
       : user_(plain, cpu_engine(), DNNL_MEMORY_NONE),
         inner_(wanted, cpu_engine(), DNNL_MEMORY_NONE),
-        scratch_(scratch),
+        role_(role),
         direct_(!accumulate && plain == wanted) {
     if (direct_) return;
     dnnl::primitive_attr attr;
@@ -114,11 +119,13 @@ class Boundary {
   }
 
  private:
-  void bind_scratch() { inner_.set_data_handle(scratch_->get(inner_.get_desc().get_size())); }
+  void bind_scratch() {
+    inner_.set_data_handle(thread_scratch(role_).get(inner_.get_desc().get_size()));
+  }
 
   memory user_;
   memory inner_;
-  ScratchBuffer* scratch_;
+  Role role_;
   bool direct_;
   std::optional<dnnl::reorder> to_inner_;
   std::optional<dnnl::reorder> to_user_;
@@ -275,17 +282,34 @@ class OnednnConvolution final : public ConvolutionEngine {
 
   void backward_weights(const float* bottom, const float* top_diff, float* weight_diff,
                         float* bias_diff) override {
-    if (weight_diff == nullptr && (bias_diff == nullptr || !shape_.bias_term)) return;
+    if (!wants_weight_gradients(weight_diff, bias_diff)) return;
     run([&] {
       if (!backward_weights_) backward_weights_.emplace(this);
-      BackwardWeightsPass& pass = *backward_weights_;
-      Arguments args = {{DNNL_ARG_SRC, pass.bottom.in(bottom, stream_)},
-                        {DNNL_ARG_DIFF_DST, pass.top_diff.in(top_diff, stream_)},
-                        {DNNL_ARG_DIFF_WEIGHTS, pass.weight_diff.out(weight_diff)}};
-      if (pass.bias_diff) args.emplace(DNNL_ARG_DIFF_BIAS, pass.bias_diff->out(bias_diff));
-      pass.primitive.execute(stream_, args);
-      pass.weight_diff.finish(stream_);
-      if (pass.bias_diff) pass.bias_diff->finish(stream_);
+      run_backward_weights(bottom, backward_weights_->top_diff.in(top_diff, stream_), weight_diff,
+                           bias_diff);
+    });
+  }
+
+  void backward(const float* bottom, const float* top_diff, const float* weights,
+                float* weight_diff, float* bias_diff, float* bottom_diff) override {
+    const bool same_top_diff_layout =
+        backward_weights_pd_.diff_dst_desc() == backward_data_pd_.diff_dst_desc();
+    if (!wants_weight_gradients(weight_diff, bias_diff) || bottom_diff == nullptr ||
+        !same_top_diff_layout) {
+      ConvolutionEngine::backward(bottom, top_diff, weights, weight_diff, bias_diff, bottom_diff);
+      return;
+    }
+    run([&] {
+      if (!backward_weights_) backward_weights_.emplace(this);
+      if (!backward_data_) backward_data_.emplace(this);
+      // The weight pass's copy of top_diff serves the data pass too.
+      const memory& top_diff_inner = backward_weights_->top_diff.in(top_diff, stream_);
+      run_backward_weights(bottom, top_diff_inner, weight_diff, bias_diff);
+      BackwardDataPass& pass = *backward_data_;
+      pass.primitive.execute(stream_, {{DNNL_ARG_DIFF_DST, top_diff_inner},
+                                       {DNNL_ARG_WEIGHTS, pass.weights.in(weights, stream_)},
+                                       {DNNL_ARG_DIFF_SRC, pass.bottom_diff.out(bottom_diff)}});
+      pass.bottom_diff.finish(stream_);
     });
   }
 
@@ -295,41 +319,54 @@ class OnednnConvolution final : public ConvolutionEngine {
   struct ForwardPass {
     explicit ForwardPass(OnednnConvolution* e)
         : primitive(e->forward_pd_),
-          src(e->src_plain_, e->forward_pd_.src_desc(), &e->scratch_[kSourceRole]),
-          weights(e->weights_plain_, e->forward_pd_.weights_desc(), &e->scratch_[kWeightsRole]),
-          dst(e->dst_plain_, e->forward_pd_.dst_desc(), &e->scratch_[kDestinationRole]) {}
+          src(e->src_plain_, e->forward_pd_.src_desc(), kSourceRole),
+          weights(e->weights_plain_, e->forward_pd_.weights_desc(), kWeightsRole),
+          dst(e->dst_plain_, e->forward_pd_.dst_desc(), kDestinationRole) {}
     dnnl::convolution_forward primitive;
     Boundary src, weights, dst;
   };
   struct BackwardDataPass {
     explicit BackwardDataPass(OnednnConvolution* e)
         : primitive(e->backward_data_pd_),
-          top_diff(e->dst_plain_, e->backward_data_pd_.diff_dst_desc(),
-                   &e->scratch_[kDestinationRole]),
-          weights(e->weights_plain_, e->backward_data_pd_.weights_desc(),
-                  &e->scratch_[kWeightsRole]),
-          bottom_diff(e->src_plain_, e->backward_data_pd_.diff_src_desc(),
-                      &e->scratch_[kSourceDiffRole]) {}
+          top_diff(e->dst_plain_, e->backward_data_pd_.diff_dst_desc(), kDestinationRole),
+          weights(e->weights_plain_, e->backward_data_pd_.weights_desc(), kWeightsRole),
+          bottom_diff(e->src_plain_, e->backward_data_pd_.diff_src_desc(), kSourceDiffRole) {}
     dnnl::convolution_backward_data primitive;
     Boundary top_diff, weights, bottom_diff;
   };
   struct BackwardWeightsPass {
     explicit BackwardWeightsPass(OnednnConvolution* e)
         : primitive(e->backward_weights_pd_),
-          bottom(e->src_plain_, e->backward_weights_pd_.src_desc(), &e->scratch_[kSourceRole]),
-          top_diff(e->dst_plain_, e->backward_weights_pd_.diff_dst_desc(),
-                   &e->scratch_[kDestinationRole]),
+          bottom(e->src_plain_, e->backward_weights_pd_.src_desc(), kSourceRole),
+          top_diff(e->dst_plain_, e->backward_weights_pd_.diff_dst_desc(), kDestinationRole),
           weight_diff(e->weights_plain_, e->backward_weights_pd_.diff_weights_desc(),
-                      &e->scratch_[kWeightDiffRole], /*accumulate=*/true) {
+                      kWeightDiffRole, /*accumulate=*/true) {
       if (e->shape_.bias_term) {
-        bias_diff.emplace(e->bias_plain_, e->backward_weights_pd_.diff_bias_desc(),
-                          &e->scratch_[kBiasDiffRole], /*accumulate=*/true);
+        bias_diff.emplace(e->bias_plain_, e->backward_weights_pd_.diff_bias_desc(), kBiasDiffRole,
+                          /*accumulate=*/true);
       }
     }
     dnnl::convolution_backward_weights primitive;
     Boundary bottom, top_diff, weight_diff;
     std::optional<Boundary> bias_diff;
   };
+
+  bool wants_weight_gradients(const float* weight_diff, const float* bias_diff) const {
+    return weight_diff != nullptr || (bias_diff != nullptr && shape_.bias_term);
+  }
+
+  // The weight pass with top_diff already in the primitive's layout.
+  void run_backward_weights(const float* bottom, const memory& top_diff, float* weight_diff,
+                            float* bias_diff) {
+    BackwardWeightsPass& pass = *backward_weights_;
+    Arguments args = {{DNNL_ARG_SRC, pass.bottom.in(bottom, stream_)},
+                      {DNNL_ARG_DIFF_DST, top_diff},
+                      {DNNL_ARG_DIFF_WEIGHTS, pass.weight_diff.out(weight_diff)}};
+    if (pass.bias_diff) args.emplace(DNNL_ARG_DIFF_BIAS, pass.bias_diff->out(bias_diff));
+    pass.primitive.execute(stream_, args);
+    pass.weight_diff.finish(stream_);
+    if (pass.bias_diff) pass.bias_diff->finish(stream_);
+  }
 
   // oneDNN reports failures as dnnl::error; the library throws xtrain::Error.
   template <typename Body>
@@ -349,29 +386,10 @@ class OnednnConvolution final : public ConvolutionEngine {
   dnnl::convolution_forward::primitive_desc forward_pd_;
   dnnl::convolution_backward_data::primitive_desc backward_data_pd_;
   dnnl::convolution_backward_weights::primitive_desc backward_weights_pd_;
-  std::array<ScratchBuffer, kRoleCount> scratch_;
   std::optional<ForwardPass> forward_;
   std::optional<BackwardDataPass> backward_data_;
   std::optional<BackwardWeightsPass> backward_weights_;
 };
-
-// oneDNN runs on OpenMP threads, and libgomp reads its settings when it is
-// loaded, before main(): only the environment xtrain starts in can change
-// them. By default an idle OpenMP thread busy-waits ~3 ms after each call,
-// taking the core from OpenBLAS's threads (InnerProduct) and from other
-// programs. Measured on 2 cores (training iteration, ms, default vs
-// GOMP_SPINCOUNT=10000 ~ 0.2 ms of spinning): LeNet 17.4 vs 9.9, CIFAR-10
-// quick 70.9 vs 47.2, AlexNet 611 vs 568; with other jobs running (load ~3.5)
-// LeNet took 112 ms by default and 17 ms with OMP_WAIT_POLICY=passive.
-void suggest_short_openmp_spin() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return;
-    XLOG(INFO) << "oneDNN's OpenMP threads busy-wait for ~3 ms after each convolution, slowing "
-                  "the layers that use BLAS threads; start xtrain with GOMP_SPINCOUNT=10000 "
-                  "(or OMP_WAIT_POLICY=passive on a machine shared with other jobs)";
-  });
-}
 
 }  // namespace
 
@@ -380,7 +398,6 @@ bool onednn_available() { return true; }
 std::unique_ptr<ConvolutionEngine> make_onednn_convolution(const ConvolutionShape& shape,
                                                            const OnednnConvolutionOptions& options,
                                                            std::string* why_not) {
-  suggest_short_openmp_spin();
   try {
     auto engine = std::make_unique<OnednnConvolution>(shape, options);
     *why_not = engine->why_not();

@@ -27,6 +27,9 @@ std::vector<std::string> split_commas(const std::string& text);
 // with one clear line when a GPU is asked for and none can be used.
 Device choose_device(const std::string& gpu_flag, bool solver_wants_gpu, int solver_device_id);
 
+// Sizes the CPU thread pool from --threads and logs what runs the kernels.
+void start_cpu_threads();
+
 // TRAIN or TEST from a flag value; `fallback` when empty.
 Phase parse_phase(const std::string& text, Phase fallback);
 

@@ -1,7 +1,10 @@
 #include <sstream>
 
 #include "command.hpp"
+#include "flags.hpp"
+#include "xtrain/cpu_threads.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/logging.hpp"
 
 namespace xtrain::cli {
 
@@ -44,6 +47,11 @@ Device choose_device(const std::string& gpu_flag, bool solver_wants_gpu, int sol
   XTRAIN_CHECK(ids.size() == 1, asked,
                ": training on several GPUs is not available yet; give one id");
   return Device::gpu(ids.front());
+}
+
+void start_cpu_threads() {
+  set_cpu_threads(FLAGS_threads);
+  XLOG(INFO) << "CPU: " << cpu_thread_summary();
 }
 
 Phase parse_phase(const std::string& text, Phase fallback) {

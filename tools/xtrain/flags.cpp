@@ -29,3 +29,6 @@ DEFINE_int32(snapshot_keep, -1,
 DEFINE_double(snapshot_minutes, -1,
               "train: also snapshot every N minutes (-1: the solver's snapshot_minutes; 0: off)");
 DEFINE_string(output, "", "upgrade: where to write the upgraded file (never the input file)");
+DEFINE_int32(threads, 0,
+             "train/test/time: CPU threads (one pool for oneDNN, BLAS and xtrain); 0: "
+             "OMP_NUM_THREADS if set, else every CPU this process may use");

@@ -21,3 +21,4 @@ DECLARE_double(max_seconds);
 DECLARE_int32(snapshot_keep);
 DECLARE_double(snapshot_minutes);
 DECLARE_string(output);
+DECLARE_int32(threads);

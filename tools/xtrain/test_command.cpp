@@ -13,6 +13,7 @@ int test_command() {
   XTRAIN_CHECK(!FLAGS_weights.empty(),
                "xtrain test needs --weights=MODEL.caffemodel (an untrained net scores nothing)");
   XTRAIN_CHECK(FLAGS_iterations > 0, "--iterations must be positive, got ", FLAGS_iterations);
+  start_cpu_threads();
   NetOptions options;
   options.device = choose_device(FLAGS_gpu, false, 0);
   XLOG(INFO) << "Use " << options.device.to_string() << ".";

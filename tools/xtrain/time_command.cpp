@@ -30,6 +30,7 @@ long peak_resident_kib() {
 int time_command() {
   XTRAIN_CHECK(!FLAGS_model.empty(), "xtrain time needs --model=NET.prototxt");
   XTRAIN_CHECK(FLAGS_iterations > 0, "--iterations must be positive, got ", FLAGS_iterations);
+  start_cpu_threads();
   NetOptions options;
   options.device = choose_device(FLAGS_gpu, false, 0);
   const Phase phase = parse_phase(FLAGS_phase, TRAIN);
