@@ -19,7 +19,9 @@
 #include <cmath>
 #include <cstddef>
 
+#ifndef __CUDACC__
 #include "core/parallel_loop.hpp"
+#endif
 
 #ifdef __CUDACC__
 #define XTRAIN_HOST_DEVICE __host__ __device__
@@ -77,6 +79,7 @@ struct Add {
   XTRAIN_HOST_DEVICE float operator()(float a, float b) const { return a + b; }
 };
 
+#ifndef __CUDACC__  // host code; nvcc builds only the functors
 // out[i] = op(in[i]...) for i in [0, n): the CPU counterpart of the CUDA
 // grid-stride kernel, vectorised, and split across the CPU thread pool when n
 // is large enough to pay for waking it.
@@ -87,6 +90,7 @@ inline void apply_cpu(std::size_t n, Op op, float* out, const Inputs*... in) {
 #pragma omp parallel for simd schedule(static) if (n >= kMinParallelWork)
   for (std::ptrdiff_t i = 0; i < count; ++i) out[i] = op(in[i]...);
 }
+#endif
 
 // ---------------------------------------------------------------------------
 // The neuron layers of the model zoo (AbsVal, Power, Exp, Log, BNLL,
