@@ -168,10 +168,12 @@ XTRAIN_TIMES = re.compile(r"forward-backward ([\d.]+) ms per iteration")
 XTRAIN_RSS = re.compile(r"peak resident memory ([\d.]+) MiB")
 
 
-def run_xtrain(xtrain, net, iterations):
+def run_xtrain(xtrain, net, iterations, extra_env):
     """One `xtrain time` process: {ms, rss_mib, log} or {error}."""
     command = [xtrain, "time", "--model=" + str(net.path), "--iterations=%d" % iterations]
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    env = dict(os.environ)
+    env.update(extra_env)
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=env)
     times = XTRAIN_TIMES.search(done.stdout)
     if done.returncode != 0 or times is None:
         lines = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()
@@ -271,6 +273,10 @@ def main():
     parser.add_argument("--torch-python", help="the Python with torch (default: found)")
     parser.add_argument("--torch-layouts", default="nchw,channels_last",
                         help="memory formats to try; the faster median is shown")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="environment for both xtrain and PyTorch, repeatable: e.g."
+                        " OMP_WAIT_POLICY=active on a machine of one's own (xtrain's default"
+                        " is passive unless set; PyTorch's is libgomp's spinning)")
     parser.add_argument("--torch-env", action="append", default=[], metavar="NAME=VALUE",
                         help="environment for PyTorch, repeatable: e.g. ATEN_CPU_CAPABILITY="
                         "avx512, OMP_WAIT_POLICY=PASSIVE (much faster when other processes"
@@ -297,12 +303,17 @@ def main():
         print("warning: " + stale.stdout.strip().replace("\n", "\nwarning: "), file=sys.stderr)
     torch_python = None if args.no_torch else find_torch_python(args.torch_python)
     layouts = args.torch_layouts.split(",")
-    torch_env = {}
-    for setting in args.torch_env:
-        name, equals, value = setting.partition("=")
-        if not equals:
-            sys.exit("cpu_nets.py: --torch-env wants NAME=VALUE, got %r" % setting)
-        torch_env[name] = value
+    def settings(option, values):
+        parsed = {}
+        for setting in values:
+            name, equals, value = setting.partition("=")
+            if not equals:
+                sys.exit("cpu_nets.py: %s wants NAME=VALUE, got %r" % (option, setting))
+            parsed[name] = value
+        return parsed
+
+    both_env = settings("--env", args.env)
+    torch_env = dict(both_env, **settings("--torch-env", args.torch_env))
 
     load_before = load_average()
     start_wall, start_busy, start_ours = time.time(), busy_cpu_seconds(), our_cpu_seconds()
@@ -314,7 +325,7 @@ def main():
         for run in range(args.runs):
             # Interleaved, so that a change in the machine's load hits all alike.
             print("%s run %d/%d: xtrain" % (net.name, run + 1, args.runs), file=sys.stderr)
-            row["xtrain"].append(run_xtrain(str(xtrain), net, iterations))
+            row["xtrain"].append(run_xtrain(str(xtrain), net, iterations, both_env))
             for layout in layouts if torch_python else []:
                 print("%s run %d/%d: torch %s" % (net.name, run + 1, args.runs, layout),
                       file=sys.stderr)
@@ -327,6 +338,8 @@ def main():
 
     print("xtrain: %s; %d runs per net (medians shown); iterations per run: %s"
           % (xtrain, args.runs, ", ".join("%s %d" % (r["net"].name, r["iterations"]) for r in rows)))
+    print("environment for both: %s" % (" ".join("%s=%s" % kv for kv in both_env.items())
+                                         or "as is"))
     print("load average before: %s, after: %s; other processes used %.2f of the %d cores"
           " on average during the %.0f s" % (load_before, load_after, max(others, 0) / wall,
                                              os.cpu_count(), wall))
