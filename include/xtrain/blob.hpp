@@ -57,6 +57,15 @@ class Blob {
   void share_data(const Blob& other);
   void share_diff(const Blob& other);
 
+  // The storage behind data and diff; several blobs may hold the same one
+  // (in-place layers, Split, shared parameters, a Net's memory plan).
+  const std::shared_ptr<SyncedMemory>& data_memory() const { return data_; }
+  const std::shared_ptr<SyncedMemory>& diff_memory() const { return diff_; }
+  // Keep data/diff in `memory` from now on; it must hold the blob's capacity.
+  // A later reshape beyond the capacity gives the blob fresh storage again.
+  void use_data_memory(std::shared_ptr<SyncedMemory> memory);
+  void use_diff_memory(std::shared_ptr<SyncedMemory> memory);
+
   // data -= diff, the plain gradient step the solvers build on.
   void update();
   double asum_data() const;

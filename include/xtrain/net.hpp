@@ -27,6 +27,14 @@ struct NetOptions {
   Device device = Device::cpu();
   // Print each layer and blob as the net is built.
   bool verbose = true;
+  // Let blobs whose lifetimes do not overlap share storage: diffs in a TRAIN
+  // net, data in a TEST net, which then runs forward only (backward() throws)
+  // (core/net_memory_plan.hpp). Off by default, since a program that reads an
+  // intermediate blob after forward or backward would then find another
+  // blob's values there; name such blobs in keep_blobs. The net's inputs,
+  // outputs and losses always keep their own.
+  bool share_activation_memory = false;
+  std::vector<std::string> keep_blobs;
 };
 
 class Net {
@@ -115,6 +123,7 @@ class Net {
                     std::vector<std::string>* available_blobs);
   void append_param(const NetParameter& param, int layer_id, int param_id);
   void compute_backward_needs(const NetParameter& param);
+  void share_activation_memory();
 
   NetOptions options_;
   std::string name_;

@@ -51,6 +51,9 @@ struct SolverOptions {
   bool is_root = true;
   // Print each net's layers and blobs as it is built.
   bool verbose_nets = true;
+  // NetOptions::share_activation_memory for the train and test nets (their
+  // outputs, which the solver reads, keep their own storage).
+  bool share_activation_memory = false;
 };
 
 class Solver {

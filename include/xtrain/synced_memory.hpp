@@ -29,6 +29,10 @@ class SyncedMemory {
   Head head() const { return head_; }
   std::size_t size() const { return size_; }
 
+  // How many host buffers all SyncedMemorys have allocated so far in this
+  // process: tests check that a net's steady-state iterations allocate none.
+  static std::size_t host_allocation_count();
+
  private:
   void to_cpu();
   void to_gpu();

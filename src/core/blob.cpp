@@ -119,6 +119,18 @@ void Blob::share_diff(const Blob& other) {
   diff_ = other.diff_;
 }
 
+void Blob::use_data_memory(std::shared_ptr<SyncedMemory> memory) {
+  XTRAIN_ASSERT(memory && memory->size() >= capacity_ * sizeof(float), "storage of ",
+                memory ? memory->size() : 0, " bytes for a blob of capacity ", capacity_);
+  data_ = std::move(memory);
+}
+
+void Blob::use_diff_memory(std::shared_ptr<SyncedMemory> memory) {
+  XTRAIN_ASSERT(memory && memory->size() >= capacity_ * sizeof(float), "storage of ",
+                memory ? memory->size() : 0, " bytes for a blob of capacity ", capacity_);
+  diff_ = std::move(memory);
+}
+
 void Blob::update() {
   float* data = mutable_cpu_data();
   const float* diff = cpu_diff();

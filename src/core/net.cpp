@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/net_input_upgrade.hpp"
+#include "core/net_memory_plan.hpp"
 #include "core/net_upgrade.hpp"
 #include "solvers/snapshot_reading.hpp"
 #include "xtrain/error.hpp"
@@ -153,7 +154,28 @@ void Net::init(const NetParameter& in_param) {
     params_[i]->share_data(*params_[param_owners_[i]]);
     params_[i]->share_diff(*params_[param_owners_[i]]);
   }
+  if (options_.share_activation_memory) share_activation_memory();
   if (options_.verbose) XLOG(INFO) << "Network initialization done.";
+}
+
+void Net::share_activation_memory() {
+  for (const std::string& name : options_.keep_blobs) {
+    XTRAIN_CHECK(has_blob(name), "net '", name_, "' has no blob named '", name,
+                 "' to keep out of the memory plan (NetOptions::keep_blobs)");
+  }
+  const NetMemoryPlan plan = plan_net_memory(*this, options_.keep_blobs);
+  apply_net_memory_plan(*this, plan);
+  if (options_.verbose) {
+    constexpr double kMiB = 1024.0 * 1024.0;
+    const bool diffs = !plan.diff_buffers.empty();
+    const std::size_t buffers = diffs ? plan.diff_buffers.size() : plan.data_buffers.size();
+    std::size_t blobs = 0;
+    for (const auto& buffer : diffs ? plan.diff_buffers : plan.data_buffers)
+      blobs += buffer.blobs.size();
+    XLOG(INFO) << "Memory plan: " << blobs << " blob " << (diffs ? "diffs" : "data") << " share "
+               << buffers << " buffers, " << plan.unshared_bytes / kMiB << " MiB -> "
+               << plan.shared_bytes / kMiB << " MiB";
+  }
 }
 
 int Net::append_bottom(const NetParameter& param, int layer_id, int bottom_id,
@@ -342,6 +364,10 @@ float Net::forward() {
 }
 
 void Net::backward() {
+  XTRAIN_CHECK(!(options_.share_activation_memory && phase_ == TEST), "net '", name_,
+               "' is a TEST net whose blobs share their data storage "
+               "(NetOptions::share_activation_memory), so it runs forward only; build it "
+               "without that option to run backward");
   for (int i = static_cast<int>(layers_.size()) - 1; i >= 0; --i) {
     if (layer_need_backward_[i]) {
       layers_[i]->backward(top_vecs_[i], bottom_need_backward_[i], bottom_vecs_[i]);

@@ -1,5 +1,6 @@
 #include "xtrain/synced_memory.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -11,8 +12,11 @@ namespace {
 // 64-byte alignment suits AVX-512 loads and keeps rows on cache lines.
 constexpr std::size_t kHostAlignment = 64;
 
+std::atomic<std::size_t> host_allocations{0};
+
 void* allocate_host(std::size_t size) {
   if (size == 0) return nullptr;
+  host_allocations.fetch_add(1, std::memory_order_relaxed);
   const std::size_t rounded = (size + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
   void* ptr = std::aligned_alloc(kHostAlignment, rounded);
   XTRAIN_CHECK(ptr != nullptr, "out of host memory allocating ", size, " bytes");
@@ -21,6 +25,10 @@ void* allocate_host(std::size_t size) {
 }  // namespace
 
 SyncedMemory::SyncedMemory(std::size_t size_bytes) : size_(size_bytes) {}
+
+std::size_t SyncedMemory::host_allocation_count() {
+  return host_allocations.load(std::memory_order_relaxed);
+}
 
 SyncedMemory::~SyncedMemory() {
   free_cpu();

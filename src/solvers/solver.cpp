@@ -109,6 +109,7 @@ void Solver::init_train_net() {
   net_options.random_seed = derive_seed(seed_, "train");
   net_options.device = device_;
   net_options.verbose = options_.verbose_nets;
+  net_options.share_activation_memory = options_.share_activation_memory;
   net_ = std::make_shared<Net>(net_param, net_options);
 }
 
@@ -163,6 +164,7 @@ void Solver::init_test_nets() {
     net_options.random_seed = derive_seed(seed_, "test", static_cast<std::uint64_t>(i));
     net_options.device = device_;
     net_options.verbose = options_.verbose_nets;
+    net_options.share_activation_memory = options_.share_activation_memory;
     auto test_net = std::make_shared<Net>(net_param, net_options);
     test_net->share_trained_layers_with(*net_);
     test_nets_.push_back(test_net);

@@ -13,6 +13,9 @@ DEFINE_string(phase, "", "time: TRAIN (default) or TEST; test: TEST (default) or
 DEFINE_int32(level, 0, "the net state's level (selects layers by min_level/max_level)");
 DEFINE_string(stage, "", "the net state's stages, comma-separated (select layers by stage)");
 DEFINE_int32(iterations, 50, "test/time: how many iterations (batches) to run");
+DEFINE_bool(share_activation_memory, true,
+            "train/time: let blobs whose lifetimes do not overlap share storage (diffs in "
+            "backward, data in test nets)");
 DEFINE_int32(max_iter, -1,
              "train: stop after this many iterations instead of the solver's max_iter");
 DEFINE_string(sigint_effect, "stop", "train: on SIGINT (Ctrl-C): stop, snapshot or none");

@@ -12,6 +12,7 @@ DECLARE_string(phase);
 DECLARE_int32(level);
 DECLARE_string(stage);
 DECLARE_int32(iterations);
+DECLARE_bool(share_activation_memory);
 DECLARE_int32(max_iter);
 DECLARE_string(sigint_effect);
 DECLARE_string(sighup_effect);

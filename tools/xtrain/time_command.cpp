@@ -33,6 +33,7 @@ int time_command() {
   start_cpu_threads();
   NetOptions options;
   options.device = choose_device(FLAGS_gpu, false, 0);
+  options.share_activation_memory = FLAGS_share_activation_memory;
   const Phase phase = parse_phase(FLAGS_phase, TRAIN);
   Net net(FLAGS_model, phase, FLAGS_level, split_commas(FLAGS_stage), options);
   const bool with_backward = phase == TRAIN;

@@ -1,0 +1,233 @@
+#include "core/net_memory_plan.hpp"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <set>
+
+#include "xtrain/error.hpp"
+#include "xtrain/net.hpp"
+
+namespace xtrain {
+namespace {
+
+enum class Part { kData, kDiff };
+
+const std::shared_ptr<SyncedMemory>& storage_of(const Blob& blob, Part part) {
+  return part == Part::kData ? blob.data_memory() : blob.diff_memory();
+}
+
+// Blobs that hold one SyncedMemory, and what the schedule does with it.
+struct StorageUnit {
+  const SyncedMemory* memory = nullptr;
+  std::vector<int> blobs;
+  LiveInterval life;
+  bool first_use_is_read = false;
+  bool may_share = true;
+};
+
+struct Units {
+  std::vector<StorageUnit> units;
+  std::vector<int> unit_of_blob;  // -1 for blobs without storage
+};
+
+Units group_by_storage(const Net& net, Part part) {
+  Units result;
+  std::map<const SyncedMemory*, int> index;
+  for (const auto& blob : net.blobs()) {
+    const SyncedMemory* memory = storage_of(*blob, part).get();
+    if (memory == nullptr) {
+      result.unit_of_blob.push_back(-1);
+      continue;
+    }
+    auto found = index.find(memory);
+    if (found == index.end()) {
+      found = index.emplace(memory, static_cast<int>(result.units.size())).first;
+      result.units.emplace_back();
+      result.units.back().memory = memory;
+    }
+    result.units[found->second].blobs.push_back(static_cast<int>(result.unit_of_blob.size()));
+    result.unit_of_blob.push_back(found->second);
+  }
+  return result;
+}
+
+// One step of the schedule reads some units, then writes some.
+void record_step(Units* units, int step, const std::vector<int>& read_blobs,
+                 const std::vector<int>& written_blobs) {
+  auto touch = [&](int blob, bool is_read) {
+    const int unit_id = units->unit_of_blob[blob];
+    if (unit_id < 0) return;
+    StorageUnit& unit = units->units[unit_id];
+    if (unit.life.first < 0) {
+      unit.life.first = step;
+      unit.first_use_is_read = is_read;
+    }
+    unit.life.last = std::max(unit.life.last, step);
+  };
+  for (int blob : read_blobs) touch(blob, true);
+  for (int blob : written_blobs) touch(blob, false);
+}
+
+// The backward pass: each layer that runs reads its tops' diffs and writes
+// the diffs of the bottoms it propagates to.
+void walk_backward(const Net& net, Units* units) {
+  int step = 0;
+  for (int layer = static_cast<int>(net.layers().size()) - 1; layer >= 0; --layer) {
+    if (!net.layer_needs_backward(layer)) continue;
+    std::vector<int> written;
+    const auto& bottoms = net.bottom_id_vecs()[layer];
+    for (std::size_t i = 0; i < bottoms.size(); ++i) {
+      if (net.bottom_need_backward()[layer][i]) written.push_back(bottoms[i]);
+    }
+    record_step(units, step++, net.top_id_vecs()[layer], written);
+  }
+}
+
+// The forward pass: each layer reads its bottoms' data and writes its tops'.
+void walk_forward(const Net& net, Units* units) {
+  for (std::size_t layer = 0; layer < net.layers().size(); ++layer) {
+    record_step(units, static_cast<int>(layer), net.bottom_id_vecs()[layer],
+                net.top_id_vecs()[layer]);
+  }
+}
+
+// The blobs whose storage stays their own whatever the schedule says.
+std::vector<bool> pinned_blobs(const Net& net, const std::vector<std::string>& keep_blobs) {
+  std::vector<bool> pinned(net.blobs().size(), false);
+  for (int i : net.output_blob_indices()) pinned[i] = true;
+  for (const Blob* input : net.input_blobs()) {
+    for (std::size_t i = 0; i < net.blobs().size(); ++i) {
+      if (net.blobs()[i].get() == input) pinned[i] = true;
+    }
+  }
+  for (std::size_t i = 0; i < net.blobs().size(); ++i) {
+    if (net.blob_loss_weights()[i] != 0) pinned[i] = true;
+  }
+  const std::set<std::string> keep(keep_blobs.begin(), keep_blobs.end());
+  for (std::size_t i = 0; i < net.blobs().size(); ++i) {
+    if (keep.count(net.blob_names()[i])) pinned[i] = true;
+  }
+  return pinned;
+}
+
+void decide_sharing(const Net& net, Part part, const std::vector<bool>& pinned, Units* units) {
+  for (StorageUnit& unit : units->units) {
+    const auto& memory = storage_of(*net.blobs()[unit.blobs.front()], part);
+    const bool unused = unit.life.first < 0;
+    const bool written_at_setup = memory->head() != SyncedMemory::Head::kUninitialized;
+    // use_count counts every holder; if it exceeds the net's blobs, a layer
+    // (or the program) holds this storage too.
+    const bool held_elsewhere = memory.use_count() != static_cast<long>(unit.blobs.size());
+    const bool has_pinned_blob =
+        std::any_of(unit.blobs.begin(), unit.blobs.end(), [&](int b) { return pinned[b]; });
+    unit.may_share = !unused && !written_at_setup && !held_elsewhere && !has_pinned_blob &&
+                     !unit.first_use_is_read && memory->size() > 0;
+  }
+}
+
+void plan_part(const Net& net, Part part, const std::vector<bool>& pinned,
+               std::vector<NetMemoryPlan::Buffer>* buffers, NetMemoryPlan* plan) {
+  Units units = group_by_storage(net, part);
+  if (part == Part::kDiff) {
+    walk_backward(net, &units);
+  } else {
+    walk_forward(net, &units);
+  }
+  decide_sharing(net, part, pinned, &units);
+
+  std::vector<LiveInterval> lives;
+  std::vector<std::size_t> bytes;
+  std::vector<bool> eligible;
+  for (const StorageUnit& unit : units.units) {
+    lives.push_back(unit.life);
+    bytes.push_back(unit.memory->size());
+    eligible.push_back(unit.may_share);
+  }
+  std::vector<std::size_t> buffer_bytes;
+  const std::vector<int> buffer_of = assign_shared_buffers(lives, bytes, eligible, &buffer_bytes);
+
+  std::vector<int> members(buffer_bytes.size(), 0);
+  for (int buffer : buffer_of) {
+    if (buffer >= 0) ++members[buffer];
+  }
+  // A buffer with one unit changes nothing: that unit keeps its storage.
+  std::vector<int> kept_index(buffer_bytes.size(), -1);
+  for (std::size_t b = 0; b < buffer_bytes.size(); ++b) {
+    if (members[b] < 2) continue;
+    kept_index[b] = static_cast<int>(buffers->size());
+    buffers->push_back({buffer_bytes[b], {}});
+    plan->shared_bytes += buffer_bytes[b];
+  }
+  for (std::size_t u = 0; u < units.units.size(); ++u) {
+    if (buffer_of[u] < 0 || kept_index[buffer_of[u]] < 0) continue;
+    auto& blobs = (*buffers)[kept_index[buffer_of[u]]].blobs;
+    blobs.insert(blobs.end(), units.units[u].blobs.begin(), units.units[u].blobs.end());
+    plan->unshared_bytes += bytes[u];
+  }
+}
+
+}  // namespace
+
+std::vector<int> assign_shared_buffers(const std::vector<LiveInterval>& lives,
+                                       const std::vector<std::size_t>& bytes,
+                                       const std::vector<bool>& eligible,
+                                       std::vector<std::size_t>* buffer_bytes) {
+  XTRAIN_ASSERT(lives.size() == bytes.size() && bytes.size() == eligible.size());
+  std::vector<int> order(lives.size());
+  std::iota(order.begin(), order.end(), 0);
+  // Largest first (ties by schedule order), so each buffer's first unit is
+  // its largest and sets its size.
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    if (bytes[a] != bytes[b]) return bytes[a] > bytes[b];
+    return lives[a].first < lives[b].first;
+  });
+  std::vector<int> buffer_of(lives.size(), -1);
+  std::vector<std::vector<int>> occupants;
+  buffer_bytes->clear();
+  for (int unit : order) {
+    if (!eligible[unit]) continue;
+    XTRAIN_ASSERT(lives[unit].first >= 0 && lives[unit].first <= lives[unit].last);
+    std::size_t buffer = 0;
+    for (; buffer < occupants.size(); ++buffer) {
+      const bool clashes =
+          std::any_of(occupants[buffer].begin(), occupants[buffer].end(),
+                      [&](int other) { return lives[other].overlaps(lives[unit]); });
+      if (!clashes) break;
+    }
+    if (buffer == occupants.size()) {
+      occupants.emplace_back();
+      buffer_bytes->push_back(bytes[unit]);
+    }
+    occupants[buffer].push_back(unit);
+    buffer_of[unit] = static_cast<int>(buffer);
+  }
+  return buffer_of;
+}
+
+NetMemoryPlan plan_net_memory(const Net& net, const std::vector<std::string>& keep_blobs) {
+  NetMemoryPlan plan;
+  const std::vector<bool> pinned = pinned_blobs(net, keep_blobs);
+  // A TEST net runs forward only (Net::backward refuses once it shares data),
+  // though its layers with parameters are marked as needing backward.
+  if (net.phase() == TEST) {
+    plan_part(net, Part::kData, pinned, &plan.data_buffers, &plan);
+  } else {
+    plan_part(net, Part::kDiff, pinned, &plan.diff_buffers, &plan);
+  }
+  return plan;
+}
+
+void apply_net_memory_plan(const Net& net, const NetMemoryPlan& plan) {
+  for (const NetMemoryPlan::Buffer& buffer : plan.diff_buffers) {
+    auto memory = std::make_shared<SyncedMemory>(buffer.bytes);
+    for (int blob : buffer.blobs) net.blobs()[blob]->use_diff_memory(memory);
+  }
+  for (const NetMemoryPlan::Buffer& buffer : plan.data_buffers) {
+    auto memory = std::make_shared<SyncedMemory>(buffer.bytes);
+    for (int blob : buffer.blobs) net.blobs()[blob]->use_data_memory(memory);
+  }
+}
+
+}  // namespace xtrain

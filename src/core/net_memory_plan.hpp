@@ -1,0 +1,74 @@
+// Sharing activation storage between blobs whose lifetimes do not overlap.
+//
+// A Net keeps every blob's data and diff for its whole life, but most of them
+// are needed for a part of each iteration only:
+//   - diffs, in a net that runs backward: an intermediate blob's diff is
+//     first written by the backward of its consumer and last read by the
+//     backward of its producer; before and after, nobody looks at it (forward
+//     never does), so the backward pass needs only a few diffs at a time;
+//   - data, in a TEST net (which then runs forward only): a blob's values
+//     are needed from its producer's forward to its last consumer's forward.
+// The plan walks that schedule once, at Net setup, finds each storage unit's
+// live interval [first step, last step], and puts units whose intervals are
+// disjoint into one buffer, first-fit in order of decreasing size (each
+// buffer is as large as its largest unit).
+//
+// Left alone, so that nobody sees another blob's values:
+//   - the net's inputs and outputs, loss blobs (their diff holds the loss
+//     weight), and blobs the program names in NetOptions::keep_blobs;
+//   - storage written during setup (it holds something: a constant DummyData
+//     top, a loss weight);
+//   - storage a layer also holds outside the net's blobs (SoftmaxWithLoss's
+//     second top is its own prob_, for instance): the plan replaces storage
+//     only when the net's blobs are all that refer to it;
+//   - a diff whose first use in backward is a read: it has to stay zero (the
+//     top of a Split that feeds a layer which does not propagate down).
+// Blobs that share storage already (in-place tops, a Split's tops and its
+// bottom's data, Flatten and Reshape) form one unit and stay together.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace xtrain {
+
+class Net;
+
+struct NetMemoryPlan {
+  // One shared buffer: its size and the blobs (indices into Net::blobs())
+  // that keep their data or diff in it.
+  struct Buffer {
+    std::size_t bytes = 0;
+    std::vector<int> blobs;
+  };
+  std::vector<Buffer> diff_buffers;  // TRAIN nets
+  std::vector<Buffer> data_buffers;  // TEST nets, which then run forward only
+  // The storage the shared units took before, and what the buffers take.
+  std::size_t unshared_bytes = 0;
+  std::size_t shared_bytes = 0;
+};
+
+// A closed interval of schedule steps during which a storage unit is live.
+struct LiveInterval {
+  int first = -1;
+  int last = -1;
+  bool overlaps(const LiveInterval& other) const {
+    return first <= other.last && other.first <= last;
+  }
+};
+
+// First-fit of units into buffers, largest first: returns each unit's buffer
+// (-1 for the units not eligible) and the buffers' sizes in *buffer_bytes.
+// Units in one buffer have pairwise disjoint intervals.
+std::vector<int> assign_shared_buffers(const std::vector<LiveInterval>& lives,
+                                       const std::vector<std::size_t>& bytes,
+                                       const std::vector<bool>& eligible,
+                                       std::vector<std::size_t>* buffer_bytes);
+
+// The plan for `net` as it is after setup; touches nothing.
+NetMemoryPlan plan_net_memory(const Net& net, const std::vector<std::string>& keep_blobs);
+// Gives the blobs of each buffer one fresh (lazily allocated) storage.
+void apply_net_memory_plan(const Net& net, const NetMemoryPlan& plan);
+
+}  // namespace xtrain

@@ -1,0 +1,319 @@
+// The activation memory plan (core/net_memory_plan.hpp): a net that shares
+// storage computes bit for bit what a net without the plan computes, never
+// gives one storage to two blobs live at the same step, and allocates nothing
+// once its first iteration has run.
+#include "core/net_memory_plan.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "xtrain/error.hpp"
+#include "xtrain/net.hpp"
+#include "xtrain/proto_io.hpp"
+#include "xtrain/synced_memory.hpp"
+
+namespace xtrain {
+namespace {
+
+// LeNet's shape, small, with an in-place ReLU and Dropout and an Accuracy
+// that reads ip1 and the labels through Splits: its branch never gets a
+// gradient, so the Split's top for it has a diff that must stay zero (and
+// whose life is disjoint from ip2's diff, which the plan must not exploit).
+const char* kLenetLike = R"(
+  name: "lenet_like"
+  layer { name: "data" type: "DummyData" top: "data" top: "label"
+          dummy_data_param { shape { dim: 3 dim: 1 dim: 13 dim: 13 } shape { dim: 3 }
+                             data_filler { type: "gaussian" std: 1 }
+                             data_filler { type: "constant" value: 2 } } }
+  layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+          convolution_param { num_output: 4 kernel_size: 3 weight_filler { type: "xavier" }
+                              bias_filler { type: "gaussian" std: 0.1 } } }
+  layer { name: "pool1" type: "Pooling" bottom: "conv1" top: "pool1"
+          pooling_param { pool: MAX kernel_size: 2 stride: 2 } }
+  layer { name: "conv2" type: "Convolution" bottom: "pool1" top: "conv2"
+          convolution_param { num_output: 5 kernel_size: 2 weight_filler { type: "xavier" } } }
+  layer { name: "pool2" type: "Pooling" bottom: "conv2" top: "pool2"
+          pooling_param { pool: AVE kernel_size: 2 stride: 2 } }
+  layer { name: "ip1" type: "InnerProduct" bottom: "pool2" top: "ip1"
+          inner_product_param { num_output: 7 weight_filler { type: "xavier" } } }
+  layer { name: "relu1" type: "ReLU" bottom: "ip1" top: "ip1" }
+  layer { name: "drop1" type: "Dropout" bottom: "ip1" top: "ip1" }
+  layer { name: "ip2" type: "InnerProduct" bottom: "ip1" top: "ip2"
+          inner_product_param { num_output: 4 weight_filler { type: "xavier" } } }
+  layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip2" bottom: "label" top: "loss" }
+  layer { name: "accuracy" type: "Accuracy" bottom: "ip1" bottom: "label" top: "accuracy" }
+)";
+
+// Two ResNet bottleneck-style blocks: Convolution with in-place BatchNorm,
+// Scale and ReLU, a projection branch, Split and Eltwise sums.
+std::string resnet_like() {
+  auto conv_bn = [](const std::string& name, const std::string& bottom, int outputs, int kernel,
+                    int pad, bool relu) {
+    std::string text = "layer { name: '" + name + "' type: 'Convolution' bottom: '" + bottom +
+                       "' top: '" + name +
+                       "' convolution_param { num_output: " + std::to_string(outputs) +
+                       " kernel_size: " + std::to_string(kernel) + " pad: " + std::to_string(pad) +
+                       " bias_term: false weight_filler { type: 'msra' } } }\n";
+    text += "layer { name: 'bn_" + name + "' type: 'BatchNorm' bottom: '" + name + "' top: '" +
+            name + "' }\n";
+    text += "layer { name: 'scale_" + name + "' type: 'Scale' bottom: '" + name + "' top: '" +
+            name +
+            "' scale_param { bias_term: true filler { type: 'gaussian' mean: 1 std: 0.1 } "
+            "bias_filler { type: 'gaussian' std: 0.1 } } }\n";
+    if (relu) {
+      text += "layer { name: 'relu_" + name + "' type: 'ReLU' bottom: '" + name + "' top: '" +
+              name + "' }\n";
+    }
+    return text;
+  };
+  std::string text = R"(
+    name: "resnet_like"
+    layer { name: "data" type: "DummyData" top: "data" top: "label"
+            dummy_data_param { shape { dim: 2 dim: 3 dim: 9 dim: 9 } shape { dim: 2 }
+                               data_filler { type: "gaussian" std: 1 }
+                               data_filler { type: "constant" value: 1 } } }
+  )";
+  text += conv_bn("conv1", "data", 6, 3, 1, true);
+  std::string input = "conv1";
+  for (const std::string block : {"a", "b"}) {
+    const std::string shortcut = block == "a" ? "res" + block + "_branch1" : input;
+    if (block == "a") text += conv_bn(shortcut, input, 8, 1, 0, false);
+    text += conv_bn("res" + block + "_branch2a", input, 4, 1, 0, true);
+    text += conv_bn("res" + block + "_branch2b", "res" + block + "_branch2a", 4, 3, 1, true);
+    text += conv_bn("res" + block + "_branch2c", "res" + block + "_branch2b", 8, 1, 0, false);
+    text += "layer { name: 'res" + block + "' type: 'Eltwise' bottom: '" + shortcut +
+            "' bottom: 'res" + block + "_branch2c' top: 'res" + block + "' }\n";
+    text += "layer { name: 'res" + block + "_relu' type: 'ReLU' bottom: 'res" + block +
+            "' top: 'res" + block + "' }\n";
+    input = "res" + block;
+  }
+  text += R"(
+    layer { name: "pool" type: "Pooling" bottom: "resb" top: "pool"
+            pooling_param { pool: AVE global_pooling: true } }
+    layer { name: "fc" type: "InnerProduct" bottom: "pool" top: "fc"
+            inner_product_param { num_output: 3 weight_filler { type: "xavier" } } }
+    layer { name: "loss" type: "SoftmaxWithLoss" bottom: "fc" bottom: "label" top: "loss" }
+  )";
+  return text;
+}
+
+std::unique_ptr<Net> make_net(const std::string& text, Phase phase, bool share,
+                              const std::vector<std::string>& keep = {}) {
+  NetParameter param;
+  read_proto_from_text_string(text, &param);
+  param.mutable_state()->set_phase(phase);
+  NetOptions options;
+  options.verbose = false;
+  options.random_seed = 11;
+  options.share_activation_memory = share;
+  options.keep_blobs = keep;
+  return std::make_unique<Net>(param, options);
+}
+
+bool same_bits(const float* a, const float* b, std::size_t n) {
+  return std::memcmp(a, b, n * sizeof(float)) == 0;
+}
+
+std::size_t distinct_storage(const Net& net, bool diff) {
+  std::set<const SyncedMemory*> storage;
+  for (const auto& blob : net.blobs()) {
+    storage.insert(diff ? blob->diff_memory().get() : blob->data_memory().get());
+  }
+  return storage.size();
+}
+
+// Runs both nets in lockstep and compares outputs and parameter gradients
+// bit for bit.
+void expect_identical_runs(const std::string& text, Phase phase) {
+  auto plain = make_net(text, phase, false);
+  auto shared = make_net(text, phase, true);
+  const bool diffs = phase == TRAIN;
+  // The plan must have shared something, or this test proves nothing.
+  ASSERT_LT(distinct_storage(*shared, diffs), distinct_storage(*plain, diffs));
+  for (int iteration = 0; iteration < 3; ++iteration) {
+    SCOPED_TRACE("iteration " + std::to_string(iteration));
+    plain->clear_param_diffs();
+    shared->clear_param_diffs();
+    const float plain_loss = phase == TRAIN ? plain->forward_backward() : plain->forward();
+    const float shared_loss = phase == TRAIN ? shared->forward_backward() : shared->forward();
+    EXPECT_TRUE(same_bits(&plain_loss, &shared_loss, 1)) << plain_loss << " vs " << shared_loss;
+    ASSERT_EQ(plain->output_blobs().size(), shared->output_blobs().size());
+    for (std::size_t i = 0; i < plain->output_blobs().size(); ++i) {
+      const Blob& a = *plain->output_blobs()[i];
+      const Blob& b = *shared->output_blobs()[i];
+      ASSERT_EQ(a.count(), b.count());
+      EXPECT_TRUE(same_bits(a.cpu_data(), b.cpu_data(), a.count())) << "output " << i;
+    }
+    ASSERT_EQ(plain->learnable_params().size(), shared->learnable_params().size());
+    for (std::size_t i = 0; i < plain->learnable_params().size(); ++i) {
+      const Blob& a = *plain->learnable_params()[i];
+      const Blob& b = *shared->learnable_params()[i];
+      EXPECT_TRUE(same_bits(a.cpu_data(), b.cpu_data(), a.count())) << "param " << i;
+      if (phase == TRAIN) {
+        EXPECT_TRUE(same_bits(a.cpu_diff(), b.cpu_diff(), a.count())) << "param diff " << i;
+        if (plain->params_lr()[i] != 0) {
+          EXPECT_GT(a.asum_diff(), 0.0) << "param diff " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(NetMemoryPlan, LenetLikeTrainIsBitIdentical) { expect_identical_runs(kLenetLike, TRAIN); }
+TEST(NetMemoryPlan, LenetLikeTestIsBitIdentical) { expect_identical_runs(kLenetLike, TEST); }
+TEST(NetMemoryPlan, ResnetLikeTrainIsBitIdentical) { expect_identical_runs(resnet_like(), TRAIN); }
+TEST(NetMemoryPlan, ResnetLikeTestIsBitIdentical) { expect_identical_runs(resnet_like(), TEST); }
+
+// The same with every convolution on oneDNN (the nets above are small enough
+// for the GEMM engine), when the build has it.
+TEST(NetMemoryPlan, ResnetLikeOnOnednnIsBitIdentical) {
+  const char* previous = std::getenv("XTRAIN_CONV_IMPL");
+  const std::string saved = previous ? previous : "";
+  setenv("XTRAIN_CONV_IMPL", "onednn", 1);
+  expect_identical_runs(resnet_like(), TRAIN);
+  expect_identical_runs(resnet_like(), TEST);
+  if (previous) {
+    setenv("XTRAIN_CONV_IMPL", saved.c_str(), 1);
+  } else {
+    unsetenv("XTRAIN_CONV_IMPL");
+  }
+}
+
+// Each blob's live steps, worked out here from the schedule of the net
+// without the plan (where only legitimately aliased blobs share storage):
+// in backward, the steps whose layer reads the blob as a top or writes it as
+// a propagated bottom; in a forward-only net, the steps whose layer reads or
+// writes it.
+std::vector<std::set<int>> live_steps(const Net& net, bool diff) {
+  std::vector<std::set<int>> steps(net.blobs().size());
+  const int layers = static_cast<int>(net.layers().size());
+  int step = 0;
+  for (int i = 0; i < layers; ++i) {
+    const int layer = diff ? layers - 1 - i : i;
+    if (diff && !net.layer_needs_backward(layer)) continue;
+    for (int top : net.top_id_vecs()[layer]) steps[top].insert(step);
+    const auto& bottoms = net.bottom_id_vecs()[layer];
+    for (std::size_t b = 0; b < bottoms.size(); ++b) {
+      if (!diff || net.bottom_need_backward()[layer][b]) steps[bottoms[b]].insert(step);
+    }
+    ++step;
+  }
+  return steps;
+}
+
+// Two blobs that share storage in the planned net but not in the plain one
+// must never be live at one step, counting the steps between a blob's first
+// and last use (its value has to survive them).
+void expect_no_live_overlap(const std::string& text, Phase phase) {
+  const bool diff = phase == TRAIN;
+  auto plain = make_net(text, phase, false);
+  auto shared = make_net(text, phase, true);
+  const auto steps = live_steps(*plain, diff);
+  auto storage = [&](const Net& net, int blob) {
+    return diff ? net.blobs()[blob]->diff_memory().get() : net.blobs()[blob]->data_memory().get();
+  };
+  int newly_shared_pairs = 0;
+  const int blobs = static_cast<int>(plain->blobs().size());
+  for (int a = 0; a < blobs; ++a) {
+    for (int b = a + 1; b < blobs; ++b) {
+      if (storage(*shared, a) != storage(*shared, b)) continue;
+      if (storage(*plain, a) == storage(*plain, b)) continue;
+      ++newly_shared_pairs;
+      ASSERT_FALSE(steps[a].empty() || steps[b].empty())
+          << plain->blob_names()[a] << " / " << plain->blob_names()[b];
+      const bool disjoint =
+          *steps[a].rbegin() < *steps[b].begin() || *steps[b].rbegin() < *steps[a].begin();
+      EXPECT_TRUE(disjoint) << plain->blob_names()[a] << " and " << plain->blob_names()[b]
+                            << " share storage while both are live";
+    }
+  }
+  EXPECT_GT(newly_shared_pairs, 0);
+  // Outputs, inputs and losses keep their own storage.
+  for (int output : shared->output_blob_indices()) {
+    for (int other = 0; other < blobs; ++other) {
+      if (other == output || storage(*plain, other) == storage(*plain, output)) continue;
+      EXPECT_NE(storage(*shared, other), storage(*shared, output))
+          << "output " << shared->blob_names()[output];
+    }
+  }
+}
+
+TEST(NetMemoryPlan, LenetLikeTrainSharesNoLiveDiffs) { expect_no_live_overlap(kLenetLike, TRAIN); }
+TEST(NetMemoryPlan, LenetLikeTestSharesNoLiveData) { expect_no_live_overlap(kLenetLike, TEST); }
+TEST(NetMemoryPlan, ResnetLikeTrainSharesNoLiveDiffs) {
+  expect_no_live_overlap(resnet_like(), TRAIN);
+}
+TEST(NetMemoryPlan, ResnetLikeTestSharesNoLiveData) { expect_no_live_overlap(resnet_like(), TEST); }
+
+TEST(NetMemoryPlan, KeepsNamedBlobsAndUnwrittenDiffsApart) {
+  auto plain = make_net(kLenetLike, TRAIN, false);
+  auto shared = make_net(kLenetLike, TRAIN, true, {"pool1"});
+  // pool1 was asked for; the Split tops feeding Accuracy get no gradient, so
+  // their diffs must stay zero.
+  std::set<int> kept = {static_cast<int>(
+      std::find(shared->blob_names().begin(), shared->blob_names().end(), "pool1") -
+      shared->blob_names().begin())};
+  const auto& layer_names = shared->layer_names();
+  const auto accuracy = std::find(layer_names.begin(), layer_names.end(), "accuracy");
+  ASSERT_NE(accuracy, layer_names.end());
+  for (int bottom : shared->bottom_id_vecs()[accuracy - layer_names.begin()]) kept.insert(bottom);
+  const int blobs = static_cast<int>(shared->blobs().size());
+  for (int i : kept) {
+    for (int j = 0; j < blobs; ++j) {
+      if (j == i || plain->blobs()[j]->diff_memory() == plain->blobs()[i]->diff_memory()) continue;
+      EXPECT_NE(shared->blobs()[j]->diff_memory(), shared->blobs()[i]->diff_memory())
+          << shared->blob_names()[i] << " shares its diff with " << shared->blob_names()[j];
+    }
+  }
+  EXPECT_THROW(make_net(kLenetLike, TRAIN, true, {"no_such_blob"}), Error);
+}
+
+TEST(NetMemoryPlan, TestNetSharingDataRunsForwardOnly) {
+  auto net = make_net(kLenetLike, TEST, true);
+  net->forward();
+  EXPECT_THROW(net->backward(), Error);
+  auto plain = make_net(kLenetLike, TEST, false);
+  plain->forward();
+  EXPECT_NO_THROW(plain->backward());
+}
+
+TEST(NetMemoryPlan, SteadyStateIterationsAllocateNothing) {
+  for (Phase phase : {TRAIN, TEST}) {
+    auto net = make_net(resnet_like(), phase, true);
+    auto iterate = [&] { phase == TRAIN ? net->forward_backward() : net->forward(); };
+    iterate();
+    const std::size_t after_first = SyncedMemory::host_allocation_count();
+    for (int iteration = 2; iteration <= 5; ++iteration) iterate();
+    EXPECT_EQ(SyncedMemory::host_allocation_count(), after_first)
+        << (phase == TRAIN ? "TRAIN" : "TEST");
+  }
+  // The counter does count: a fresh blob's first write allocates.
+  const std::size_t before = SyncedMemory::host_allocation_count();
+  Blob blob({3, 4});
+  blob.mutable_cpu_data()[0] = 1;
+  EXPECT_EQ(SyncedMemory::host_allocation_count(), before + 1);
+}
+
+TEST(NetMemoryPlan, FirstFitPutsOnlyDisjointUnitsTogether) {
+  // Sizes 8, 6, 5, 4, 3 live at [0,2], [3,4], [1,3], [5,6], [0,6]; unit 4 is
+  // not eligible.
+  const std::vector<LiveInterval> lives = {{0, 2}, {3, 4}, {1, 3}, {5, 6}, {0, 6}};
+  const std::vector<std::size_t> bytes = {8, 6, 5, 4, 3};
+  const std::vector<bool> eligible = {true, true, true, true, false};
+  std::vector<std::size_t> buffer_bytes;
+  const std::vector<int> buffer_of = assign_shared_buffers(lives, bytes, eligible, &buffer_bytes);
+  // 8 opens buffer 0; 6 fits after it; 5 overlaps both and opens buffer 1; 4
+  // fits into buffer 0 after 6.
+  EXPECT_EQ(buffer_of, (std::vector<int>{0, 0, 1, 0, -1}));
+  EXPECT_EQ(buffer_bytes, (std::vector<std::size_t>{8, 5}));
+}
+
+}  // namespace
+}  // namespace xtrain
