@@ -17,6 +17,8 @@ constexpr int kExitResubmit = 75;
 int train_command();
 int test_command();
 int time_command();
+// time --training_step: whole solver iterations instead of per-layer times.
+int time_training_steps();
 int device_query_command();
 int upgrade_command();
 

@@ -14,7 +14,7 @@ DEFINE_int32(level, 0, "the net state's level (selects layers by min_level/max_l
 DEFINE_string(stage, "", "the net state's stages, comma-separated (select layers by stage)");
 DEFINE_int32(iterations, 50, "test/time: how many iterations (batches) to run");
 DEFINE_bool(share_activation_memory, true,
-            "train/time: let blobs whose lifetimes do not overlap share storage (diffs in "
+            "train/test/time: let blobs whose lifetimes do not overlap share storage (diffs in "
             "backward, data in test nets)");
 DEFINE_int32(max_iter, -1,
              "train: stop after this many iterations instead of the solver's max_iter");
@@ -35,3 +35,6 @@ DEFINE_string(output, "", "upgrade: where to write the upgraded file (never the 
 DEFINE_int32(threads, 0,
              "train/test/time: CPU threads (one pool for oneDNN, BLAS and xtrain); 0: "
              "OMP_NUM_THREADS if set, else every CPU this process may use");
+DEFINE_bool(training_step, false,
+            "time: time whole training iterations (forward, backward, momentum-SGD update) "
+            "through the solver instead of each layer");

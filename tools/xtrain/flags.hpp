@@ -23,3 +23,4 @@ DECLARE_int32(snapshot_keep);
 DECLARE_double(snapshot_minutes);
 DECLARE_string(output);
 DECLARE_int32(threads);
+DECLARE_bool(training_step);

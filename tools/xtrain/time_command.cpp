@@ -31,6 +31,11 @@ int time_command() {
   XTRAIN_CHECK(!FLAGS_model.empty(), "xtrain time needs --model=NET.prototxt");
   XTRAIN_CHECK(FLAGS_iterations > 0, "--iterations must be positive, got ", FLAGS_iterations);
   start_cpu_threads();
+  if (FLAGS_training_step) {
+    XTRAIN_CHECK(parse_phase(FLAGS_phase, TRAIN) == TRAIN,
+                 "--training_step times training: leave --phase unset or TRAIN");
+    return time_training_steps();
+  }
   NetOptions options;
   options.device = choose_device(FLAGS_gpu, false, 0);
   options.share_activation_memory = FLAGS_share_activation_memory;

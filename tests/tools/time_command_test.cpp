@@ -1,0 +1,59 @@
+// `xtrain time` as a user runs it: the thread configuration it logs, the
+// per-layer benchmark, and whole training iterations with --training_step.
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "tool_runner.hpp"
+
+namespace xtrain::testing {
+namespace {
+
+const std::string kLenet = std::string(XTRAIN_SOURCE_DIR) + "/bench/nets/lenet.prototxt";
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+TEST(TimeCommand, LogsTheThreadPoolItWasGiven) {
+  const ToolResult result =
+      run_tool(tool_path("xtrain") + " time --model=" + kLenet + " --iterations=2 --threads=1");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_CONTAINS(result.output, "CPU: 1 threads (of ");
+  EXPECT_CONTAINS(result.output, "one OpenMP pool");
+  EXPECT_CONTAINS(result.output, "BLAS: OpenBLAS");
+  EXPECT_TRUE(
+      std::regex_search(result.output, std::regex("forward-backward [0-9.]+ ms per iteration")))
+      << result.output;
+  EXPECT_TRUE(std::regex_search(result.output, std::regex("peak resident memory [0-9.]+ MiB")))
+      << result.output;
+}
+
+TEST(TimeCommand, TrainingStepTimesWholeSolverIterations) {
+  const ToolResult result =
+      run_tool(tool_path("xtrain") + " time --model=" + kLenet + " --iterations=2 --training_step");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(
+      result.output, match,
+      std::regex("training iteration \\(forward, backward, SGD update\\) ([0-9.]+) ms "
+                 "\\(batch 64: [0-9]+ images/s\\)")))
+      << result.output;
+  EXPECT_GT(std::stod(match[1]), 0.0);
+  EXPECT_CONTAINS(result.output, "peak resident memory");
+  // The solver trained: it logged iterations, not a per-layer table.
+  EXPECT_EQ(result.output.find("Average time per layer"), std::string::npos) << result.output;
+}
+
+TEST(TimeCommand, BadThreadCountAndPhaseAreOneLineErrors) {
+  ToolResult result =
+      run_tool(tool_path("xtrain") + " time --model=" + kLenet + " --iterations=1 --threads=-2");
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_CONTAINS(last_line(result.output), "xtrain time: error: the thread count must be 0");
+  result = run_tool(tool_path("xtrain") + " time --model=" + kLenet +
+                    " --iterations=1 --training_step --phase=TEST");
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_CONTAINS(last_line(result.output), "--training_step times training");
+}
+
+}  // namespace
+}  // namespace xtrain::testing
