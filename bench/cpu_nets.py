@@ -166,6 +166,7 @@ def net_work(net, log):
 
 XTRAIN_TIMES = re.compile(r"forward-backward ([\d.]+) ms per iteration")
 XTRAIN_RSS = re.compile(r"peak resident memory ([\d.]+) MiB")
+XTRAIN_STEP = re.compile(r"training iteration \(forward, backward, SGD update\) ([\d.]+) ms")
 
 
 def run_xtrain(xtrain, net, iterations, extra_env):
@@ -181,6 +182,41 @@ def run_xtrain(xtrain, net, iterations, extra_env):
     rss = XTRAIN_RSS.search(done.stdout)
     return {"ms": float(times.group(1)), "rss_mib": float(rss.group(1)) if rss else None,
             "log": done.stderr}
+
+
+def run_xtrain_step(xtrain, net, iterations, extra_env):
+    """One `xtrain time --training_step` process (forward, backward and the
+    momentum-SGD update, through the solver): {ms, rss_mib} or {error}."""
+    command = [xtrain, "time", "--model=" + str(net.path), "--iterations=%d" % iterations,
+               "--training_step"]
+    env = dict(os.environ)
+    env.update(extra_env)
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=env)
+    step = XTRAIN_STEP.search(done.stdout)
+    if done.returncode != 0 or step is None:
+        lines = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()
+        return {"error": "exit %d: %s" % (done.returncode, lines[-1])}
+    rss = XTRAIN_RSS.search(done.stdout)
+    return {"ms": float(step.group(1)), "rss_mib": float(rss.group(1)) if rss else None}
+
+
+def caffe_memory_mib(net, log, baseline_mib):
+    """bench/caffe_memory.py's estimate of Caffe 1.0's peak RSS for `caffe
+    time` on the net, from xtrain's setup log."""
+    import caffe_memory  # here: it imports this module's log parsing
+    definitions = {layer.get("name"): layer
+                   for layer in read_prototxt_file(net.path).all("layer")}
+    ledger = caffe_memory.estimate(layer_shapes(log), definitions,
+                                   caffe_memory.backward_needs(log))
+    return (sum(ledger.bytes.values()) + ledger.transient) / caffe_memory.MIB + baseline_mib
+
+
+def caffe_memory_baseline(xtrain, extra_env):
+    """The process baseline for the Caffe memory model: xtrain's peak RSS on
+    a net of a few bytes (see bench/caffe_memory.py)."""
+    import caffe_memory
+    os.environ.update(extra_env)  # the child xtrain inherits it
+    return caffe_memory.measure_baseline_mib(xtrain)
 
 
 def torch_environment():
@@ -283,6 +319,9 @@ def main():
                         " keep the cores busy)")
     parser.add_argument("--peak-gflops", type=float, default=232.0,
                         help="the machine's FP32 peak for the %% column (default %(default)g)")
+    parser.add_argument("--avx512-peak-gflops", type=float, default=440.0,
+                        help="the FP32 peak with AVX-512 FMAs for the %%peak2 column (default"
+                        " %(default)g: 2 cores x ~220 measured, see docs/performance.md)")
     parser.add_argument("--json", metavar="FILE", help="also write every run's figures here")
     args = parser.parse_args()
 
@@ -320,12 +359,15 @@ def main():
     rows = []
     for net in nets:
         iterations = args.iterations or DEFAULT_ITERATIONS[net.name]
-        row = {"net": net, "iterations": iterations, "xtrain": [],
+        row = {"net": net, "iterations": iterations, "xtrain": [], "xtrain_step": [],
                "torch": {layout: [] for layout in layouts}}
         for run in range(args.runs):
             # Interleaved, so that a change in the machine's load hits all alike.
             print("%s run %d/%d: xtrain" % (net.name, run + 1, args.runs), file=sys.stderr)
             row["xtrain"].append(run_xtrain(str(xtrain), net, iterations, both_env))
+            print("%s run %d/%d: xtrain --training_step" % (net.name, run + 1, args.runs),
+                  file=sys.stderr)
+            row["xtrain_step"].append(run_xtrain_step(str(xtrain), net, iterations, both_env))
             for layout in layouts if torch_python else []:
                 print("%s run %d/%d: torch %s" % (net.name, run + 1, args.runs, layout),
                       file=sys.stderr)
@@ -335,6 +377,7 @@ def main():
     wall = time.time() - start_wall
     others = (busy_cpu_seconds() - start_busy) - (our_cpu_seconds() - start_ours)
     load_after = load_average()
+    baseline_mib = caffe_memory_baseline(str(xtrain), both_env)
 
     print("xtrain: %s; %d runs per net (medians shown); iterations per run: %s"
           % (xtrain, args.runs, ", ".join("%s %d" % (r["net"].name, r["iterations"]) for r in rows)))
@@ -357,24 +400,26 @@ def main():
         print("PyTorch: not found (apt-get install python3-torch libopenblas0-openmp)")
     print()
 
-    header = ("%-14s %5s %9s %7s %10s %8s %6s %8s | %9s %9s %-13s %7s | %8s %7s"
-              % ("net", "batch", "ms/iter", "img/s", "GFLOP/iter", "GFLOP/s", "%peak",
-                 "RSS MiB", "torch ms", "+step ms", "torch layout", "x/torch", "Caffe ms",
-                 "x/Caffe"))
+    header = ("%-14s %5s %8s %8s %7s %10s %7s %6s %6s | %8s %8s %-13s %6s %6s | %7s %6s | %7s %7s %5s"
+              % ("net", "batch", "ms/iter", "step ms", "img/s", "GFLOP/iter", "GFLOP/s",
+                 "%peak", "%peak2", "torch ms", "+step", "torch layout", "x/t", "step", "Caffe",
+                 "x/C", "RSS MiB", "Caffe~", "%C"))
     print(header)
     print("-" * len(header))
     notes = []
     for row in rows:
         net = row["net"]
         ok = [r for r in row["xtrain"] if "ms" in r]
-        errors = [r["error"] for r in row["xtrain"] if "error" in r]
+        errors = [r["error"] for r in row["xtrain"] + row["xtrain_step"] if "error" in r]
         if errors:
             notes.append("%s: xtrain failed: %s" % (net.name, errors[0]))
         ms = median_of(ok, "ms")
+        step_ms = median_of(row["xtrain_step"], "ms")
         rss = median_of(ok, "rss_mib")
-        multiply_adds = parameters = None
+        multiply_adds = parameters = caffe_mib = None
         if ok:
             multiply_adds, parameters = net_work(net, ok[0]["log"])
+            caffe_mib = caffe_memory_mib(net, ok[0]["log"], baseline_mib)
         gflop = 3 * 2 * multiply_adds / 1e9 if multiply_adds else None
         gflops = gflop / (ms / 1000) if gflop and ms else None
         best_layout, torch_ms, torch_step_ms, torch_params = None, None, None, None
@@ -390,23 +435,35 @@ def main():
                 torch_step_ms = median_of(good, "iteration_ms")
                 torch_params = good[0]["parameters"]
         caffe = CAFFE_MS.get(net.name)
-        print("%-14s %5d %s %s %s %s %s %s | %s %s %-13s %s | %s %s" % (
-            net.label, net.batch, cell(ms, "%.1f", 9),
+        print("%-14s %5d %s %s %s %s %s %s %s | %s %s %-13s %s %s | %s %s | %s %s %s" % (
+            net.label, net.batch, cell(ms, "%.1f", 8), cell(step_ms, "%.1f", 8),
             cell(net.batch * 1000 / ms if ms else None, "%.1f", 7), cell(gflop, "%.3f", 10),
-            cell(gflops, "%.1f", 8),
+            cell(gflops, "%.1f", 7),
             cell(100 * gflops / args.peak_gflops if gflops else None, "%.1f", 6),
-            cell(rss, "%.0f", 8), cell(torch_ms, "%.1f", 9), cell(torch_step_ms, "%.1f", 9),
-            best_layout or "-", cell(torch_ms / ms if torch_ms and ms else None, "%.2f", 7),
-            cell(caffe, "%.1f", 8), cell(caffe / ms if caffe and ms else None, "%.2f", 7)))
+            cell(100 * gflops / args.avx512_peak_gflops if gflops else None, "%.1f", 6),
+            cell(torch_ms, "%.1f", 8), cell(torch_step_ms, "%.1f", 8), best_layout or "-",
+            cell(torch_ms / ms if torch_ms and ms else None, "%.2f", 6),
+            cell(torch_step_ms / step_ms if torch_step_ms and step_ms else None, "%.2f", 6),
+            cell(caffe, "%.0f", 7), cell(caffe / ms if caffe and ms else None, "%.2f", 6),
+            cell(rss, "%.0f", 7), cell(caffe_mib, "%.0f", 7),
+            cell(100 * rss / caffe_mib if rss and caffe_mib else None, "%.0f", 5)))
         row.update(parameters=parameters, torch_params=torch_params)
 
-    print("\nx/torch, x/Caffe: the other's ms over xtrain's (above 1: xtrain is faster)."
-          " GFLOP counts only convolution, deconvolution and inner-product layers"
-          " (forward x3 for forward + backward); the other layers count 0.")
+    print("\nms/iter: forward + backward (`xtrain time`); step ms: a whole training iteration"
+          " with the momentum-SGD update (`xtrain time --training_step`). x/t: torch's"
+          " forward + backward over xtrain's; step: torch's +step over xtrain's step; x/C:"
+          " Caffe's over xtrain's forward + backward (above 1: xtrain is faster). GFLOP counts"
+          " only convolution, deconvolution and inner-product layers (forward x3 for forward +"
+          " backward); %%peak uses --peak-gflops (%g), %%peak2 --avx512-peak-gflops (%g)."
+          " RSS: xtrain's peak for forward + backward; Caffe~: bench/caffe_memory.py's model of"
+          " Caffe 1.0's (process baseline %.0f MiB measured with xtrain); %%C: RSS over Caffe~."
+          % (args.peak_gflops, args.avx512_peak_gflops, baseline_mib))
     print("\nper run (ms/iter, sorted), learnable parameters, peak RSS:")
     for row in rows:
         net = row["net"]
-        print("  %-14s xtrain %s" % (net.label, spread(row["xtrain"], "ms")))
+        print("  %-14s xtrain %s; step %s; step peak RSS %s MiB" % (
+            net.label, spread(row["xtrain"], "ms"), spread(row["xtrain_step"], "ms"),
+            spread(row["xtrain_step"], "rss_mib")))
         for layout, results in row["torch"].items():
             if results:
                 print("  %-14s torch %-13s fwd+bwd %s; +step %s; peak RSS %s MiB" % (
@@ -426,6 +483,7 @@ def main():
         dump = [{"net": row["net"].name, "batch": row["net"].batch,
                  "iterations": row["iterations"], "parameters": row["parameters"],
                  "xtrain": [{k: v for k, v in r.items() if k != "log"} for r in row["xtrain"]],
+                 "xtrain_step": row["xtrain_step"],
                  "torch": row["torch"], "caffe_ms": CAFFE_MS.get(row["net"].name)}
                 for row in rows]
         Path(args.json).write_text(json.dumps({
