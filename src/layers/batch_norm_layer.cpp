@@ -17,17 +17,20 @@
 // Backward, with y the normalised output and the sums over a channel's values:
 //   batch stats:  dbottom = (dtop - sum(dtop) / m - y * sum(dtop * y) / m) / sqrt(var + eps)
 //   global stats: dbottom = dtop / sqrt(var + eps)
-// Works in place (y is kept in x_norm_, which later in-place layers cannot
-// clobber).
+// Works in place (with batch statistics y is kept in x_norm_, which later
+// in-place layers cannot clobber).
 //
 // The blobs are statistics, not parameters: as in Caffe 1.0 the layer gives
 // each of them a ParamSpec with lr_mult 0 (a user ParamSpec with another
 // lr_mult is an error; three ParamSpecs, the pre-1.0 way of freezing them, are
 // replaced, as Caffe's net upgrade does), so the solver never changes them.
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
+#include "core/parallel_loop.hpp"
 #include "layers/builtin_layers.hpp"
+#include "layers/channel_statistics.hpp"
 #include "layers/learnable_blobs.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
@@ -88,16 +91,26 @@ class BatchNormLayer : public Layer {
     num_ = input.shape(0);
     spatial_ =
         num_ * channels_ == 0 ? 0 : input.count() / (static_cast<std::size_t>(num_) * channels_);
-    x_norm_.resize(input.count());
+    x_norm_.resize(use_global_stats_ ? 0 : input.count());
     mean_.resize(channels_);
     variance_.resize(channels_);
     std_.resize(channels_);
+    plane_sums_.resize(static_cast<std::size_t>(num_) * channels_);
+    plane_second_sums_.resize(static_cast<std::size_t>(num_) * channels_);
   }
 
  protected:
+  // Each sweep runs over the (sample, channel) planes in memory order, split
+  // across the thread pool; per-plane sums are kept and added up by channel
+  // over the samples in order, so the statistics do not depend on the thread
+  // count. (Visiting one channel's planes together would revisit them from
+  // cache, but they lie C*H*W values apart, which for common shapes maps them
+  // onto the same cache sets: they evict each other.) Forward reads the input
+  // twice: once for the statistics, once to normalise.
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
     const float* input = bottom[0]->cpu_data();
     float* output = top[0]->mutable_cpu_data();
+    float* kept = use_global_stats_ ? nullptr : x_norm_.data();
     if (use_global_stats_) {
       const float stored = blobs_[2]->cpu_data()[0];
       const float factor = stored == 0 ? 0.0f : 1.0f / stored;
@@ -106,18 +119,28 @@ class BatchNormLayer : public Layer {
         variance_[c] = factor * blobs_[1]->cpu_data()[c];
       }
     } else {
-      channel_means(input, nullptr, mean_.data());
-    }
-    for_each_value([&](std::size_t i, int c) { output[i] = input[i] - mean_[c]; });
-
-    if (!use_global_stats_) {
-      channel_means(output, output, variance_.data());
+      batch_statistics(input);
       update_running_statistics();
     }
     for (int c = 0; c < channels_; ++c) std_[c] = std::sqrt(variance_[c] + eps_);
-    for_each_value([&](std::size_t i, int c) {
-      output[i] /= std_[c];
-      x_norm_[i] = output[i];
+    // In place, output is input: each value is read before it is written.
+    // With stored statistics backward needs only std_, so no copy is kept.
+    for_each_plane(3, [&](std::size_t plane, int c) {
+      const std::size_t offset = plane * spatial_;
+      const float mean = mean_[c];
+      const float deviation = std_[c];
+      const float* x = input + offset;
+      float* y = output + offset;
+      if (kept) {
+        float* y_kept = kept + offset;
+        for (std::size_t s = 0; s < spatial_; ++s) {
+          const float normalised = (x[s] - mean) / deviation;
+          y[s] = normalised;
+          y_kept[s] = normalised;
+        }
+      } else {
+        for (std::size_t s = 0; s < spatial_; ++s) y[s] = (x[s] - mean) / deviation;
+      }
     });
   }
 
@@ -129,16 +152,47 @@ class BatchNormLayer : public Layer {
     const float* output_diff = top[0]->cpu_diff();
     float* input_diff = bottom[0]->mutable_cpu_diff();
     if (use_global_stats_) {
-      for_each_value([&](std::size_t i, int c) { input_diff[i] = output_diff[i] / std_[c]; });
+      for_each_plane(1, [&](std::size_t plane, int c) {
+        const std::size_t offset = plane * spatial_;
+        const float deviation = std_[c];
+        const float* dy = output_diff + offset;
+        float* dx = input_diff + offset;
+        for (std::size_t s = 0; s < spatial_; ++s) dx[s] = dy[s] / deviation;
+      });
       return;
     }
+    const float* normalised = x_norm_.data();
+    for_each_plane(4, [&](std::size_t plane, int) {
+      const std::size_t offset = plane * spatial_;
+      const auto sums =
+          channel_statistics::sum_and_dot(output_diff + offset, normalised + offset, spatial_);
+      plane_sums_[plane] = sums.sum;
+      plane_second_sums_[plane] = sums.dot;
+    });
     // The buffers of the statistics serve again: forward is done with them.
     std::vector<float>& diff_mean = mean_;            // sum(dtop) / m
     std::vector<float>& diff_dot_y_mean = variance_;  // sum(dtop * y) / m
-    channel_means(output_diff, nullptr, diff_mean.data());
-    channel_means(output_diff, x_norm_.data(), diff_dot_y_mean.data());
-    for_each_value([&](std::size_t i, int c) {
-      input_diff[i] = (output_diff[i] - diff_mean[c] - x_norm_[i] * diff_dot_y_mean[c]) / std_[c];
+    const double m = static_cast<double>(num_) * spatial_;
+    for (int c = 0; c < channels_; ++c) {
+      double diff_total = 0;
+      double diff_dot_y_total = 0;
+      for (int n = 0; n < num_; ++n) {
+        diff_total += plane_sums_[plane_index(n, c)];
+        diff_dot_y_total += plane_second_sums_[plane_index(n, c)];
+      }
+      diff_mean[c] = static_cast<float>(diff_total / m);
+      diff_dot_y_mean[c] = static_cast<float>(diff_dot_y_total / m);
+    }
+    for_each_plane(4, [&](std::size_t plane, int c) {
+      const std::size_t offset = plane * spatial_;
+      const float mean = diff_mean[c];
+      const float dot_mean = diff_dot_y_mean[c];
+      const float deviation = std_[c];
+      const float* dy = output_diff + offset;
+      const float* y = normalised + offset;
+      float* dx = input_diff + offset;
+      for (std::size_t s = 0; s < spatial_; ++s)
+        dx[s] = (dy[s] - mean - y[s] * dot_mean) / deviation;
     });
   }
 
@@ -159,50 +213,49 @@ class BatchNormLayer : public Layer {
     while (param_.param_size() < kStatBlobs) param_.add_param()->set_lr_mult(0);
   }
 
-  // visit(index, channel) for every value of the input, in memory order.
-  template <typename Visit>
-  void for_each_value(Visit&& visit) const {
-    std::size_t i = 0;
-    for (int n = 0; n < num_; ++n) {
-      for (int c = 0; c < channels_; ++c) {
-        for (std::size_t s = 0; s < spatial_; ++s, ++i) visit(i, c);
-      }
-    }
+  std::size_t plane_index(int n, int c) const {
+    return static_cast<std::size_t>(n) * channels_ + c;
   }
 
-  // means[c] = mean over the channel's m values of a (times b, if given),
-  // summed in double.
-  void channel_means(const float* a, const float* b, float* means) {
-    totals_.assign(channels_, 0.0);
-    for (int n = 0; n < num_; ++n) {
-      for (int c = 0; c < channels_; ++c) {
-        const std::size_t offset = (static_cast<std::size_t>(n) * channels_ + c) * spatial_;
-        totals_[c] += b ? dot(a + offset, b + offset, spatial_) : sum(a + offset, spatial_);
-      }
-    }
+  // body(plane, channel) for every (sample, channel) plane, which holds
+  // `spatial_` values from plane * spatial_ on, spread over the thread pool; `work_per_value` is
+  // roughly the float operations per value.
+  template <typename Body>
+  void for_each_plane(std::size_t work_per_value, Body body) const {
+    const auto planes = static_cast<std::int64_t>(num_) * channels_;
+    parallel_for(planes, spatial_ * work_per_value, [&](std::int64_t plane) {
+      body(static_cast<std::size_t>(plane), static_cast<int>(plane % channels_));
+    });
+  }
+
+  // mean_ and variance_ (biased) of the batch, in one sweep: each plane's sum
+  // and its squared deviations from its own mean, then by channel
+  //   mean = sum_n S_n / m
+  //   var  = sum_n (Q_n + P * (S_n / P - mean)^2) / m
+  // with P values per plane (the exact pooling of the planes' variances).
+  void batch_statistics(const float* input) {
+    for_each_plane(5, [&](std::size_t plane, int) {
+      const std::size_t offset = plane * spatial_;
+      const double total = channel_statistics::sum(input + offset, spatial_);
+      plane_sums_[plane] = total;
+      plane_second_sums_[plane] = channel_statistics::squared_deviation_sum(
+          input + offset, total / static_cast<double>(spatial_), spatial_);
+    });
     const double m = static_cast<double>(num_) * spatial_;
-    for (int c = 0; c < channels_; ++c) means[c] = static_cast<float>(totals_[c] / m);
-  }
-
-  // Four running sums keep the additions from waiting on each other.
-  static double sum(const float* a, std::size_t n) {
-    double s[4] = {0, 0, 0, 0};
-    std::size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-      for (int k = 0; k < 4; ++k) s[k] += a[i + k];
+    const double per_plane = static_cast<double>(spatial_);
+    for (int c = 0; c < channels_; ++c) {
+      double total = 0;
+      for (int n = 0; n < num_; ++n) total += plane_sums_[plane_index(n, c)];
+      const double mean = total / m;
+      double squares = 0;
+      for (int n = 0; n < num_; ++n) {
+        const std::size_t plane = plane_index(n, c);
+        const double shift = plane_sums_[plane] / per_plane - mean;
+        squares += plane_second_sums_[plane] + per_plane * shift * shift;
+      }
+      mean_[c] = static_cast<float>(mean);
+      variance_[c] = static_cast<float>(squares / m);
     }
-    for (; i < n; ++i) s[0] += a[i];
-    return (s[0] + s[1]) + (s[2] + s[3]);
-  }
-
-  static double dot(const float* a, const float* b, std::size_t n) {
-    double s[4] = {0, 0, 0, 0};
-    std::size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-      for (int k = 0; k < 4; ++k) s[k] += static_cast<double>(a[i + k]) * b[i + k];
-    }
-    for (; i < n; ++i) s[0] += static_cast<double>(a[i]) * b[i];
-    return (s[0] + s[1]) + (s[2] + s[3]);
   }
 
   void update_running_statistics() {
@@ -226,11 +279,14 @@ class BatchNormLayer : public Layer {
 
   int num_ = 0;
   std::size_t spatial_ = 0;
-  std::vector<float> x_norm_;  // the output, kept for backward
+  std::vector<float> x_norm_;  // the output, kept for backward (batch statistics only)
   std::vector<float> mean_;
   std::vector<float> variance_;
   std::vector<float> std_;  // sqrt(variance + eps)
-  std::vector<double> totals_;
+  // Per (sample, channel) plane: a sum, and a second one (squared deviations
+  // in forward, dtop . y in backward).
+  std::vector<double> plane_sums_;
+  std::vector<double> plane_second_sums_;
 };
 
 }  // namespace

@@ -8,11 +8,15 @@
 // accumulated into the learned blob's diff (overwriting bottom[1]'s diff).
 // Works in place.
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
+#include "core/parallel_loop.hpp"
 #include "layers/broadcast_axes.hpp"
 #include "layers/builtin_layers.hpp"
+#include "layers/channel_statistics.hpp"
 #include "layers/learnable_blobs.hpp"
+#include "layers/parallel_blocks.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -52,18 +56,22 @@ class BiasLayer : public Layer {
   }
 
  protected:
+  // Rows are the (o, d) runs of `inner` values that share bias[d], spread
+  // over the thread pool in memory order. Backward keeps each row's sum and
+  // adds them up by d over o in order, so the gradient does not depend on
+  // the thread count.
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
     const float* input = bottom[0]->cpu_data();
     const float* bias = (bottom.size() > 1 ? bottom[1] : blobs_[0].get())->cpu_data();
     float* output = top[0]->mutable_cpu_data();
-    for (std::size_t o = 0; o < axes_.outer; ++o) {
-      for (std::size_t d = 0; d < axes_.dim; ++d) {
-        const std::size_t offset = (o * axes_.dim + d) * axes_.inner;
-        for (std::size_t i = 0; i < axes_.inner; ++i) {
-          output[offset + i] = input[offset + i] + bias[d];
-        }
-      }
-    }
+    const std::size_t inner = axes_.inner;
+    parallel_for(static_cast<std::int64_t>(axes_.outer * axes_.dim), inner, [&](std::int64_t row) {
+      const float shift = bias[static_cast<std::size_t>(row) % axes_.dim];
+      const std::size_t offset = static_cast<std::size_t>(row) * inner;
+      const float* x = input + offset;
+      float* y = output + offset;
+      for (std::size_t i = 0; i < inner; ++i) y[i] = x[i] + shift;
+    });
   }
 
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
@@ -73,22 +81,31 @@ class BiasLayer : public Layer {
     if (learned ? param_propagate_down(0) : static_cast<bool>(propagate_down[1])) {
       float* bias_diff = (learned ? blobs_[0].get() : bottom[1])->mutable_cpu_diff();
       if (!learned) std::fill(bias_diff, bias_diff + axes_.dim, 0.0f);
+      const std::size_t inner = axes_.inner;
+      row_sums_.resize(axes_.outer * axes_.dim);
+      parallel_for(static_cast<std::int64_t>(axes_.outer * axes_.dim), inner,
+                   [&](std::int64_t row_index) {
+                     const auto row = static_cast<std::size_t>(row_index);
+                     row_sums_[row] = channel_statistics::sum(output_diff + row * inner, inner);
+                   });
       for (std::size_t o = 0; o < axes_.outer; ++o) {
         for (std::size_t d = 0; d < axes_.dim; ++d) {
-          const float* values = output_diff + (o * axes_.dim + d) * axes_.inner;
-          double sum = 0;
-          for (std::size_t i = 0; i < axes_.inner; ++i) sum += values[i];
-          bias_diff[d] += static_cast<float>(sum);
+          bias_diff[d] += static_cast<float>(row_sums_[o * axes_.dim + d]);
         }
       }
     }
     if (propagate_down[0] && top[0] != bottom[0]) {
-      std::copy(output_diff, output_diff + top[0]->count(), bottom[0]->mutable_cpu_diff());
+      const float* source = output_diff;
+      float* destination = bottom[0]->mutable_cpu_diff();
+      for_each_block(top[0]->count(), 1, [&](std::size_t begin, std::size_t end) {
+        std::copy(source + begin, source + end, destination + begin);
+      });
     }
   }
 
  private:
   BroadcastAxes axes_;
+  std::vector<double> row_sums_;  // backward: the sum of dtop over each (o, d) row
 };
 
 }  // namespace

@@ -5,9 +5,12 @@
 // bottoms' blocks o one after another. Backward cuts dtop back into the
 // bottoms' diffs. A single bottom is passed through as a view (no copy).
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
+#include "core/parallel_loop.hpp"
 #include "layers/builtin_layers.hpp"
+#include "layers/parallel_blocks.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -69,38 +72,58 @@ class ConcatLayer : public Layer {
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
     if (bottom.size() == 1) return;
     float* output = top[0]->mutable_cpu_data();
-    const std::size_t top_block = top[0]->shape(axis_) * inner_;
-    std::size_t offset = 0;
-    for (const Blob* input : bottom) {
-      const std::size_t block = input->shape(axis_) * inner_;
-      const float* data = input->cpu_data();
-      for (std::size_t o = 0; o < outer_; ++o) {
-        std::copy(data + o * block, data + (o + 1) * block, output + o * top_block + offset);
-      }
-      offset += block;
-    }
+    std::vector<const float*> inputs;
+    for (const Blob* input : bottom) inputs.push_back(input->cpu_data());
+    for_each_piece(bottom,
+                   [&](std::size_t i, std::size_t source, std::size_t target, std::size_t length) {
+                     std::copy_n(inputs[i] + source, length, output + target);
+                   });
   }
 
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
     if (bottom.size() == 1) return;
     const float* output_diff = top[0]->cpu_diff();
-    const std::size_t top_block = top[0]->shape(axis_) * inner_;
-    std::size_t offset = 0;
+    std::vector<float*> diffs;
     for (std::size_t i = 0; i < bottom.size(); ++i) {
-      const std::size_t block = bottom[i]->shape(axis_) * inner_;
-      if (propagate_down[i]) {
-        float* diff = bottom[i]->mutable_cpu_diff();
-        for (std::size_t o = 0; o < outer_; ++o) {
-          const float* source = output_diff + o * top_block + offset;
-          std::copy(source, source + block, diff + o * block);
-        }
-      }
-      offset += block;
+      diffs.push_back(propagate_down[i] ? bottom[i]->mutable_cpu_diff() : nullptr);
     }
+    for_each_piece(bottom,
+                   [&](std::size_t i, std::size_t source, std::size_t target, std::size_t length) {
+                     if (diffs[i]) std::copy_n(output_diff + target, length, diffs[i] + source);
+                   });
   }
 
  private:
+  // copy(i, source, target, length) for every run of values that bottom i
+  // holds at `source` and the top at `target`, spread over the thread pool:
+  // by top row (outer index) when there are several, else by bottom.
+  template <typename Copy>
+  void for_each_piece(const BlobVec& bottom, Copy copy) const {
+    std::vector<std::size_t> blocks;   // bottom i's values per row
+    std::vector<std::size_t> offsets;  // where they start in a top row
+    std::size_t top_block = 0;
+    for (const Blob* input : bottom) {
+      blocks.push_back(input->shape(axis_) * inner_);
+      offsets.push_back(top_block);
+      top_block += blocks.back();
+    }
+    if (outer_ > 1) {
+      parallel_for(static_cast<std::int64_t>(outer_), top_block, [&](std::int64_t row) {
+        const std::size_t o = static_cast<std::size_t>(row);
+        for (std::size_t i = 0; i < bottom.size(); ++i) {
+          copy(i, o * blocks[i], o * top_block + offsets[i], blocks[i]);
+        }
+      });
+      return;
+    }
+    for (std::size_t i = 0; i < bottom.size(); ++i) {
+      for_each_block(blocks[i], 1, [&](std::size_t begin, std::size_t end) {
+        copy(i, begin, offsets[i] + begin, end - begin);
+      });
+    }
+  }
+
   int axis_ = 1;
   std::size_t outer_ = 1;
   std::size_t inner_ = 1;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "layers/builtin_layers.hpp"
+#include "layers/parallel_blocks.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -58,48 +59,60 @@ class EltwiseLayer : public Layer {
   }
 
  protected:
+  // Each pass runs over blocks of values spread across the thread pool; a
+  // block stays in cache while every bottom is folded into it, in the order
+  // Caffe folds them, so the results are Caffe's sweep-by-sweep ones.
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    const std::size_t count = top[0]->count();
     float* output = top[0]->mutable_cpu_data();
+    std::vector<const float*> inputs;
+    for (const Blob* input : bottom) inputs.push_back(input->cpu_data());
+    const std::size_t last = inputs.size();
     switch (operation_) {
-      case EltwiseParameter::PROD: {
-        const float* first = bottom[0]->cpu_data();
-        const float* second = bottom[1]->cpu_data();
-        for (std::size_t j = 0; j < count; ++j) output[j] = first[j] * second[j];
-        for (std::size_t k = 2; k < bottom.size(); ++k) {
-          const float* input = bottom[k]->cpu_data();
-          for (std::size_t j = 0; j < count; ++j) output[j] *= input[j];
-        }
+      case EltwiseParameter::PROD:
+        for_each_block(top[0]->count(), last, [&](std::size_t begin, std::size_t end) {
+          const float* first = inputs[0];
+          const float* second = inputs[1];
+          for (std::size_t j = begin; j < end; ++j) output[j] = first[j] * second[j];
+          for (std::size_t k = 2; k < last; ++k) {
+            const float* input = inputs[k];
+            for (std::size_t j = begin; j < end; ++j) output[j] *= input[j];
+          }
+        });
         break;
-      }
-      case EltwiseParameter::SUM: {
-        std::fill(output, output + count, 0.0f);
-        for (std::size_t k = 0; k < bottom.size(); ++k) {
-          const float* input = bottom[k]->cpu_data();
-          const float coefficient = coefficients_[k];
-          for (std::size_t j = 0; j < count; ++j) output[j] += coefficient * input[j];
-        }
+      case EltwiseParameter::SUM:
+        for_each_block(top[0]->count(), 2 * last, [&](std::size_t begin, std::size_t end) {
+          // 0 + c0 * x0 (not c0 * x0 alone) keeps Caffe's +0 for a -0 product.
+          const float* first = inputs[0];
+          const float first_coefficient = coefficients_[0];
+          for (std::size_t j = begin; j < end; ++j) output[j] = 0.0f + first_coefficient * first[j];
+          for (std::size_t k = 1; k < last; ++k) {
+            const float* input = inputs[k];
+            const float coefficient = coefficients_[k];
+            for (std::size_t j = begin; j < end; ++j) output[j] += coefficient * input[j];
+          }
+        });
         break;
-      }
-      case EltwiseParameter::MAX: {
-        const float* first = bottom[0]->cpu_data();
-        const float* second = bottom[1]->cpu_data();
-        for (std::size_t j = 0; j < count; ++j) {
-          const bool first_wins = first[j] > second[j];
-          output[j] = first_wins ? first[j] : second[j];
-          winner_[j] = first_wins ? 0 : 1;
-        }
-        for (std::size_t k = 2; k < bottom.size(); ++k) {
-          const float* input = bottom[k]->cpu_data();
-          for (std::size_t j = 0; j < count; ++j) {
-            if (input[j] > output[j]) {
-              output[j] = input[j];
-              winner_[j] = static_cast<int>(k);
+      case EltwiseParameter::MAX:
+        for_each_block(top[0]->count(), 2 * last, [&](std::size_t begin, std::size_t end) {
+          const float* first = inputs[0];
+          const float* second = inputs[1];
+          int* winner = winner_.data();
+          for (std::size_t j = begin; j < end; ++j) {
+            const bool first_wins = first[j] > second[j];
+            output[j] = first_wins ? first[j] : second[j];
+            winner[j] = first_wins ? 0 : 1;
+          }
+          for (std::size_t k = 2; k < last; ++k) {
+            const float* input = inputs[k];
+            for (std::size_t j = begin; j < end; ++j) {
+              if (input[j] > output[j]) {
+                output[j] = input[j];
+                winner[j] = static_cast<int>(k);
+              }
             }
           }
-        }
+        });
         break;
-      }
     }
   }
 
@@ -108,46 +121,59 @@ class EltwiseLayer : public Layer {
     const std::size_t count = top[0]->count();
     const float* output = top[0]->cpu_data();
     const float* output_diff = top[0]->cpu_diff();
+    std::vector<const float*> inputs;
+    for (const Blob* input : bottom) inputs.push_back(input->cpu_data());
     for (std::size_t k = 0; k < bottom.size(); ++k) {
       if (!propagate_down[k]) continue;
-      const float* input = bottom[k]->cpu_data();
+      const float* input = inputs[k];
       float* input_diff = bottom[k]->mutable_cpu_diff();
       switch (operation_) {
         case EltwiseParameter::PROD:
-          if (stable_prod_grad_) {
-            product_of_others(bottom, k, input_diff);
-            for (std::size_t j = 0; j < count; ++j) input_diff[j] *= output_diff[j];
-          } else {
-            for (std::size_t j = 0; j < count; ++j) {
-              input_diff[j] = output[j] / input[j] * output_diff[j];
+          for_each_block(count, inputs.size(), [&](std::size_t begin, std::size_t end) {
+            if (stable_prod_grad_) {
+              product_of_others(inputs, k, begin, end, input_diff);
+              for (std::size_t j = begin; j < end; ++j) input_diff[j] *= output_diff[j];
+            } else {
+              for (std::size_t j = begin; j < end; ++j) {
+                input_diff[j] = output[j] / input[j] * output_diff[j];
+              }
             }
-          }
+          });
           break;
-        case EltwiseParameter::SUM:
-          for (std::size_t j = 0; j < count; ++j) input_diff[j] = coefficients_[k] * output_diff[j];
+        case EltwiseParameter::SUM: {
+          const float coefficient = coefficients_[k];
+          for_each_block(count, 1, [&](std::size_t begin, std::size_t end) {
+            for (std::size_t j = begin; j < end; ++j) input_diff[j] = coefficient * output_diff[j];
+          });
           break;
-        case EltwiseParameter::MAX:
-          for (std::size_t j = 0; j < count; ++j) {
-            input_diff[j] = winner_[j] == static_cast<int>(k) ? output_diff[j] : 0.0f;
-          }
+        }
+        case EltwiseParameter::MAX: {
+          const int* winner = winner_.data();
+          const int self = static_cast<int>(k);
+          for_each_block(count, 1, [&](std::size_t begin, std::size_t end) {
+            for (std::size_t j = begin; j < end; ++j) {
+              input_diff[j] = winner[j] == self ? output_diff[j] : 0.0f;
+            }
+          });
           break;
+        }
       }
     }
   }
 
  private:
-  // result = product of every bottom but bottom[skip].
-  static void product_of_others(const BlobVec& bottom, std::size_t skip, float* result) {
-    const std::size_t count = bottom[0]->count();
+  // result[begin, end) = product of every input but inputs[skip].
+  static void product_of_others(const std::vector<const float*>& inputs, std::size_t skip,
+                                std::size_t begin, std::size_t end, float* result) {
     bool started = false;
-    for (std::size_t k = 0; k < bottom.size(); ++k) {
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
       if (k == skip) continue;
-      const float* input = bottom[k]->cpu_data();
+      const float* input = inputs[k];
       if (!started) {
-        std::copy(input, input + count, result);
+        std::copy(input + begin, input + end, result + begin);
         started = true;
       } else {
-        for (std::size_t j = 0; j < count; ++j) result[j] *= input[j];
+        for (std::size_t j = begin; j < end; ++j) result[j] *= input[j];
       }
     }
   }

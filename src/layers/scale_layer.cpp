@@ -14,10 +14,13 @@
 // Works in place (forward then keeps a copy of x for dscale). This is Caffe's
 // ScaleLayer with its inner BiasLayer folded in.
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
+#include "core/parallel_loop.hpp"
 #include "layers/broadcast_axes.hpp"
 #include "layers/builtin_layers.hpp"
+#include "layers/channel_statistics.hpp"
 #include "layers/learnable_blobs.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
@@ -90,25 +93,37 @@ class ScaleLayer : public Layer {
   }
 
  protected:
+  // Rows are the (o, d) runs of `inner` values that share scale[d]; both
+  // passes spread them over the thread pool in memory order. Backward keeps
+  // each row's sums and adds them up by d over o in order, so the gradients
+  // do not depend on the thread count.
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
     const float* input = bottom[0]->cpu_data();
-    if (top[0] == bottom[0]) {
-      std::copy(input, input + bottom[0]->count(), saved_input_.begin());
-      input = saved_input_.data();
-    }
+    float* output = top[0]->mutable_cpu_data();
+    // In place, the input is copied for backward in the same sweep.
+    float* saved = top[0] == bottom[0] ? saved_input_.data() : nullptr;
     const float* scale = scale_blob(bottom)->cpu_data();
     const float* bias = bias_term_ ? blobs_.back()->cpu_data() : nullptr;
-    float* output = top[0]->mutable_cpu_data();
-    for (std::size_t o = 0; o < axes_.outer; ++o) {
-      for (std::size_t d = 0; d < axes_.dim; ++d) {
-        const std::size_t offset = (o * axes_.dim + d) * axes_.inner;
-        const float factor = scale[d];
-        const float shift = bias ? bias[d] : 0.0f;
-        for (std::size_t i = 0; i < axes_.inner; ++i) {
-          output[offset + i] = input[offset + i] * factor + shift;
-        }
-      }
-    }
+    const std::size_t inner = axes_.inner;
+    parallel_for(static_cast<std::int64_t>(axes_.outer * axes_.dim), inner * 2,
+                 [&](std::int64_t row) {
+                   const std::size_t d = static_cast<std::size_t>(row) % axes_.dim;
+                   const std::size_t offset = static_cast<std::size_t>(row) * inner;
+                   const float factor = scale[d];
+                   const float shift = bias ? bias[d] : 0.0f;
+                   const float* x = input + offset;
+                   float* y = output + offset;
+                   if (saved) {
+                     float* kept = saved + offset;
+                     for (std::size_t i = 0; i < inner; ++i) {
+                       const float value = x[i];
+                       kept[i] = value;
+                       y[i] = value * factor + shift;
+                     }
+                   } else {
+                     for (std::size_t i = 0; i < inner; ++i) y[i] = x[i] * factor + shift;
+                   }
+                 });
   }
 
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
@@ -122,38 +137,55 @@ class ScaleLayer : public Layer {
         learned_scale_ ? param_propagate_down(0) : static_cast<bool>(propagate_down[1]);
     float* scale_diff = scale_gradient ? scale_blob(bottom)->mutable_cpu_diff() : nullptr;
     if (scale_diff && !learned_scale_) std::fill(scale_diff, scale_diff + axes_.dim, 0.0f);
-    // Both sums first: in place, dbottom overwrites dtop.
-    if (bias_diff || scale_diff) {
-      const float* input = top[0] == bottom[0] ? saved_input_.data() : bottom[0]->cpu_data();
-      for (std::size_t o = 0; o < axes_.outer; ++o) {
-        for (std::size_t d = 0; d < axes_.dim; ++d) {
-          const std::size_t offset = (o * axes_.dim + d) * axes_.inner;
-          double diff_sum = 0;
-          double diff_dot_input = 0;
-          for (std::size_t i = 0; i < axes_.inner; ++i) {
-            diff_sum += output_diff[offset + i];
-            diff_dot_input += static_cast<double>(output_diff[offset + i]) * input[offset + i];
-          }
-          if (bias_diff) bias_diff[d] += static_cast<float>(diff_sum);
-          if (scale_diff) scale_diff[d] += static_cast<float>(diff_dot_input);
-        }
-      }
+    const float* scale = scale_blob(bottom)->cpu_data();
+    float* input_diff = propagate_down[0] ? bottom[0]->mutable_cpu_diff() : nullptr;
+    const float* input = top[0] == bottom[0] ? saved_input_.data() : bottom[0]->cpu_data();
+    const std::size_t inner = axes_.inner;
+    if (!bias_diff && !scale_diff) {
+      if (!input_diff) return;
+      parallel_for(static_cast<std::int64_t>(axes_.outer * axes_.dim), inner,
+                   [&](std::int64_t row) {
+                     const float factor = scale[static_cast<std::size_t>(row) % axes_.dim];
+                     const std::size_t offset = static_cast<std::size_t>(row) * inner;
+                     scale_row(output_diff + offset, factor, inner, input_diff + offset);
+                   });
+      return;
     }
-    if (propagate_down[0]) {
-      const float* scale = scale_blob(bottom)->cpu_data();
-      float* input_diff = bottom[0]->mutable_cpu_diff();
-      for (std::size_t o = 0; o < axes_.outer; ++o) {
-        for (std::size_t d = 0; d < axes_.dim; ++d) {
-          const std::size_t offset = (o * axes_.dim + d) * axes_.inner;
-          for (std::size_t i = 0; i < axes_.inner; ++i) {
-            input_diff[offset + i] = output_diff[offset + i] * scale[d];
-          }
-        }
+    // One sweep in memory order: each row's sums, then (in place, after
+    // them) its dbottom; the rows' sums are added up by d over o in order.
+    row_sums_.resize(axes_.outer * axes_.dim);
+    row_dots_.resize(axes_.outer * axes_.dim);
+    parallel_for(static_cast<std::int64_t>(axes_.outer * axes_.dim), inner * 4,
+                 [&](std::int64_t row_index) {
+                   const std::size_t row = static_cast<std::size_t>(row_index);
+                   const std::size_t offset = row * inner;
+                   const float* dy = output_diff + offset;
+                   if (scale_diff) {
+                     const auto sums = channel_statistics::sum_and_dot(dy, input + offset, inner);
+                     row_sums_[row] = sums.sum;
+                     row_dots_[row] = sums.dot;
+                   } else {
+                     row_sums_[row] = channel_statistics::sum(dy, inner);
+                   }
+                   if (input_diff) {
+                     scale_row(dy, scale[row % axes_.dim], inner, input_diff + offset);
+                   }
+                 });
+    for (std::size_t o = 0; o < axes_.outer; ++o) {
+      for (std::size_t d = 0; d < axes_.dim; ++d) {
+        const std::size_t row = o * axes_.dim + d;
+        if (bias_diff) bias_diff[d] += static_cast<float>(row_sums_[row]);
+        if (scale_diff) scale_diff[d] += static_cast<float>(row_dots_[row]);
       }
     }
   }
 
  private:
+  // out = in * factor; out may be in.
+  static void scale_row(const float* in, float factor, std::size_t n, float* out) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = in[i] * factor;
+  }
+
   Blob* scale_blob(const BlobVec& bottom) const {
     return learned_scale_ ? blobs_[0].get() : bottom[1];
   }
@@ -163,6 +195,9 @@ class ScaleLayer : public Layer {
   FillerParameter scale_filler_;
   BroadcastAxes axes_;
   std::vector<float> saved_input_;  // bottom[0] when in place
+  // Backward: per (o, d) row, the sum of dtop and of dtop * bottom.
+  std::vector<double> row_sums_;
+  std::vector<double> row_dots_;
 };
 
 }  // namespace

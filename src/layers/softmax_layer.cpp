@@ -1,11 +1,15 @@
 // Softmax: see softmax_layer.hpp for the math. The loops run over channels
 // outside and inner positions inside, so memory is read in order whatever the
-// axis.
+// axis. Tasks of one sample and a run of inner positions are spread over the
+// thread pool; each position's sums run over the channels in order, so the
+// results do not depend on the thread count.
 #include "layers/softmax_layer.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
+#include "core/parallel_loop.hpp"
 #include "layers/builtin_layers.hpp"
 #include "xtrain/layer_registry.hpp"
 
@@ -15,6 +19,13 @@
 
 namespace xtrain {
 
+namespace {
+
+// Inner positions per task: their values at one channel are a contiguous run.
+constexpr std::size_t kPositionsPerTask = 512;
+
+}  // namespace
+
 void SoftmaxLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   const Blob& input = *bottom[0];
   axis_ = input.canonical_axis_index(param_.softmax_param().axis());
@@ -22,36 +33,50 @@ void SoftmaxLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   channels_ = static_cast<std::size_t>(input.shape(axis_));
   inner_num_ = input.count(axis_ + 1);
   top[0]->reshape_like(input);
-  per_position_.resize(inner_num_);
+  per_position_.resize(outer_num_ * inner_num_);
+}
+
+template <typename Body>
+void SoftmaxLayer::for_each_task(std::size_t work_per_value, Body body) {
+  const std::size_t tasks_per_sample = (inner_num_ + kPositionsPerTask - 1) / kPositionsPerTask;
+  const std::size_t positions = std::min(inner_num_, kPositionsPerTask);
+  parallel_for(static_cast<std::int64_t>(outer_num_ * tasks_per_sample),
+               positions * channels_ * work_per_value, [&](std::int64_t task) {
+                 const std::size_t o = static_cast<std::size_t>(task) / tasks_per_sample;
+                 const std::size_t first =
+                     static_cast<std::size_t>(task) % tasks_per_sample * kPositionsPerTask;
+                 body(o, first, std::min(inner_num_, first + kPositionsPerTask));
+               });
 }
 
 void SoftmaxLayer::forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   if (channels_ == 0) return;
   const std::size_t inner = inner_num_;
   const std::size_t block = channels_ * inner;
-  float* scratch = per_position_.data();
   const float* bottom_data = bottom[0]->cpu_data();
   float* top_data = top[0]->mutable_cpu_data();
-  for (std::size_t o = 0; o < outer_num_; ++o) {
-    const float* x = bottom_data + o * block;
-    float* y = top_data + o * block;
-    std::copy_n(x, inner, scratch);
+  for_each_task(24, [&](std::size_t o, std::size_t first, std::size_t last) {
+    const std::size_t width = last - first;
+    float* scratch = per_position_.data() + o * inner + first;
+    const float* x = bottom_data + o * block + first;
+    float* y = top_data + o * block + first;
+    std::copy_n(x, width, scratch);
     for (std::size_t c = 1; c < channels_; ++c) {
-      for (std::size_t i = 0; i < inner; ++i) scratch[i] = std::max(scratch[i], x[c * inner + i]);
+      for (std::size_t i = 0; i < width; ++i) scratch[i] = std::max(scratch[i], x[c * inner + i]);
     }
     // y and x may be the same array: each element is read before it is written.
     for (std::size_t c = 0; c < channels_; ++c) {
-      for (std::size_t i = 0; i < inner; ++i)
+      for (std::size_t i = 0; i < width; ++i)
         y[c * inner + i] = std::exp(x[c * inner + i] - scratch[i]);
     }
-    std::copy_n(y, inner, scratch);
+    std::copy_n(y, width, scratch);
     for (std::size_t c = 1; c < channels_; ++c) {
-      for (std::size_t i = 0; i < inner; ++i) scratch[i] += y[c * inner + i];
+      for (std::size_t i = 0; i < width; ++i) scratch[i] += y[c * inner + i];
     }
     for (std::size_t c = 0; c < channels_; ++c) {
-      for (std::size_t i = 0; i < inner; ++i) y[c * inner + i] /= scratch[i];
+      for (std::size_t i = 0; i < width; ++i) y[c * inner + i] /= scratch[i];
     }
-  }
+  });
 }
 
 void SoftmaxLayer::backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
@@ -59,25 +84,26 @@ void SoftmaxLayer::backward_cpu(const BlobVec& top, const std::vector<bool>& pro
   if (!propagate_down[0] || channels_ == 0) return;
   const std::size_t inner = inner_num_;
   const std::size_t block = channels_ * inner;
-  float* dot = per_position_.data();
   const float* top_data = top[0]->cpu_data();
   const float* top_diff = top[0]->cpu_diff();
   float* bottom_diff = bottom[0]->mutable_cpu_diff();
-  for (std::size_t o = 0; o < outer_num_; ++o) {
-    const float* y = top_data + o * block;
-    const float* dy = top_diff + o * block;
-    float* dx = bottom_diff + o * block;
-    std::fill_n(dot, inner, 0.0f);
+  for_each_task(4, [&](std::size_t o, std::size_t first, std::size_t last) {
+    const std::size_t width = last - first;
+    float* dot = per_position_.data() + o * inner + first;
+    const float* y = top_data + o * block + first;
+    const float* dy = top_diff + o * block + first;
+    float* dx = bottom_diff + o * block + first;
+    std::fill_n(dot, width, 0.0f);
     for (std::size_t c = 0; c < channels_; ++c) {
-      for (std::size_t i = 0; i < inner; ++i) dot[i] += dy[c * inner + i] * y[c * inner + i];
+      for (std::size_t i = 0; i < width; ++i) dot[i] += dy[c * inner + i] * y[c * inner + i];
     }
     // dx may be dy (in place): the dot products are complete before any write.
     for (std::size_t c = 0; c < channels_; ++c) {
-      for (std::size_t i = 0; i < inner; ++i) {
+      for (std::size_t i = 0; i < width; ++i) {
         dx[c * inner + i] = (dy[c * inner + i] - dot[i]) * y[c * inner + i];
       }
     }
-  }
+  });
 }
 
 #ifdef XTRAIN_USE_CUDA

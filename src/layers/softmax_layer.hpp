@@ -37,12 +37,17 @@ class SoftmaxLayer : public Layer {
 #endif
 
  private:
+  // body(o, first, last) for sample o's inner positions [first, last), for
+  // every o and run of positions, spread over the thread pool.
+  template <typename Body>
+  void for_each_task(std::size_t work_per_value, Body body);
+
   int axis_ = 1;
   std::size_t outer_num_ = 0;
   std::size_t channels_ = 0;
   std::size_t inner_num_ = 0;
-  // One value per inner position: the running max (forward), the sum of
-  // exponentials (forward) or the dot product dy . y (backward).
+  // One value per (outer, inner) position: the running max (forward), the sum
+  // of exponentials (forward) or the dot product dy . y (backward).
   std::vector<float> per_position_;
 };
 

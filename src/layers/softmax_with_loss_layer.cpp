@@ -12,8 +12,10 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstdint>
 #include <memory>
 
+#include "core/parallel_loop.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/loss_layer.hpp"
 #include "layers/softmax_layer.hpp"
@@ -119,25 +121,36 @@ class SoftmaxWithLossLayer : public Layer {
                  param_.bottom_size() > 1 ? param_.bottom(1) : std::string("labels"),
                  "'); remove propagate_down: true for it");
     if (propagate_down.empty() || !propagate_down[0]) return;
-    float* diff = bottom[0]->mutable_cpu_diff();
-    std::copy_n(prob_.cpu_data(), prob_.count(), diff);
     const float* labels = bottom[1]->cpu_data();
-    const std::size_t sample_stride = static_cast<std::size_t>(num_classes_) * inner_num_;
+    // The labels are checked first, outside the thread pool (an error must
+    // not be thrown from inside it).
     std::size_t valid = 0;
-    for (std::size_t o = 0; o < outer_num_; ++o) {
+    for (std::size_t j = 0; j < outer_num_ * inner_num_; ++j) {
+      if (is_ignored(labels[j])) continue;
+      checked_label(labels[j], j);
+      ++valid;
+    }
+    const float scale = top[0]->cpu_diff()[0] / normalizer(valid);
+    const float* prob = prob_.cpu_data();
+    float* diff = bottom[0]->mutable_cpu_diff();
+    const std::size_t sample_stride = static_cast<std::size_t>(num_classes_) * inner_num_;
+    // One sample per task: copy p, subtract 1 at the label (or clear an
+    // ignored position), then scale, while the sample is in cache.
+    parallel_for(static_cast<std::int64_t>(outer_num_), sample_stride * 3, [&](std::int64_t task) {
+      const std::size_t o = static_cast<std::size_t>(task);
+      float* sample = diff + o * sample_stride;
+      std::copy_n(prob + o * sample_stride, sample_stride, sample);
       for (std::size_t i = 0; i < inner_num_; ++i) {
-        float* position = diff + o * sample_stride + i;
+        float* position = sample + i;
         const float raw_label = labels[o * inner_num_ + i];
         if (is_ignored(raw_label)) {
           for (int c = 0; c < num_classes_; ++c) position[c * inner_num_] = 0;
-          continue;
+        } else {
+          position[static_cast<std::size_t>(static_cast<int>(raw_label)) * inner_num_] -= 1;
         }
-        position[checked_label(raw_label, o * inner_num_ + i) * inner_num_] -= 1;
-        ++valid;
       }
-    }
-    const float scale = top[0]->cpu_diff()[0] / normalizer(valid);
-    for (std::size_t j = 0; j < prob_.count(); ++j) diff[j] *= scale;
+      for (std::size_t j = 0; j < sample_stride; ++j) sample[j] *= scale;
+    });
   }
 
  private:

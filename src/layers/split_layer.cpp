@@ -3,9 +3,10 @@
 //   dE/dx = sum_t dE/dy_t
 // The Net inserts these wherever a blob feeds more than one layer.
 #include <algorithm>
+#include <vector>
 
-#include "core/elementwise_ops.hpp"
 #include "layers/builtin_layers.hpp"
+#include "layers/parallel_blocks.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -44,14 +45,23 @@ class SplitLayer : public Layer {
     if (!propagate_down[0]) return;
     const std::size_t count = bottom[0]->count();
     float* diff = bottom[0]->mutable_cpu_diff();
-    if (top.size() == 1) {
-      std::copy_n(top[0]->cpu_diff(), count, diff);
-      return;
-    }
-    ops::apply_cpu(count, ops::Add{}, diff, top[0]->cpu_diff(), top[1]->cpu_diff());
-    for (std::size_t t = 2; t < top.size(); ++t) {
-      ops::apply_cpu(count, ops::Add{}, diff, static_cast<const float*>(diff), top[t]->cpu_diff());
-    }
+    std::vector<const float*> top_diffs;
+    for (const Blob* output : top) top_diffs.push_back(output->cpu_diff());
+    // One sweep: each block of the sum stays in cache while the tops are
+    // added to it one after another (the order of Caffe's sweeps).
+    for_each_block(count, top.size(), [&](std::size_t begin, std::size_t end) {
+      if (top_diffs.size() == 1) {
+        std::copy(top_diffs[0] + begin, top_diffs[0] + end, diff + begin);
+        return;
+      }
+      const float* first = top_diffs[0];
+      const float* second = top_diffs[1];
+      for (std::size_t j = begin; j < end; ++j) diff[j] = first[j] + second[j];
+      for (std::size_t t = 2; t < top_diffs.size(); ++t) {
+        const float* more = top_diffs[t];
+        for (std::size_t j = begin; j < end; ++j) diff[j] += more[j];
+      }
+    });
   }
 
 #ifdef XTRAIN_USE_CUDA
