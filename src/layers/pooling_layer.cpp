@@ -1,43 +1,10 @@
 #include "layers/pooling_layer.hpp"
 
-#include <algorithm>
-#include <cfloat>
-#include <cmath>
-
 #include "layers/builtin_layers.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
 
 namespace xtrain {
-namespace {
-
-// Caffe's ceil-mode output size, in float as Caffe computes it. When the
-// layer has padding on either axis, the last window on each axis must start
-// before input + pad. (Without any padding Caffe keeps a last window that can
-// start past the input when stride > kernel; it comes out empty: -FLT_MAX for
-// MAX, 0 or NaN for AVE. We keep that too, as trained nets rely on shapes.)
-int pooled_size(int input, int kernel, int pad, int stride, bool any_padding) {
-  int pooled =
-      static_cast<int>(std::ceil(static_cast<float>(input + 2 * pad - kernel) / stride)) + 1;
-  if (any_padding && (pooled - 1) * stride >= input + pad) --pooled;
-  return pooled;
-}
-
-// One window along one axis: [begin, end) clipped to the image, and the
-// extent Caffe's average pooling divides by (clipped to input + pad only).
-struct Window {
-  int begin;
-  int end;
-  int divisor_extent;
-};
-
-Window window(int index, int kernel, int pad, int stride, int input) {
-  const int start = index * stride - pad;
-  const int padded_end = std::min(start + kernel, input + pad);
-  return {std::max(start, 0), std::min(padded_end, input), padded_end - start};
-}
-
-}  // namespace
 
 void PoolingLayer::layer_setup(const BlobVec& bottom, const BlobVec& top) {
   (void)bottom;
@@ -96,134 +63,60 @@ void PoolingLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
                ": the input must have 4 axes (num, channels, "
                "height, width), got ",
                input.shape_string());
-  planes_ = input.shape(0) * input.shape(1);
-  height_ = input.shape(2);
-  width_ = input.shape(3);
+  const int height = input.shape(2);
+  const int width = input.shape(3);
   if (global_) {
-    kernel_h_ = height_;
-    kernel_w_ = width_;
+    kernel_h_ = height;
+    kernel_w_ = width;
   }
   const bool any_padding = pad_h_ > 0 || pad_w_ > 0;
-  pooled_h_ = pooled_size(height_, kernel_h_, pad_h_, stride_h_, any_padding);
-  pooled_w_ = pooled_size(width_, kernel_w_, pad_w_, stride_w_, any_padding);
-  XTRAIN_CHECK(pooled_h_ > 0 && pooled_w_ > 0, where(), ": the kernel ", kernel_h_, "x", kernel_w_,
+  const int pooled_h = pooled_size(height, kernel_h_, pad_h_, stride_h_, any_padding);
+  const int pooled_w = pooled_size(width, kernel_w_, pad_w_, stride_w_, any_padding);
+  XTRAIN_CHECK(pooled_h > 0 && pooled_w > 0, where(), ": the kernel ", kernel_h_, "x", kernel_w_,
                " with pad ", pad_h_, "x", pad_w_, " and stride ", stride_h_, "x", stride_w_,
                " does not fit the input ", input.shape_string(),
                "; use a smaller kernel or more padding");
-  XTRAIN_ASSERT(!any_padding || ((pooled_h_ - 1) * stride_h_ < height_ + pad_h_ &&
-                                 (pooled_w_ - 1) * stride_w_ < width_ + pad_w_));
+  XTRAIN_ASSERT(!any_padding || ((pooled_h - 1) * stride_h_ < height + pad_h_ &&
+                                 (pooled_w - 1) * stride_w_ < width + pad_w_));
+  geometry_ = {input.shape(0) * input.shape(1),
+               height,
+               width,
+               kernel_h_,
+               kernel_w_,
+               pad_h_,
+               pad_w_,
+               stride_h_,
+               stride_w_,
+               pooled_h,
+               pooled_w};
 
-  const std::vector<int> top_shape = {input.shape(0), input.shape(1), pooled_h_, pooled_w_};
+  const std::vector<int> top_shape = {input.shape(0), input.shape(1), pooled_h, pooled_w};
   top[0]->reshape(top_shape);
   if (top.size() > 1) top[1]->reshape(top_shape);
   if (method_ == PoolingParameter::MAX && top.size() == 1) max_index_.resize(top[0]->count());
 }
 
 void PoolingLayer::forward_cpu(const BlobVec& bottom, const BlobVec& top) {
+  const float* input = bottom[0]->cpu_data();
+  float* output = top[0]->mutable_cpu_data();
   if (method_ == PoolingParameter::MAX) {
-    forward_max(bottom, top);
+    float* mask_top = top.size() > 1 ? top[1]->mutable_cpu_data() : nullptr;
+    max_pool_forward(geometry_, input, output, mask_top, mask_top ? nullptr : max_index_.data());
   } else {
-    forward_average(bottom, top);
+    average_pool_forward(geometry_, input, output);
   }
 }
 
 void PoolingLayer::backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                 const BlobVec& bottom) {
   if (!propagate_down[0]) return;
+  const float* output_diff = top[0]->cpu_diff();
+  float* input_diff = bottom[0]->mutable_cpu_diff();
   if (method_ == PoolingParameter::MAX) {
-    backward_max(top, bottom);
+    const float* mask_top = top.size() > 1 ? top[1]->cpu_data() : nullptr;
+    max_pool_backward(geometry_, output_diff, mask_top, max_index_.data(), input_diff);
   } else {
-    backward_average(top, bottom);
-  }
-}
-
-void PoolingLayer::forward_max(const BlobVec& bottom, const BlobVec& top) {
-  const float* input = bottom[0]->cpu_data();
-  float* output = top[0]->mutable_cpu_data();
-  float* mask_top = top.size() > 1 ? top[1]->mutable_cpu_data() : nullptr;
-  int* mask = mask_top ? nullptr : max_index_.data();
-  const int plane = height_ * width_;
-  for (int p = 0; p < planes_; ++p, input += plane) {
-    for (int y = 0; y < pooled_h_; ++y) {
-      const Window rows = window(y, kernel_h_, pad_h_, stride_h_, height_);
-      for (int x = 0; x < pooled_w_; ++x) {
-        const Window cols = window(x, kernel_w_, pad_w_, stride_w_, width_);
-        // Caffe starts from -FLT_MAX and keeps the first of equal maxima.
-        float best = -FLT_MAX;
-        int best_index = -1;
-        for (int h = rows.begin; h < rows.end; ++h) {
-          for (int w = cols.begin; w < cols.end; ++w) {
-            const int index = h * width_ + w;
-            if (input[index] > best) {
-              best = input[index];
-              best_index = index;
-            }
-          }
-        }
-        *output++ = best;
-        if (mask_top) {
-          *mask_top++ = static_cast<float>(best_index);
-        } else {
-          *mask++ = best_index;
-        }
-      }
-    }
-  }
-}
-
-void PoolingLayer::forward_average(const BlobVec& bottom, const BlobVec& top) {
-  const float* input = bottom[0]->cpu_data();
-  float* output = top[0]->mutable_cpu_data();
-  const int plane = height_ * width_;
-  for (int p = 0; p < planes_; ++p, input += plane) {
-    for (int y = 0; y < pooled_h_; ++y) {
-      const Window rows = window(y, kernel_h_, pad_h_, stride_h_, height_);
-      for (int x = 0; x < pooled_w_; ++x) {
-        const Window cols = window(x, kernel_w_, pad_w_, stride_w_, width_);
-        float sum = 0;
-        for (int h = rows.begin; h < rows.end; ++h) {
-          for (int w = cols.begin; w < cols.end; ++w) sum += input[h * width_ + w];
-        }
-        *output++ = sum / (rows.divisor_extent * cols.divisor_extent);
-      }
-    }
-  }
-}
-
-void PoolingLayer::backward_max(const BlobVec& top, const BlobVec& bottom) {
-  const float* output_diff = top[0]->cpu_diff();
-  const float* mask_top = top.size() > 1 ? top[1]->cpu_data() : nullptr;
-  const int* mask = max_index_.data();
-  float* input_diff = bottom[0]->mutable_cpu_diff();
-  std::fill(input_diff, input_diff + bottom[0]->count(), 0.0f);
-  const int plane = height_ * width_;
-  const int pooled_plane = pooled_h_ * pooled_w_;
-  for (int p = 0; p < planes_; ++p, input_diff += plane) {
-    for (int i = 0; i < pooled_plane; ++i) {
-      const int index = mask_top ? static_cast<int>(*mask_top++) : *mask++;
-      // -1: the window held no value above -FLT_MAX (all -inf or NaN).
-      if (index >= 0) input_diff[index] += *output_diff;
-      ++output_diff;
-    }
-  }
-}
-
-void PoolingLayer::backward_average(const BlobVec& top, const BlobVec& bottom) {
-  const float* output_diff = top[0]->cpu_diff();
-  float* input_diff = bottom[0]->mutable_cpu_diff();
-  std::fill(input_diff, input_diff + bottom[0]->count(), 0.0f);
-  const int plane = height_ * width_;
-  for (int p = 0; p < planes_; ++p, input_diff += plane) {
-    for (int y = 0; y < pooled_h_; ++y) {
-      const Window rows = window(y, kernel_h_, pad_h_, stride_h_, height_);
-      for (int x = 0; x < pooled_w_; ++x) {
-        const Window cols = window(x, kernel_w_, pad_w_, stride_w_, width_);
-        const float share = *output_diff++ / (rows.divisor_extent * cols.divisor_extent);
-        for (int h = rows.begin; h < rows.end; ++h) {
-          for (int w = cols.begin; w < cols.end; ++w) input_diff[h * width_ + w] += share;
-        }
-      }
-    }
+    average_pool_backward(geometry_, output_diff, input_diff);
   }
 }
 

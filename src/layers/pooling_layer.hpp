@@ -16,10 +16,14 @@
 //        hangs past the padding does not. Backward spreads
 //        top_diff / pool_size over the same inputs.
 // global_pooling makes the window the whole input (pad 0, stride 1).
+//
+// The kernels (a reference and a fast, parallel one) are in
+// pooling_kernels.hpp.
 #pragma once
 
 #include <vector>
 
+#include "layers/pooling_kernels.hpp"
 #include "xtrain/layer.hpp"
 
 namespace xtrain {
@@ -45,11 +49,6 @@ class PoolingLayer : public Layer {
                     const BlobVec& bottom) override;
 
  private:
-  void forward_max(const BlobVec& bottom, const BlobVec& top);
-  void forward_average(const BlobVec& bottom, const BlobVec& top);
-  void backward_max(const BlobVec& top, const BlobVec& bottom);
-  void backward_average(const BlobVec& top, const BlobVec& bottom);
-
   PoolingParameter::PoolMethod method_ = PoolingParameter::MAX;
   bool global_ = false;
   int kernel_h_ = 0;
@@ -59,11 +58,7 @@ class PoolingLayer : public Layer {
   int stride_h_ = 1;
   int stride_w_ = 1;
 
-  int planes_ = 0;  // num * channels
-  int height_ = 0;
-  int width_ = 0;
-  int pooled_h_ = 0;
-  int pooled_w_ = 0;
+  PoolingGeometry geometry_;  // the kernel, pad and stride above, and the shapes
   // The argmax of each output when there is no mask top.
   std::vector<int> max_index_;
 };

@@ -1,0 +1,343 @@
+// The fast pooling kernels, planes in parallel.
+//
+// MAX: the outputs whose windows lie inside the image go kChunk at a time,
+// one vector register of lanes, through every offset (h, j) of the window:
+//   best = value > best ? value : best, index likewise (a compare and
+//   selects), where value holds input[h, x * stride - pad + j] per lane;
+// the few edge outputs, whose windows are clipped, go window by window as in
+// the reference. Each output sees its window in row-major order, so `>`
+// keeps Caffe's first maximum: the results are the reference's, bit for bit.
+//
+// AVE: one output row at a time, swept by kernel offset:
+//   for each window row h, for each kernel column offset j:
+//     for every output x whose window holds column c = x * stride - pad + j:
+//       sum[x] += input[h, c]
+// a strided load and an add that the compiler vectorises; each sum adds its
+// inputs in the reference's order. Backward spreads the same way, with the
+// offsets in the order that keeps each input's additions in the
+// reference's order. Rows of fewer than kSweepMinOutputs outputs (global
+// pooling, tiny maps) gain nothing from the sweep and go window by window.
+#include "layers/pooling_kernels.hpp"
+
+#include <algorithm>
+#include <cfloat>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "core/parallel_loop.hpp"
+
+namespace xtrain {
+namespace {
+
+constexpr int kSweepMinOutputs = 8;
+
+int floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+int ceil_div(int a, int b) { return -floor_div(-a, b); }
+
+// For kernel column offset j, the outputs [first[j], end[j]) whose window
+// holds input column x * stride - pad + j inside the image. Windows clip
+// only to the image here: the padded-image clip of Caffe's AVE divisor
+// never removes a column inside the image.
+struct ColumnSweep {
+  std::vector<int> first;
+  std::vector<int> end;
+  std::vector<int> divisor_extent;  // per output column, for AVE
+
+  explicit ColumnSweep(const PoolingGeometry& g)
+      : first(g.kernel_w), end(g.kernel_w), divisor_extent(g.pooled_w) {
+    for (int j = 0; j < g.kernel_w; ++j) {
+      const int offset = j - g.pad_w;
+      first[j] = std::max(0, ceil_div(-offset, g.stride_w));
+      end[j] = std::min(g.pooled_w, floor_div(g.width - 1 - offset, g.stride_w) + 1);
+      end[j] = std::max(end[j], first[j]);
+    }
+    for (int x = 0; x < g.pooled_w; ++x) {
+      divisor_extent[x] =
+          pooling_window(x, g.kernel_w, g.pad_w, g.stride_w, g.width).divisor_extent;
+    }
+  }
+};
+
+bool use_sweep(const PoolingGeometry& g) { return g.pooled_w >= kSweepMinOutputs; }
+
+std::size_t window_work(const PoolingGeometry& g) {
+  return static_cast<std::size_t>(g.pooled_h) * g.pooled_w * g.kernel_h * g.kernel_w +
+         static_cast<std::size_t>(g.height) * g.width;
+}
+
+// ---------------------------------------------------------------------------
+// MAX forward
+
+// Outputs computed together, in registers, when their windows lie inside the
+// image: four lanes, one SSE vector (x86-64's baseline).
+constexpr int kChunk = 4;
+
+// Output columns [first, end) whose windows lie entirely inside the image.
+struct InteriorColumns {
+  int first;
+  int end;
+  explicit InteriorColumns(const PoolingGeometry& g)
+      : first(ceil_div(g.pad_w, g.stride_w)),
+        end(std::min(g.pooled_w, floor_div(g.width - g.kernel_w + g.pad_w, g.stride_w) + 1)) {}
+  bool has_chunk() const { return end - first >= kChunk; }
+};
+
+// kChunk lanes as GCC/Clang vector types: the compiler maps them onto
+// whatever vector registers the target has.
+typedef float ChunkFloats __attribute__((vector_size(kChunk * sizeof(float))));
+typedef int ChunkInts __attribute__((vector_size(kChunk * sizeof(int))));
+
+// Lanes p[0], p[stride], ... p[(kChunk - 1) * stride], reading nothing past
+// the last one.
+template <int Stride>
+ChunkFloats load_strided(const float* p, int stride) {
+  ChunkFloats v;
+  if constexpr (Stride == 1) {
+    std::memcpy(&v, p, sizeof v);
+  } else if constexpr (Stride == 2) {
+    ChunkFloats low, high;  // p[0..3] and p[3..6]
+    std::memcpy(&low, p, sizeof low);
+    std::memcpy(&high, p + kChunk - 1, sizeof high);
+    v = __builtin_shuffle(low, high, ChunkInts{0, 2, 5, 7});
+  } else {
+    for (int lane = 0; lane < kChunk; ++lane) v[lane] = p[lane * stride];
+  }
+  return v;
+}
+
+// Outputs [x0, x0 + kChunk) of one row, windows rows [row_begin, row_end)
+// and columns x * stride - pad + [0, kernel_w), all inside the image.
+template <int Stride>
+void max_chunk(const PoolingGeometry& g, const float* input, int row_begin, int row_end, int x0,
+               float* output, int* index_out) {
+  static_assert(kChunk == 4, "load_strided's shuffle is written for 4 lanes");
+  const int stride = Stride > 0 ? Stride : g.stride_w;
+  const ChunkInts lane_offset = ChunkInts{0, 1, 2, 3} * stride;
+  ChunkFloats best = ChunkFloats{} - FLT_MAX;
+  ChunkInts index = ChunkInts{} - 1;
+  for (int h = row_begin; h < row_end; ++h) {
+    const float* line = input + h * g.width;
+    for (int j = 0; j < g.kernel_w; ++j) {
+      const int column0 = x0 * stride - g.pad_w + j;
+      const ChunkFloats value = load_strided<Stride>(line + column0, stride);
+      const ChunkInts greater = value > best;  // all ones where value wins
+      best = greater ? value : best;
+      index = greater ? lane_offset + (h * g.width + column0) : index;
+    }
+  }
+  std::memcpy(output, &best, sizeof best);
+  std::memcpy(index_out, &index, sizeof index);
+}
+
+// One window, as the reference scans it.
+void max_window(const PoolingGeometry& g, const float* input, const PoolingWindow& rows, int x,
+                float* output, int* index_out) {
+  const PoolingWindow cols = pooling_window(x, g.kernel_w, g.pad_w, g.stride_w, g.width);
+  float best = -FLT_MAX;
+  int best_index = -1;
+  for (int h = rows.begin; h < rows.end; ++h) {
+    for (int w = cols.begin; w < cols.end; ++w) {
+      const int at = h * g.width + w;
+      if (input[at] > best) {
+        best = input[at];
+        best_index = at;
+      }
+    }
+  }
+  *output = best;
+  *index_out = best_index;
+}
+
+template <int Stride>
+void max_pool_plane(const PoolingGeometry& g, const InteriorColumns& interior, const float* input,
+                    float* output, float* mask_top, int* mask, int* index_row) {
+  for (int y = 0; y < g.pooled_h; ++y) {
+    const PoolingWindow rows = pooling_window(y, g.kernel_h, g.pad_h, g.stride_h, g.height);
+    float* best = output + y * g.pooled_w;
+    int* index = mask ? mask + y * g.pooled_w : index_row;
+    int x = 0;
+    if (interior.has_chunk()) {
+      for (; x < interior.first; ++x) max_window(g, input, rows, x, best + x, index + x);
+      // The last chunk may overlap the one before: it recomputes the same values.
+      for (int x0 = interior.first; x0 < interior.end; x0 += kChunk) {
+        const int start = std::min(x0, interior.end - kChunk);
+        max_chunk<Stride>(g, input, rows.begin, rows.end, start, best + start, index + start);
+      }
+      x = interior.end;
+    }
+    for (; x < g.pooled_w; ++x) max_window(g, input, rows, x, best + x, index + x);
+    if (mask_top) {
+      float* mask_row = mask_top + y * g.pooled_w;
+      for (int i = 0; i < g.pooled_w; ++i) mask_row[i] = static_cast<float>(index[i]);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// AVE forward
+
+template <int Stride>
+void sum_sweep_columns(const float* __restrict line, int offset, int first, int end, int stride_arg,
+                       float* __restrict sum) {
+  const int stride = Stride > 0 ? Stride : stride_arg;
+  for (int x = first; x < end; ++x) sum[x] += line[x * stride + offset];
+}
+
+template <int Stride>
+void average_pool_plane_sweep(const PoolingGeometry& g, const ColumnSweep& sweep,
+                              const float* input, float* output) {
+  for (int y = 0; y < g.pooled_h; ++y) {
+    const PoolingWindow rows = pooling_window(y, g.kernel_h, g.pad_h, g.stride_h, g.height);
+    float* sum = output + y * g.pooled_w;
+    std::fill(sum, sum + g.pooled_w, 0.0f);
+    for (int h = rows.begin; h < rows.end; ++h) {
+      const float* line = input + h * g.width;
+      for (int j = 0; j < g.kernel_w; ++j) {
+        sum_sweep_columns<Stride>(line, j - g.pad_w, sweep.first[j], sweep.end[j], g.stride_w, sum);
+      }
+    }
+    // The divisor is an int product, as in Caffe, converted once.
+    for (int x = 0; x < g.pooled_w; ++x) {
+      sum[x] = sum[x] / (rows.divisor_extent * sweep.divisor_extent[x]);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// AVE backward
+
+// Adds share[x] over input columns x * stride + offset. Within one output
+// row, an input column gets its contributions from increasing x when the
+// caller runs the kernel offsets downwards: the reference's order.
+template <int Stride>
+void spread_sweep_columns(float* __restrict line, int offset, int first, int end, int stride_arg,
+                          const float* __restrict share) {
+  const int stride = Stride > 0 ? Stride : stride_arg;
+  for (int x = first; x < end; ++x) line[x * stride + offset] += share[x];
+}
+
+template <int Stride>
+void average_backward_plane_sweep(const PoolingGeometry& g, const ColumnSweep& sweep,
+                                  const float* output_diff, float* input_diff, float* share) {
+  std::fill(input_diff, input_diff + g.height * g.width, 0.0f);
+  for (int y = 0; y < g.pooled_h; ++y) {
+    const PoolingWindow rows = pooling_window(y, g.kernel_h, g.pad_h, g.stride_h, g.height);
+    const float* diff_row = output_diff + y * g.pooled_w;
+    for (int x = 0; x < g.pooled_w; ++x) {
+      share[x] = diff_row[x] / (rows.divisor_extent * sweep.divisor_extent[x]);
+    }
+    for (int h = rows.begin; h < rows.end; ++h) {
+      float* line = input_diff + h * g.width;
+      for (int j = g.kernel_w - 1; j >= 0; --j) {
+        spread_sweep_columns<Stride>(line, j - g.pad_w, sweep.first[j], sweep.end[j], g.stride_w,
+                                     share);
+      }
+    }
+  }
+}
+
+// Calls kernel(std::integral_constant<int, S>) with S the stride when it is
+// 1 or 2 (the common ones, fixed at compile time), else 0 (read at run time).
+template <typename Kernel>
+void with_stride(int stride, Kernel kernel) {
+  if (stride == 1) {
+    kernel(std::integral_constant<int, 1>());
+  } else if (stride == 2) {
+    kernel(std::integral_constant<int, 2>());
+  } else {
+    kernel(std::integral_constant<int, 0>());
+  }
+}
+
+}  // namespace
+
+void max_pool_forward(const PoolingGeometry& g, const float* input, float* output, float* mask_top,
+                      int* mask) {
+  const std::size_t plane = static_cast<std::size_t>(g.height) * g.width;
+  const std::size_t pooled_plane = static_cast<std::size_t>(g.pooled_h) * g.pooled_w;
+  const InteriorColumns interior(g);
+  parallel_for(g.planes, window_work(g), [&](std::int64_t p) {
+    thread_local std::vector<int> index_row;
+    if (mask_top && index_row.size() < static_cast<std::size_t>(g.pooled_w)) {
+      index_row.resize(g.pooled_w);
+    }
+    with_stride(g.stride_w, [&](auto stride) {
+      max_pool_plane<decltype(stride)::value>(
+          g, interior, input + p * plane, output + p * pooled_plane,
+          mask_top ? mask_top + p * pooled_plane : nullptr,
+          mask ? mask + p * pooled_plane : nullptr, index_row.data());
+    });
+  });
+}
+
+void max_pool_backward(const PoolingGeometry& g, const float* output_diff, const float* mask_top,
+                       const int* mask, float* input_diff) {
+  const std::size_t plane = static_cast<std::size_t>(g.height) * g.width;
+  const std::size_t pooled_plane = static_cast<std::size_t>(g.pooled_h) * g.pooled_w;
+  parallel_for(g.planes, plane + 2 * pooled_plane, [&](std::int64_t p) {
+    float* diff = input_diff + p * plane;
+    const float* top_diff = output_diff + p * pooled_plane;
+    std::fill(diff, diff + plane, 0.0f);
+    // -1: the window held no value above -FLT_MAX (all -inf or NaN).
+    if (mask_top) {
+      const float* argmax = mask_top + p * pooled_plane;
+      for (std::size_t i = 0; i < pooled_plane; ++i) {
+        const int at = static_cast<int>(argmax[i]);
+        if (at >= 0) diff[at] += top_diff[i];
+      }
+    } else {
+      const int* argmax = mask + p * pooled_plane;
+      for (std::size_t i = 0; i < pooled_plane; ++i) {
+        if (argmax[i] >= 0) diff[argmax[i]] += top_diff[i];
+      }
+    }
+  });
+}
+
+void average_pool_forward(const PoolingGeometry& g, const float* input, float* output) {
+  const std::size_t plane = static_cast<std::size_t>(g.height) * g.width;
+  const std::size_t pooled_plane = static_cast<std::size_t>(g.pooled_h) * g.pooled_w;
+  PoolingGeometry one_plane = g;
+  one_plane.planes = 1;
+  if (!use_sweep(g)) {
+    parallel_for(g.planes, window_work(g), [&](std::int64_t p) {
+      average_pool_forward_reference(one_plane, input + p * plane, output + p * pooled_plane);
+    });
+    return;
+  }
+  const ColumnSweep sweep(g);
+  parallel_for(g.planes, window_work(g), [&](std::int64_t p) {
+    with_stride(g.stride_w, [&](auto stride) {
+      average_pool_plane_sweep<decltype(stride)::value>(g, sweep, input + p * plane,
+                                                        output + p * pooled_plane);
+    });
+  });
+}
+
+void average_pool_backward(const PoolingGeometry& g, const float* output_diff, float* input_diff) {
+  const std::size_t plane = static_cast<std::size_t>(g.height) * g.width;
+  const std::size_t pooled_plane = static_cast<std::size_t>(g.pooled_h) * g.pooled_w;
+  PoolingGeometry one_plane = g;
+  one_plane.planes = 1;
+  if (!use_sweep(g)) {
+    parallel_for(g.planes, window_work(g), [&](std::int64_t p) {
+      average_pool_backward_reference(one_plane, output_diff + p * pooled_plane,
+                                      input_diff + p * plane);
+    });
+    return;
+  }
+  const ColumnSweep sweep(g);
+  parallel_for(g.planes, window_work(g), [&](std::int64_t p) {
+    thread_local std::vector<float> share;
+    if (share.size() < static_cast<std::size_t>(g.pooled_w)) share.resize(g.pooled_w);
+    with_stride(g.stride_w, [&](auto stride) {
+      average_backward_plane_sweep<decltype(stride)::value>(
+          g, sweep, output_diff + p * pooled_plane, input_diff + p * plane, share.data());
+    });
+  });
+}
+
+}  // namespace xtrain

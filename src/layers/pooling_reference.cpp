@@ -1,0 +1,99 @@
+// The reference pooling kernels: one window at a time, Caffe's loops as
+// written. The test oracle of the fast kernels in pooling_kernels.cpp.
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+
+#include "layers/pooling_kernels.hpp"
+
+namespace xtrain {
+
+int pooled_size(int input, int kernel, int pad, int stride, bool any_padding) {
+  int pooled =
+      static_cast<int>(std::ceil(static_cast<float>(input + 2 * pad - kernel) / stride)) + 1;
+  if (any_padding && (pooled - 1) * stride >= input + pad) --pooled;
+  return pooled;
+}
+
+void max_pool_forward_reference(const PoolingGeometry& g, const float* input, float* output,
+                                float* mask_top, int* mask) {
+  const int plane = g.height * g.width;
+  for (int p = 0; p < g.planes; ++p, input += plane) {
+    for (int y = 0; y < g.pooled_h; ++y) {
+      const PoolingWindow rows = pooling_window(y, g.kernel_h, g.pad_h, g.stride_h, g.height);
+      for (int x = 0; x < g.pooled_w; ++x) {
+        const PoolingWindow cols = pooling_window(x, g.kernel_w, g.pad_w, g.stride_w, g.width);
+        // Caffe starts from -FLT_MAX and keeps the first of equal maxima.
+        float best = -FLT_MAX;
+        int best_index = -1;
+        for (int h = rows.begin; h < rows.end; ++h) {
+          for (int w = cols.begin; w < cols.end; ++w) {
+            const int index = h * g.width + w;
+            if (input[index] > best) {
+              best = input[index];
+              best_index = index;
+            }
+          }
+        }
+        *output++ = best;
+        if (mask_top) {
+          *mask_top++ = static_cast<float>(best_index);
+        } else {
+          *mask++ = best_index;
+        }
+      }
+    }
+  }
+}
+
+void average_pool_forward_reference(const PoolingGeometry& g, const float* input, float* output) {
+  const int plane = g.height * g.width;
+  for (int p = 0; p < g.planes; ++p, input += plane) {
+    for (int y = 0; y < g.pooled_h; ++y) {
+      const PoolingWindow rows = pooling_window(y, g.kernel_h, g.pad_h, g.stride_h, g.height);
+      for (int x = 0; x < g.pooled_w; ++x) {
+        const PoolingWindow cols = pooling_window(x, g.kernel_w, g.pad_w, g.stride_w, g.width);
+        float sum = 0;
+        for (int h = rows.begin; h < rows.end; ++h) {
+          for (int w = cols.begin; w < cols.end; ++w) sum += input[h * g.width + w];
+        }
+        *output++ = sum / (rows.divisor_extent * cols.divisor_extent);
+      }
+    }
+  }
+}
+
+void max_pool_backward_reference(const PoolingGeometry& g, const float* output_diff,
+                                 const float* mask_top, const int* mask, float* input_diff) {
+  const int plane = g.height * g.width;
+  const int pooled_plane = g.pooled_h * g.pooled_w;
+  std::fill(input_diff, input_diff + static_cast<long>(g.planes) * plane, 0.0f);
+  for (int p = 0; p < g.planes; ++p, input_diff += plane) {
+    for (int i = 0; i < pooled_plane; ++i) {
+      const int index = mask_top ? static_cast<int>(*mask_top++) : *mask++;
+      // -1: the window held no value above -FLT_MAX (all -inf or NaN).
+      if (index >= 0) input_diff[index] += *output_diff;
+      ++output_diff;
+    }
+  }
+}
+
+void average_pool_backward_reference(const PoolingGeometry& g, const float* output_diff,
+                                     float* input_diff) {
+  const int plane = g.height * g.width;
+  std::fill(input_diff, input_diff + static_cast<long>(g.planes) * plane, 0.0f);
+  for (int p = 0; p < g.planes; ++p, input_diff += plane) {
+    for (int y = 0; y < g.pooled_h; ++y) {
+      const PoolingWindow rows = pooling_window(y, g.kernel_h, g.pad_h, g.stride_h, g.height);
+      for (int x = 0; x < g.pooled_w; ++x) {
+        const PoolingWindow cols = pooling_window(x, g.kernel_w, g.pad_w, g.stride_w, g.width);
+        const float share = *output_diff++ / (rows.divisor_extent * cols.divisor_extent);
+        for (int h = rows.begin; h < rows.end; ++h) {
+          for (int w = cols.begin; w < cols.end; ++w) input_diff[h * g.width + w] += share;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace xtrain
