@@ -72,6 +72,7 @@ const std::vector<Geometry>& geometries() {
       {"no_bias", 3, 4, 6, 6, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, false},
       {"one_by_one", 2, 16, 5, 5, 8, 1, 1},
       {"one_by_one_stride_2", 2, 6, 7, 7, 4, 1, 1, 2, 2},
+      {"one_by_one_large_image", 2, 32, 28, 28, 16, 1, 1},
       {"blocked_channels", 3, 32, 10, 10, 64, 3, 3, 1, 1, 1, 1},
       {"lenet_conv2", 4, 20, 12, 12, 50, 5, 5},
       {"cifar10_conv1", 2, 3, 32, 32, 32, 5, 5, 1, 1, 2, 2},
@@ -160,10 +161,18 @@ struct EngineVariant {
 
 std::vector<EngineVariant> variants() {
   OnednnConvolutionOptions plain;
-  plain.blocked_activations = false;
+  plain.activations = OnednnConvolutionOptions::Layout::kNchw;
+  OnednnConvolutionOptions channels_last;
+  channels_last.activations = OnednnConvolutionOptions::Layout::kNhwc;
   OnednnConvolutionOptions first;
   first.first_implementation = true;
-  return {{"default", {}}, {"plain_activations", plain}, {"first_implementation", first}};
+  OnednnConvolutionOptions onednn_choice;
+  onednn_choice.activations = OnednnConvolutionOptions::Layout::kChosenByOnednn;
+  return {{"default", {}},
+          {"layout_chosen_by_onednn", onednn_choice},
+          {"plain_activations", plain},
+          {"channels_last_activations", channels_last},
+          {"first_implementation", first}};
 }
 
 class OnednnConvolutionTest : public ::testing::TestWithParam<Geometry> {
@@ -221,6 +230,25 @@ TEST(OnednnConvolutionKernelTest, FewInputChannelsUseTheGemmKernelForBackwardDat
   ASSERT_TRUE(unsteered) << why_not;
   EXPECT_EQ(unsteered->name().find("backward-data x64:gemm"), std::string::npos)
       << unsteered->name();
+}
+
+// The measured layout rules take effect: a 1x1 convolution over a large
+// image runs as GEMMs on plain NCHW (no reorders), and LeNet's conv2, whose
+// channel counts are not multiples of 16, in channels-last.
+TEST(OnednnConvolutionKernelTest, MeasuredLayoutRules) {
+  if (!onednn_available()) GTEST_SKIP() << "built without oneDNN";
+  std::string why_not;
+  auto pointwise =
+      make_onednn_convolution(shape_of({"pointwise", 2, 64, 56, 56, 64, 1, 1}), {}, &why_not);
+  ASSERT_TRUE(pointwise) << why_not;
+  EXPECT_NE(pointwise->name().find("forward x64:gemm"), std::string::npos) << pointwise->name();
+  OnednnConvolutionOptions blocked;
+  blocked.activations = OnednnConvolutionOptions::Layout::kChosenByOnednn;
+  auto blocked_pointwise =
+      make_onednn_convolution(shape_of({"pointwise", 2, 64, 56, 56, 64, 1, 1}), blocked, &why_not);
+  ASSERT_TRUE(blocked_pointwise) << why_not;
+  EXPECT_EQ(blocked_pointwise->name().find("forward x64:gemm"), std::string::npos)
+      << blocked_pointwise->name();
 }
 
 class OnednnConvolutionAccumulationTest : public ::testing::Test {

@@ -16,9 +16,15 @@ namespace xtrain {
 // Ways to steer the engine for tests and benchmarks; the defaults are what
 // the Convolution layer uses.
 struct OnednnConvolutionOptions {
-  // Let each primitive choose its activation layout (blocked, e.g. nChw16c)
-  // and reorder at the boundary, instead of asking for plain NCHW.
-  bool blocked_activations = true;
+  // The activations' layout inside the primitives (they are NCHW outside,
+  // reordered at the boundary unless the layouts agree).
+  enum class Layout {
+    kMeasuredBest,    // the measured rules in onednn_convolution.cpp
+    kChosenByOnednn,  // usually blocked, e.g. nChw16c
+    kNchw,
+    kNhwc,  // channels last: no padding of the channels to a block of 16
+  };
+  Layout activations = Layout::kMeasuredBest;
   // Take oneDNN's first implementation for every direction, ignoring the
   // measured exceptions in onednn_convolution.cpp.
   bool first_implementation = false;
