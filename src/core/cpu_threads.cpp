@@ -62,8 +62,10 @@ int cpu_threads() { return omp_get_max_threads(); }
 std::string cpu_thread_summary() {
   std::string text = std::to_string(cpu_threads()) + " threads (of " +
                      std::to_string(cpus_available()) + " CPUs available), one OpenMP pool";
-  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
-  if (wait_policy != nullptr) text += std::string(", OMP_WAIT_POLICY=") + wait_policy;
+  for (const char* setting : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"}) {
+    const char* value = std::getenv(setting);
+    if (value != nullptr) text += std::string(", ") + setting + "=" + value;
+  }
   text += "; BLAS: " + blas_description();
 #ifdef XTRAIN_HAVE_ONEDNN
   const dnnl_version_t* version = dnnl_version();

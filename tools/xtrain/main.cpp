@@ -41,17 +41,17 @@ std::string usage() {
   return text;
 }
 
-// oneDNN's OpenMP threads busy-wait ~3 ms after each parallel region by
-// default. Next to OpenBLAS's own threads on few cores that slows the BLAS
-// work after each convolution, and on a shared machine it is ruinous: LeNet
-// took 100-130 ms an iteration instead of 18 with one other busy process on
-// the 2 cores (GOMP_SPINCOUNT=10000 too), 8.5-23 ms with passive waiting.
-// libgomp reads its settings once, when it is loaded, before main(): so if
-// the user chose none, start again with passive waiting. Users who own the
-// machine may set GOMP_SPINCOUNT=10000 themselves (LeNet 11.5 vs 17 ms quiet).
-void start_again_with_passive_openmp_waiting(char** argv) {
+// An idle OpenMP thread spins for a while (libgomp: ~300,000 polls) before
+// it sleeps. On a machine of one's own that makes the next parallel region
+// start at once; on a shared one the spinning threads take the cores from
+// the work. libgomp reads its settings once, when it is loaded, before main():
+// so if the user chose none, start again with a short spin, measured on 2
+// cores (LeNet ms per iteration, quiet / with one busy process beside it):
+// libgomp's default ~4.3 / ~20-24, passive (no spin) 5.7-7.1 / 12.0,
+// GOMP_SPINCOUNT=1000 4.5-5.5 / 12.4-14.5, 3000 4.3 / 16.3.
+void start_again_with_a_short_openmp_spin(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
-  ::setenv("OMP_WAIT_POLICY", "passive", 1);
+  ::setenv("GOMP_SPINCOUNT", "1000", 1);
   ::execv("/proc/self/exe", argv);
   // Could not re-execute (no /proc?): carry on with the defaults.
 }
@@ -59,7 +59,7 @@ void start_again_with_passive_openmp_waiting(char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  start_again_with_passive_openmp_waiting(argv);
+  start_again_with_a_short_openmp_spin(argv);
   gflags::SetUsageMessage(usage());
   gflags::SetVersionString("0.1.0");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
