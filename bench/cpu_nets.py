@@ -169,35 +169,25 @@ XTRAIN_RSS = re.compile(r"peak resident memory ([\d.]+) MiB")
 XTRAIN_STEP = re.compile(r"training iteration \(forward, backward, SGD update\) ([\d.]+) ms")
 
 
-def run_xtrain(xtrain, net, iterations, extra_env):
-    """One `xtrain time` process: {ms, rss_mib, log} or {error}."""
+def run_xtrain(xtrain, net, iterations, extra_env, training_step=False):
+    """One `xtrain time` process: {ms, rss_mib, log} or {error}. With
+    training_step, `xtrain time --training_step`: whole solver iterations
+    (forward, backward and the momentum-SGD update)."""
     command = [xtrain, "time", "--model=" + str(net.path), "--iterations=%d" % iterations]
+    if training_step:
+        command.append("--training_step")
     env = dict(os.environ)
     env.update(extra_env)
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=env)
-    times = XTRAIN_TIMES.search(done.stdout)
+    times = (XTRAIN_STEP if training_step else XTRAIN_TIMES).search(done.stdout)
     if done.returncode != 0 or times is None:
         lines = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()
         return {"error": "exit %d: %s" % (done.returncode, lines[-1])}
     rss = XTRAIN_RSS.search(done.stdout)
-    return {"ms": float(times.group(1)), "rss_mib": float(rss.group(1)) if rss else None,
-            "log": done.stderr}
-
-
-def run_xtrain_step(xtrain, net, iterations, extra_env):
-    """One `xtrain time --training_step` process (forward, backward and the
-    momentum-SGD update, through the solver): {ms, rss_mib} or {error}."""
-    command = [xtrain, "time", "--model=" + str(net.path), "--iterations=%d" % iterations,
-               "--training_step"]
-    env = dict(os.environ)
-    env.update(extra_env)
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=env)
-    step = XTRAIN_STEP.search(done.stdout)
-    if done.returncode != 0 or step is None:
-        lines = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()
-        return {"error": "exit %d: %s" % (done.returncode, lines[-1])}
-    rss = XTRAIN_RSS.search(done.stdout)
-    return {"ms": float(step.group(1)), "rss_mib": float(rss.group(1)) if rss else None}
+    result = {"ms": float(times.group(1)), "rss_mib": float(rss.group(1)) if rss else None}
+    if not training_step:
+        result["log"] = done.stderr
+    return result
 
 
 def caffe_memory_mib(net, log, baseline_mib):
@@ -367,7 +357,8 @@ def main():
             row["xtrain"].append(run_xtrain(str(xtrain), net, iterations, both_env))
             print("%s run %d/%d: xtrain --training_step" % (net.name, run + 1, args.runs),
                   file=sys.stderr)
-            row["xtrain_step"].append(run_xtrain_step(str(xtrain), net, iterations, both_env))
+            row["xtrain_step"].append(run_xtrain(str(xtrain), net, iterations, both_env,
+                                                 training_step=True))
             for layout in layouts if torch_python else []:
                 print("%s run %d/%d: torch %s" % (net.name, run + 1, args.runs, layout),
                       file=sys.stderr)
