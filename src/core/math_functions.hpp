@@ -1,5 +1,6 @@
-// Dense math on host arrays: BLAS through OpenBLAS (row-major), plus the few
-// vector helpers the layers share. Internal to libxtrain.
+// Dense math on host arrays: BLAS (row-major; GEMM through oneDNN where it
+// is built in, the rest through OpenBLAS), plus the few vector helpers the
+// layers share. Internal to libxtrain.
 #pragma once
 
 #include <cstddef>
