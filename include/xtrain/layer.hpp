@@ -77,6 +77,17 @@ class Layer {
     return true;
   }
 
+  // Fusion of an in-place ReLU (negative_slope 0) into the layer just before
+  // it, which the Net asks for on the CPU: a layer that computes its top in
+  // place may take the ReLU over, applying it as it writes its top and
+  // masking the top's gradient as it reads it, which saves the ReLU's two
+  // sweeps over memory with bit-identical results. Returns whether it did.
+  virtual bool absorb_following_relu() { return false; }
+  // Marks a layer whose work the layer before it does (see above): its
+  // forward and backward then do nothing.
+  void set_absorbed_by_previous_layer() { absorbed_ = true; }
+  bool absorbed_by_previous_layer() const { return absorbed_; }
+
   // The device the kernels run on (set by the Net before setup).
   void set_device(const Device& device) { device_ = device; }
   const Device& device() const { return device_; }
@@ -117,6 +128,7 @@ class Layer {
   std::vector<std::shared_ptr<Blob>> blobs_;
   std::vector<bool> param_propagate_down_;
   std::vector<float> loss_;
+  bool absorbed_ = false;
 
  private:
   void check_blob_counts(const BlobVec& bottom, const BlobVec& top) const;

@@ -80,6 +80,7 @@ void Layer::set_loss_weights(const BlobVec& top) {
 }
 
 float Layer::forward(const BlobVec& bottom, const BlobVec& top) {
+  if (absorbed_) return 0.0f;
   reshape(bottom, top);
   if (device_.is_gpu()) {
     forward_gpu(bottom, top);
@@ -99,6 +100,7 @@ float Layer::forward(const BlobVec& bottom, const BlobVec& top) {
 
 void Layer::backward(const BlobVec& top, const std::vector<bool>& propagate_down,
                      const BlobVec& bottom) {
+  if (absorbed_) return;
   if (device_.is_gpu()) {
     backward_gpu(top, propagate_down, bottom);
   } else {

@@ -155,7 +155,30 @@ void Net::init(const NetParameter& in_param) {
     params_[i]->share_diff(*params_[param_owners_[i]]);
   }
   if (options_.share_activation_memory) share_activation_memory();
+  if (options_.fuse_layers && !options_.device.is_gpu()) fuse_in_place_relus();
   if (options_.verbose) XLOG(INFO) << "Network initialization done.";
+}
+
+void Net::fuse_in_place_relus() {
+  int fused = 0;
+  for (std::size_t i = 1; i < layers_.size(); ++i) {
+    Layer& relu = *layers_[i];
+    const bool in_place_relu = std::string(relu.type()) == "ReLU" &&
+                               relu.layer_param().relu_param().negative_slope() == 0.0f &&
+                               bottom_vecs_[i].size() == 1 && top_vecs_[i].size() == 1 &&
+                               bottom_vecs_[i][0] == top_vecs_[i][0];
+    // The layer before must write exactly the blob the ReLU rewrites.
+    if (!in_place_relu || top_vecs_[i - 1].size() != 1 ||
+        top_vecs_[i - 1][0] != bottom_vecs_[i][0] || layers_[i - 1]->absorbed_by_previous_layer()) {
+      continue;
+    }
+    if (!layers_[i - 1]->absorb_following_relu()) continue;
+    relu.set_absorbed_by_previous_layer();
+    ++fused;
+  }
+  if (options_.verbose && fused > 0) {
+    XLOG(INFO) << fused << " in-place ReLU layer(s) fused into the layer before them";
+  }
 }
 
 void Net::share_activation_memory() {

@@ -10,10 +10,13 @@
 //                   gave the max. As in Caffe, a tie between bottoms 0 and 1
 //                   goes to bottom 1, and a later bottom wins only if strictly
 //                   greater.
-// Not in place (forward overwrites the top before reading every bottom).
+// Not in place (forward overwrites the top before reading every bottom). A SUM
+// takes over the in-place ReLU after it (Layer::absorb_following_relu): it
+// writes ReLU(top), and backward masks dtop by top > 0 in its first sweep.
 #include <algorithm>
 #include <vector>
 
+#include "core/elementwise_ops.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/parallel_blocks.hpp"
 #include "xtrain/error.hpp"
@@ -42,6 +45,13 @@ class EltwiseLayer : public Layer {
     coefficients_.assign(bottom.size(), 1.0f);
     for (int i = 0; i < eltwise.coeff_size(); ++i) coefficients_[i] = eltwise.coeff(i);
     stable_prod_grad_ = eltwise.stable_prod_grad();
+  }
+
+  // A SUM can apply the ReLU that follows it in place (Layer::absorb_following_relu);
+  // PROD's and MAX's gradients read the top, which the ReLU would change.
+  bool absorb_following_relu() override {
+    fused_relu_ = operation_ == EltwiseParameter::SUM;
+    return fused_relu_;
   }
 
   void reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -90,6 +100,13 @@ class EltwiseLayer : public Layer {
             const float coefficient = coefficients_[k];
             for (std::size_t j = begin; j < end; ++j) output[j] += coefficient * input[j];
           }
+          if (fused_relu_) {  // the absorbed ReLU, while the block is in cache
+            const ops::ReluForward relu{0.0f};
+            // simd: without it GCC keeps the select as a branch, which the
+            // signs of real data mispredict half the time.
+#pragma omp simd
+            for (std::size_t j = begin; j < end; ++j) output[j] = relu(output[j]);
+          }
         });
         break;
       case EltwiseParameter::MAX:
@@ -121,6 +138,9 @@ class EltwiseLayer : public Layer {
     const std::size_t count = top[0]->count();
     const float* output = top[0]->cpu_data();
     const float* output_diff = top[0]->cpu_diff();
+    // With an absorbed ReLU the first bottom's pass also masks dtop in place
+    // (the ReLU's top and bottom are this layer's top), for the others.
+    float* unmasked_diff = fused_relu_ ? top[0]->mutable_cpu_diff() : nullptr;
     std::vector<const float*> inputs;
     for (const Blob* input : bottom) inputs.push_back(input->cpu_data());
     for (std::size_t k = 0; k < bottom.size(); ++k) {
@@ -142,6 +162,19 @@ class EltwiseLayer : public Layer {
           break;
         case EltwiseParameter::SUM: {
           const float coefficient = coefficients_[k];
+          if (unmasked_diff) {
+            const ops::ReluBackward relu{0.0f};
+            for_each_block(count, 2, [&](std::size_t begin, std::size_t end) {
+#pragma omp simd
+              for (std::size_t j = begin; j < end; ++j) {
+                const float masked = relu(output[j], unmasked_diff[j]);
+                unmasked_diff[j] = masked;
+                input_diff[j] = coefficient * masked;
+              }
+            });
+            unmasked_diff = nullptr;  // masked now
+            break;
+          }
           for_each_block(count, 1, [&](std::size_t begin, std::size_t end) {
             for (std::size_t j = begin; j < end; ++j) input_diff[j] = coefficient * output_diff[j];
           });
@@ -179,6 +212,7 @@ class EltwiseLayer : public Layer {
   }
 
   EltwiseParameter::EltwiseOp operation_ = EltwiseParameter::SUM;
+  bool fused_relu_ = false;  // an in-place ReLU after this SUM is done here
   std::vector<float> coefficients_;
   bool stable_prod_grad_ = true;
   std::vector<int> winner_;  // MAX: the bottom each top value came from

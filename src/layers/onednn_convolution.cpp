@@ -303,11 +303,7 @@ class OnednnConvolution final : public ConvolutionEngine {
   void backward_data(const float* top_diff, const float* weights, float* bottom_diff) override {
     run([&] {
       if (!backward_data_) backward_data_.emplace(this);
-      BackwardDataPass& pass = *backward_data_;
-      pass.primitive.execute(stream_, {{DNNL_ARG_DIFF_DST, pass.top_diff.in(top_diff, stream_)},
-                                       {DNNL_ARG_WEIGHTS, pass.weights.in(weights, stream_)},
-                                       {DNNL_ARG_DIFF_SRC, pass.bottom_diff.out(bottom_diff)}});
-      pass.bottom_diff.finish(stream_);
+      run_backward_data(backward_data_->top_diff.in(top_diff, stream_), weights, bottom_diff);
     });
   }
 
@@ -336,11 +332,7 @@ class OnednnConvolution final : public ConvolutionEngine {
       // The weight pass's copy of top_diff serves the data pass too.
       const memory& top_diff_inner = backward_weights_->top_diff.in(top_diff, stream_);
       run_backward_weights(bottom, top_diff_inner, weight_diff, bias_diff);
-      BackwardDataPass& pass = *backward_data_;
-      pass.primitive.execute(stream_, {{DNNL_ARG_DIFF_DST, top_diff_inner},
-                                       {DNNL_ARG_WEIGHTS, pass.weights.in(weights, stream_)},
-                                       {DNNL_ARG_DIFF_SRC, pass.bottom_diff.out(bottom_diff)}});
-      pass.bottom_diff.finish(stream_);
+      run_backward_data(top_diff_inner, weights, bottom_diff);
     });
   }
 
@@ -384,6 +376,15 @@ class OnednnConvolution final : public ConvolutionEngine {
 
   bool wants_weight_gradients(const float* weight_diff, const float* bias_diff) const {
     return weight_diff != nullptr || (bias_diff != nullptr && shape_.bias_term);
+  }
+
+  // The data pass with top_diff already in the primitive's layout.
+  void run_backward_data(const memory& top_diff, const float* weights, float* bottom_diff) {
+    BackwardDataPass& pass = *backward_data_;
+    pass.primitive.execute(stream_, {{DNNL_ARG_DIFF_DST, top_diff},
+                                     {DNNL_ARG_WEIGHTS, pass.weights.in(weights, stream_)},
+                                     {DNNL_ARG_DIFF_SRC, pass.bottom_diff.out(bottom_diff)}});
+    pass.bottom_diff.finish(stream_);
   }
 
   // The weight pass with top_diff already in the primitive's layout.
