@@ -53,6 +53,24 @@ class Blob {
   const float* gpu_diff() const;
   float* mutable_gpu_diff();
 
+  // Layers that compute in the channel-blocked layout (see MemoryLayout in
+  // xtrain/synced_memory.hpp) read and write through these; everything else
+  // uses the plain accessors above, which convert back when needed.
+  // Only 4-axis blobs with a multiple of 16 channels can be blocked.
+  bool can_be_channel_blocked() const;
+  MemoryLayout data_layout() const { return data_->host_layout(); }
+  MemoryLayout diff_layout() const { return diff_->host_layout(); }
+  // Host pointers in `layout`, converted in place if the storage holds the
+  // other layout.
+  const float* cpu_data_in(MemoryLayout layout) const;
+  float* mutable_cpu_data_in(MemoryLayout layout);
+  const float* cpu_diff_in(MemoryLayout layout) const;
+  float* mutable_cpu_diff_in(MemoryLayout layout);
+  // For a layer that overwrites every value: no conversion, the storage is
+  // just marked as holding `layout` from now on.
+  float* overwrite_cpu_data_in(MemoryLayout layout);
+  float* overwrite_cpu_diff_in(MemoryLayout layout);
+
   // Make this blob's data/diff point at other's (shapes must match in count).
   void share_data(const Blob& other);
   void share_diff(const Blob& other);
@@ -82,6 +100,9 @@ class Blob {
 
  private:
   int legacy_shape(int index) const;
+  BlockedGeometry blocked_geometry() const;
+  enum class HostAccess { kRead, kModify, kOverwrite };
+  float* host_in(SyncedMemory& memory, MemoryLayout layout, HostAccess access) const;
 
   std::shared_ptr<SyncedMemory> data_;
   std::shared_ptr<SyncedMemory> diff_;

@@ -4,8 +4,23 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace xtrain {
+
+// How the host copy orders a blob's values. kPlain is row-major over the
+// blob's shape (NCHW for images), what every API user sees. A layer may keep
+// a 4-axis activation channel-blocked (oneDNN's nChw16c: 16 channels
+// interleaved per pixel, see src/core/channel_blocked_layout.hpp) between
+// layers that compute in it; the plain accessors convert back on demand.
+enum class MemoryLayout { kPlain, kChannelBlocked };
+
+// The blob geometry a channel-blocked host copy was written for.
+struct BlockedGeometry {
+  std::int64_t num = 0;
+  std::int64_t channels = 0;  // a multiple of 16
+  std::int64_t spatial = 0;   // height * width
+};
 
 class SyncedMemory {
  public:
@@ -17,6 +32,7 @@ class SyncedMemory {
   SyncedMemory(const SyncedMemory&) = delete;
   SyncedMemory& operator=(const SyncedMemory&) = delete;
 
+  // The host copy in the plain layout (converted in place if it was not).
   const void* cpu_data();
   void* mutable_cpu_data();
   // The device side throws xtrain::Error in a CPU-only build or without a GPU.
@@ -26,12 +42,29 @@ class SyncedMemory {
   // Uses memory owned by somebody else as the host copy (not freed by us).
   void set_cpu_data(void* data);
 
+  // The host copy in whatever layout it holds, unconverted: for layers that
+  // compute in either layout (they check host_layout() first).
+  const void* cpu_data_as_stored();
+  void* mutable_cpu_data_as_stored();
+  MemoryLayout host_layout() const { return layout_; }
+  const BlockedGeometry& blocked_geometry() const { return blocked_; }
+  // Converts the host copy in place to `layout` (a no-op when it is there).
+  // `geometry` describes the values when converting to kChannelBlocked.
+  void convert_host(MemoryLayout layout, const BlockedGeometry& geometry = {});
+  // Declares that the caller is about to overwrite the host copy in
+  // `layout`: nothing is converted. Returns the host pointer.
+  void* overwrite_host_as(MemoryLayout layout, const BlockedGeometry& geometry = {});
+
   Head head() const { return head_; }
   std::size_t size() const { return size_; }
 
   // How many host buffers all SyncedMemorys have allocated so far in this
   // process: tests check that a net's steady-state iterations allocate none.
   static std::size_t host_allocation_count();
+  // How many host copies convert_host has rearranged so far: layers that
+  // compute channel-blocked pass their arrays on without any, so a count that
+  // grows in a net's steady state points at a layout boundary worth a look.
+  static std::size_t layout_conversion_count();
 
  private:
   void to_cpu();
@@ -45,6 +78,8 @@ class SyncedMemory {
   Head head_ = Head::kUninitialized;
   bool owns_cpu_data_ = false;
   int gpu_device_ = -1;
+  MemoryLayout layout_ = MemoryLayout::kPlain;  // of the host copy; the device's is plain
+  BlockedGeometry blocked_;
 };
 
 }  // namespace xtrain

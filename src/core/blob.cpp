@@ -22,6 +22,12 @@ void Blob::reshape(const std::vector<int>& shape) {
     }
     count *= static_cast<std::size_t>(shape[i]);
   }
+  // A blocked layout is tied to the old shape: keep the values, in the
+  // plain order a reshape means (as Caffe does).
+  if (data_ && shape != shape_) {
+    data_->convert_host(MemoryLayout::kPlain);
+    diff_->convert_host(MemoryLayout::kPlain);
+  }
   shape_ = shape;
   count_ = count;
   if (count_ > capacity_ || !data_) {
@@ -44,8 +50,8 @@ void Blob::reshape(const BlobShape& shape) {
 void Blob::reshape_like(const Blob& other) { reshape(other.shape()); }
 
 std::size_t Blob::count(int start_axis, int end_axis) const {
-  XTRAIN_ASSERT(start_axis >= 0 && start_axis <= end_axis && end_axis <= num_axes(),
-                "axes [", start_axis, ", ", end_axis, ") of ", shape_string());
+  XTRAIN_ASSERT(start_axis >= 0 && start_axis <= end_axis && end_axis <= num_axes(), "axes [",
+                start_axis, ", ", end_axis, ") of ", shape_string());
   std::size_t result = 1;
   for (int i = start_axis; i < end_axis; ++i) result *= static_cast<std::size_t>(shape_[i]);
   return result;
@@ -53,8 +59,7 @@ std::size_t Blob::count(int start_axis, int end_axis) const {
 
 int Blob::canonical_axis_index(int axis) const {
   XTRAIN_CHECK(axis >= -num_axes() && axis < num_axes(), "axis ", axis,
-               " is out of range for a blob of shape ", shape_string(), " (", num_axes(),
-               " axes)");
+               " is out of range for a blob of shape ", shape_string(), " (", num_axes(), " axes)");
   return axis < 0 ? axis + num_axes() : axis;
 }
 
@@ -66,8 +71,8 @@ std::string Blob::shape_string() const {
 }
 
 int Blob::legacy_shape(int index) const {
-  XTRAIN_CHECK(num_axes() <= 4, "num/channels/height/width used on a ", num_axes(),
-               "-axis blob (", shape_string(), ")");
+  XTRAIN_CHECK(num_axes() <= 4, "num/channels/height/width used on a ", num_axes(), "-axis blob (",
+               shape_string(), ")");
   if (index >= num_axes()) return 1;
   return shape_[index];
 }
@@ -92,6 +97,47 @@ float* Blob::mutable_cpu_diff() {
   XTRAIN_ASSERT(diff_);
   return static_cast<float*>(diff_->mutable_cpu_data());
 }
+bool Blob::can_be_channel_blocked() const {
+  return num_axes() == 4 && shape_[1] % 16 == 0 && shape_[1] > 0 && count_ > 0;
+}
+
+BlockedGeometry Blob::blocked_geometry() const {
+  XTRAIN_ASSERT(can_be_channel_blocked(), "a blob of shape ", shape_string(),
+                " cannot be channel-blocked");
+  return {shape_[0], shape_[1], static_cast<std::int64_t>(shape_[2]) * shape_[3]};
+}
+
+float* Blob::host_in(SyncedMemory& memory, MemoryLayout layout, HostAccess access) const {
+  const BlockedGeometry geometry =
+      layout == MemoryLayout::kChannelBlocked ? blocked_geometry() : BlockedGeometry{};
+  if (access == HostAccess::kOverwrite) {
+    return static_cast<float*>(memory.overwrite_host_as(layout, geometry));
+  }
+  memory.convert_host(layout, geometry);
+  return static_cast<float*>(access == HostAccess::kRead
+                                 ? const_cast<void*>(memory.cpu_data_as_stored())
+                                 : memory.mutable_cpu_data_as_stored());
+}
+
+const float* Blob::cpu_data_in(MemoryLayout layout) const {
+  return host_in(*data_, layout, HostAccess::kRead);
+}
+float* Blob::mutable_cpu_data_in(MemoryLayout layout) {
+  return host_in(*data_, layout, HostAccess::kModify);
+}
+const float* Blob::cpu_diff_in(MemoryLayout layout) const {
+  return host_in(*diff_, layout, HostAccess::kRead);
+}
+float* Blob::mutable_cpu_diff_in(MemoryLayout layout) {
+  return host_in(*diff_, layout, HostAccess::kModify);
+}
+float* Blob::overwrite_cpu_data_in(MemoryLayout layout) {
+  return host_in(*data_, layout, HostAccess::kOverwrite);
+}
+float* Blob::overwrite_cpu_diff_in(MemoryLayout layout) {
+  return host_in(*diff_, layout, HostAccess::kOverwrite);
+}
+
 const float* Blob::gpu_data() const {
   XTRAIN_ASSERT(data_);
   return static_cast<const float*>(data_->gpu_data());
@@ -214,11 +260,12 @@ void Blob::from_proto(const BlobProto& proto, bool reshape_blob) {
     for (std::size_t i = 0; i < count_; ++i) data[i] = static_cast<float>(proto.double_data(i));
   } else {
     XTRAIN_CHECK(static_cast<std::size_t>(proto.data_size()) == count_, "stored blob of shape ",
-                 shape_to_string(proto_shape), " holds ", proto.data_size(),
-                 " values instead of ", count_);
+                 shape_to_string(proto_shape), " holds ", proto.data_size(), " values instead of ",
+                 count_);
     for (std::size_t i = 0; i < count_; ++i) data[i] = proto.data(i);
   }
-  if (proto.double_diff_size() > 0 && static_cast<std::size_t>(proto.double_diff_size()) == count_) {
+  if (proto.double_diff_size() > 0 &&
+      static_cast<std::size_t>(proto.double_diff_size()) == count_) {
     float* diff = mutable_cpu_diff();
     for (std::size_t i = 0; i < count_; ++i) diff[i] = static_cast<float>(proto.double_diff(i));
   } else if (proto.diff_size() > 0 && static_cast<std::size_t>(proto.diff_size()) == count_) {

@@ -3,7 +3,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
+#include "core/channel_blocked_layout.hpp"
 #include "core/device_memory.hpp"
 #include "xtrain/error.hpp"
 
@@ -13,6 +15,7 @@ namespace {
 constexpr std::size_t kHostAlignment = 64;
 
 std::atomic<std::size_t> host_allocations{0};
+std::atomic<std::size_t> layout_conversions{0};
 
 void* allocate_host(std::size_t size) {
   if (size == 0) return nullptr;
@@ -28,6 +31,10 @@ SyncedMemory::SyncedMemory(std::size_t size_bytes) : size_(size_bytes) {}
 
 std::size_t SyncedMemory::host_allocation_count() {
   return host_allocations.load(std::memory_order_relaxed);
+}
+
+std::size_t SyncedMemory::layout_conversion_count() {
+  return layout_conversions.load(std::memory_order_relaxed);
 }
 
 SyncedMemory::~SyncedMemory() {
@@ -69,6 +76,7 @@ void SyncedMemory::to_cpu() {
 }
 
 void SyncedMemory::to_gpu() {
+  if (head_ == Head::kAtCpu) convert_host(MemoryLayout::kPlain);
   switch (head_) {
     case Head::kUninitialized:
       gpu_ptr_ = device_memory::allocate(size_, &gpu_device_);
@@ -87,14 +95,62 @@ void SyncedMemory::to_gpu() {
 }
 
 const void* SyncedMemory::cpu_data() {
+  convert_host(MemoryLayout::kPlain);
+  return cpu_data_as_stored();
+}
+
+void* SyncedMemory::mutable_cpu_data() {
+  convert_host(MemoryLayout::kPlain);
+  return mutable_cpu_data_as_stored();
+}
+
+const void* SyncedMemory::cpu_data_as_stored() {
   to_cpu();
   return cpu_ptr_;
 }
 
-void* SyncedMemory::mutable_cpu_data() {
+void* SyncedMemory::mutable_cpu_data_as_stored() {
   to_cpu();
   head_ = Head::kAtCpu;
   return cpu_ptr_;
+}
+
+void SyncedMemory::convert_host(MemoryLayout layout, const BlockedGeometry& geometry) {
+  if (layout == layout_) return;
+  // Zeros read the same in every layout.
+  if (head_ == Head::kUninitialized) {
+    overwrite_host_as(layout, geometry);
+    return;
+  }
+  // A device copy is always plain; a blocked host copy is always the head.
+  XTRAIN_ASSERT(head_ != Head::kAtGpu || layout_ == MemoryLayout::kPlain);
+  to_cpu();
+  const BlockedGeometry& g = layout == MemoryLayout::kChannelBlocked ? geometry : blocked_;
+  const ChannelBlockedShape shape{g.num, g.channels, g.spatial};
+  XTRAIN_ASSERT(channels_can_be_blocked(static_cast<int>(shape.channels)) &&
+                shape.count() * sizeof(float) <= size_);
+  // Off the hot path (layers that compute blocked ask for it directly), so
+  // a scratch copy per thread is good enough.
+  layout_conversions.fetch_add(1, std::memory_order_relaxed);
+  thread_local std::vector<float> scratch;
+  scratch.resize(shape.count());
+  float* host = static_cast<float*>(cpu_ptr_);
+  std::memcpy(scratch.data(), host, shape.count() * sizeof(float));
+  if (layout == MemoryLayout::kChannelBlocked) {
+    plain_to_channel_blocked(shape, scratch.data(), host);
+  } else {
+    channel_blocked_to_plain(shape, scratch.data(), host);
+  }
+  layout_ = layout;
+  blocked_ = geometry;
+  head_ = Head::kAtCpu;
+}
+
+void* SyncedMemory::overwrite_host_as(MemoryLayout layout, const BlockedGeometry& geometry) {
+  void* host = mutable_cpu_data_as_stored();
+  layout_ = layout;
+  blocked_ = layout == MemoryLayout::kChannelBlocked ? geometry : BlockedGeometry{};
+  return host;
 }
 
 const void* SyncedMemory::gpu_data() {
@@ -114,6 +170,7 @@ void SyncedMemory::set_cpu_data(void* data) {
   cpu_ptr_ = data;
   owns_cpu_data_ = false;
   head_ = Head::kAtCpu;
+  layout_ = MemoryLayout::kPlain;
 }
 
 }  // namespace xtrain

@@ -1,0 +1,310 @@
+// The channel-blocked pooling kernels (pooling_blocked_kernels.hpp) against
+// the plain reference kernels, bit for bit: random plain inputs go to the
+// blocked layout, through the blocked kernel, back to plain, and must equal
+// the reference's outputs, argmax masks and input gradients exactly, with
+// the outputs written blocked and plain. The shapes reach ceil-mode windows
+// hanging past the image, padding 1 and 2, uneven kernels and strides,
+// empty windows, global pooling, 1x1 maps, batch 1 and 16 to 64 channels;
+// the inputs hold ties, -inf and NaN. The results must not depend on the
+// thread count.
+#include "layers/pooling_blocked_kernels.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <ostream>
+#include <random>
+#include <vector>
+
+#include "core/channel_blocked_layout.hpp"
+#include "fast_path_test_support.hpp"
+#include "layers/pooling_kernels.hpp"
+
+namespace xtrain {
+namespace {
+
+struct BlockedPoolCase {
+  int num, channels, height, width;
+  int kernel_h, kernel_w, pad_h, pad_w, stride_h, stride_w;
+  bool global;
+};
+
+std::ostream& operator<<(std::ostream& out, const BlockedPoolCase& c) {
+  return out << c.num << "x" << c.channels << "x" << c.height << "x" << c.width << " kernel "
+             << c.kernel_h << "x" << c.kernel_w << " pad " << c.pad_h << "x" << c.pad_w
+             << " stride " << c.stride_h << "x" << c.stride_w << (c.global ? " global" : "");
+}
+
+PoolingGeometry geometry_of(const BlockedPoolCase& c) {
+  PoolingGeometry g;
+  g.planes = c.num * c.channels;
+  g.height = c.height;
+  g.width = c.width;
+  g.kernel_h = c.global ? c.height : c.kernel_h;
+  g.kernel_w = c.global ? c.width : c.kernel_w;
+  g.pad_h = c.pad_h;
+  g.pad_w = c.pad_w;
+  g.stride_h = c.stride_h;
+  g.stride_w = c.stride_w;
+  const bool any_padding = c.pad_h > 0 || c.pad_w > 0;
+  g.pooled_h = pooled_size(g.height, g.kernel_h, g.pad_h, g.stride_h, any_padding);
+  g.pooled_w = pooled_size(g.width, g.kernel_w, g.pad_w, g.stride_w, any_padding);
+  return g;
+}
+
+enum class Values { kUniform, kFewIntegers, kWithInfinitiesAndNaN };
+
+std::vector<float> random_values(std::size_t count, Values kind, std::uint32_t seed) {
+  std::mt19937 engine(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> small(0, 2);
+  std::vector<float> values(count);
+  for (float& v : values) {
+    switch (kind) {
+      case Values::kUniform:
+        v = uniform(engine);
+        break;
+      case Values::kFewIntegers:  // many ties: the first maximum must win
+        v = static_cast<float>(small(engine));
+        break;
+      case Values::kWithInfinitiesAndNaN: {
+        const int pick = small(engine);
+        v = pick == 0   ? -std::numeric_limits<float>::infinity()
+            : pick == 1 ? std::numeric_limits<float>::quiet_NaN()
+                        : uniform(engine);
+        break;
+      }
+    }
+  }
+  // Runs of -inf wide enough to leave some windows with no value above
+  // -FLT_MAX (argmax -1), in every channel of the first images.
+  if (kind == Values::kWithInfinitiesAndNaN) {
+    for (std::size_t i = 0; i < count / 3; ++i) values[i] = -std::numeric_limits<float>::infinity();
+  }
+  return values;
+}
+
+ChannelBlockedShape shape_of(const BlockedPoolCase& c, int height, int width) {
+  ChannelBlockedShape shape;
+  shape.num = c.num;
+  shape.channels = c.channels;
+  shape.spatial = static_cast<std::int64_t>(height) * width;
+  return shape;
+}
+
+std::vector<float> to_blocked(const ChannelBlockedShape& shape, const std::vector<float>& plain) {
+  std::vector<float> blocked(plain.size());
+  plain_to_channel_blocked(shape, plain.data(), blocked.data());
+  return blocked;
+}
+
+std::vector<float> to_plain(const ChannelBlockedShape& shape, const std::vector<float>& blocked) {
+  std::vector<float> plain(blocked.size());
+  channel_blocked_to_plain(shape, blocked.data(), plain.data());
+  return plain;
+}
+
+// The masks are ints: moved element by element with the layout's formula.
+std::vector<int> to_plain(const ChannelBlockedShape& shape, const std::vector<int>& blocked) {
+  std::vector<int> plain(blocked.size());
+  for (std::int64_t n = 0; n < shape.num; ++n) {
+    for (std::int64_t c = 0; c < shape.channels; ++c) {
+      for (std::int64_t s = 0; s < shape.spatial; ++s) {
+        plain[(n * shape.channels + c) * shape.spatial + s] = blocked[shape.blocked_index(n, c, s)];
+      }
+    }
+  }
+  return plain;
+}
+
+// Equal as bit patterns, except that any NaN equals any NaN.
+void expect_same(const std::vector<float>& blocked, const std::vector<float>& reference,
+                 const char* what, const BlockedPoolCase& c, bool output_blocked) {
+  ASSERT_EQ(blocked.size(), reference.size());
+  for (std::size_t i = 0; i < blocked.size(); ++i) {
+    const bool both_nan = std::isnan(blocked[i]) && std::isnan(reference[i]);
+    ASSERT_TRUE(both_nan || std::memcmp(&blocked[i], &reference[i], sizeof(float)) == 0)
+        << what << " differs at plain index " << i << ": blocked " << blocked[i] << ", reference "
+        << reference[i] << " (" << c << ", output " << (output_blocked ? "blocked" : "plain")
+        << ")";
+  }
+}
+
+// Runs MAX forward and backward, blocked; returns the plain output, mask and
+// input gradient.
+struct MaxResults {
+  std::vector<float> output;
+  std::vector<int> mask;
+  std::vector<float> input_diff;
+};
+
+MaxResults run_max_blocked(const BlockedPoolCase& c, const std::vector<float>& input,
+                           const std::vector<float>& top_diff, bool output_blocked) {
+  const PoolingGeometry g = geometry_of(c);
+  const ChannelBlockedShape in_shape = shape_of(c, g.height, g.width);
+  const ChannelBlockedShape out_shape = shape_of(c, g.pooled_h, g.pooled_w);
+  const std::vector<float> blocked_input = to_blocked(in_shape, input);
+  std::vector<float> output(top_diff.size(), 7.0f);
+  std::vector<int> mask(top_diff.size(), 12345);
+  max_pool_forward_blocked(g, c.channels, blocked_input.data(), output.data(), mask.data(),
+                           output_blocked);
+  std::vector<float> input_diff(input.size(), 7.0f);
+  const std::vector<float> diff_in_layout =
+      output_blocked ? to_blocked(out_shape, top_diff) : top_diff;
+  max_pool_backward_blocked(g, c.channels, diff_in_layout.data(), mask.data(), input_diff.data(),
+                            output_blocked);
+  MaxResults results;
+  results.output = output_blocked ? to_plain(out_shape, output) : output;
+  results.mask = output_blocked ? to_plain(out_shape, mask) : mask;
+  results.input_diff = to_plain(in_shape, input_diff);
+  return results;
+}
+
+struct AverageResults {
+  std::vector<float> output;
+  std::vector<float> input_diff;
+};
+
+AverageResults run_average_blocked(const BlockedPoolCase& c, const std::vector<float>& input,
+                                   const std::vector<float>& top_diff, bool output_blocked) {
+  const PoolingGeometry g = geometry_of(c);
+  const ChannelBlockedShape in_shape = shape_of(c, g.height, g.width);
+  const ChannelBlockedShape out_shape = shape_of(c, g.pooled_h, g.pooled_w);
+  const std::vector<float> blocked_input = to_blocked(in_shape, input);
+  std::vector<float> output(top_diff.size(), 7.0f);
+  average_pool_forward_blocked(g, c.channels, blocked_input.data(), output.data(), output_blocked);
+  std::vector<float> input_diff(input.size(), 7.0f);
+  const std::vector<float> diff_in_layout =
+      output_blocked ? to_blocked(out_shape, top_diff) : top_diff;
+  average_pool_backward_blocked(g, c.channels, diff_in_layout.data(), input_diff.data(),
+                                output_blocked);
+  AverageResults results;
+  results.output = output_blocked ? to_plain(out_shape, output) : output;
+  results.input_diff = to_plain(in_shape, input_diff);
+  return results;
+}
+
+std::size_t input_count(const BlockedPoolCase& c) {
+  return static_cast<std::size_t>(c.num) * c.channels * c.height * c.width;
+}
+
+std::size_t output_count(const BlockedPoolCase& c) {
+  const PoolingGeometry g = geometry_of(c);
+  return static_cast<std::size_t>(g.planes) * g.pooled_h * g.pooled_w;
+}
+
+void expect_max_pool_matches(const BlockedPoolCase& c, Values kind, std::uint32_t seed) {
+  const PoolingGeometry g = geometry_of(c);
+  ASSERT_GT(g.pooled_h, 0);
+  ASSERT_GT(g.pooled_w, 0);
+  const std::vector<float> input = random_values(input_count(c), kind, seed);
+  const std::vector<float> top_diff = random_values(output_count(c), Values::kUniform, seed + 1);
+
+  std::vector<float> out_ref(output_count(c));
+  std::vector<int> mask_ref(output_count(c));
+  max_pool_forward_reference(g, input.data(), out_ref.data(), nullptr, mask_ref.data());
+  std::vector<float> diff_ref(input_count(c));
+  max_pool_backward_reference(g, top_diff.data(), nullptr, mask_ref.data(), diff_ref.data());
+
+  for (bool output_blocked : {true, false}) {
+    const MaxResults blocked = run_max_blocked(c, input, top_diff, output_blocked);
+    expect_same(blocked.output, out_ref, "MAX output", c, output_blocked);
+    ASSERT_EQ(blocked.mask, mask_ref) << c << ", output " << (output_blocked ? "blocked" : "plain");
+    expect_same(blocked.input_diff, diff_ref, "MAX input diff", c, output_blocked);
+  }
+}
+
+void expect_average_pool_matches(const BlockedPoolCase& c, Values kind, std::uint32_t seed) {
+  const PoolingGeometry g = geometry_of(c);
+  const std::vector<float> input = random_values(input_count(c), kind, seed);
+  const std::vector<float> top_diff = random_values(output_count(c), Values::kUniform, seed + 1);
+
+  std::vector<float> out_ref(output_count(c));
+  average_pool_forward_reference(g, input.data(), out_ref.data());
+  std::vector<float> diff_ref(input_count(c));
+  average_pool_backward_reference(g, top_diff.data(), diff_ref.data());
+
+  for (bool output_blocked : {true, false}) {
+    const AverageResults blocked = run_average_blocked(c, input, top_diff, output_blocked);
+    expect_same(blocked.output, out_ref, "AVE output", c, output_blocked);
+    expect_same(blocked.input_diff, diff_ref, "AVE input diff", c, output_blocked);
+  }
+}
+
+// num, channels, height, width, kernel h/w, pad h/w, stride h/w, global.
+const BlockedPoolCase kCases[] = {
+    {3, 32, 32, 32, 3, 3, 0, 0, 2, 2, false},  // CIFAR-10 pool1: ceil mode hangs over
+    {2, 32, 16, 16, 3, 3, 0, 0, 2, 2, false},  // CIFAR-10 pool2
+    {2, 64, 8, 8, 3, 3, 0, 0, 2, 2, false},    // CIFAR-10 pool3
+    {3, 16, 24, 24, 2, 2, 0, 0, 2, 2, false},  // LeNet-like 2x2 stride 2
+    {2, 48, 13, 7, 3, 3, 1, 1, 2, 2, false},   // odd sizes, pad 1
+    {1, 16, 19, 23, 5, 5, 2, 2, 2, 2, false},  // batch 1, pad 2
+    {2, 32, 11, 29, 3, 2, 2, 1, 2, 3, false},  // uneven kernel, pad and stride
+    {1, 16, 13, 7, 4, 2, 1, 0, 3, 1, false},   // kernel_h != kernel_w, pad on one axis
+    {2, 16, 14, 15, 3, 3, 1, 1, 1, 1, false},  // stride 1 (GoogLeNet's 3x3 s1 p1)
+    {1, 32, 23, 23, 1, 1, 0, 0, 3, 3, false},  // stride > kernel: empty last window
+    {2, 16, 12, 26, 2, 3, 0, 0, 5, 4, false},  // stride > kernel, both axes
+    {2, 48, 7, 7, 0, 0, 0, 0, 1, 1, true},     // global pooling (GoogLeNet's 7x7)
+    {1, 16, 5, 11, 0, 0, 0, 0, 1, 1, true},    // global, odd shape
+    {3, 16, 1, 1, 1, 1, 0, 0, 1, 1, false},    // 1x1 maps
+    {1, 32, 1, 1, 0, 0, 0, 0, 1, 1, true},     // global pooling of 1x1 maps
+    {2, 16, 1, 40, 1, 3, 0, 1, 1, 2, false},   // one row
+    {2, 16, 40, 1, 3, 1, 1, 0, 2, 1, false},   // one column
+};
+
+TEST(PoolingBlockedKernels, MaxMatchesReference) {
+  std::uint32_t seed = 1;
+  for (const BlockedPoolCase& c : kCases) {
+    for (Values kind : {Values::kUniform, Values::kFewIntegers, Values::kWithInfinitiesAndNaN}) {
+      SCOPED_TRACE(::testing::Message() << "values kind " << static_cast<int>(kind));
+      expect_max_pool_matches(c, kind, seed++);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(PoolingBlockedKernels, AverageMatchesReference) {
+  std::uint32_t seed = 100;
+  for (const BlockedPoolCase& c : kCases) {
+    for (Values kind : {Values::kUniform, Values::kFewIntegers}) {
+      SCOPED_TRACE(::testing::Message() << "values kind " << static_cast<int>(kind));
+      expect_average_pool_matches(c, kind, seed++);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+// Every result of both kernels, forward and backward, in both output
+// layouts, flattened into one vector (masks as floats).
+std::vector<float> all_results(const BlockedPoolCase& c, std::uint32_t seed) {
+  const std::vector<float> input = random_values(input_count(c), Values::kFewIntegers, seed);
+  const std::vector<float> top_diff = random_values(output_count(c), Values::kUniform, seed + 1);
+  std::vector<float> all;
+  for (bool output_blocked : {true, false}) {
+    const MaxResults max = run_max_blocked(c, input, top_diff, output_blocked);
+    const AverageResults average = run_average_blocked(c, input, top_diff, output_blocked);
+    all.insert(all.end(), max.output.begin(), max.output.end());
+    for (int index : max.mask) all.push_back(static_cast<float>(index));
+    all.insert(all.end(), max.input_diff.begin(), max.input_diff.end());
+    all.insert(all.end(), average.output.begin(), average.output.end());
+    all.insert(all.end(), average.input_diff.begin(), average.input_diff.end());
+  }
+  return all;
+}
+
+TEST(PoolingBlockedKernels, SameBitsForOneAndTwoThreads) {
+  // Big enough to split across threads; an odd block count for the second.
+  const BlockedPoolCase cases[] = {{4, 32, 32, 32, 3, 3, 0, 0, 2, 2, false},
+                                   {3, 48, 17, 19, 3, 3, 1, 1, 2, 2, false}};
+  std::uint32_t seed = 500;
+  for (const BlockedPoolCase& c : cases) {
+    testing::expect_same_for_thread_counts([&] { return all_results(c, seed); });
+    ++seed;
+  }
+}
+
+}  // namespace
+}  // namespace xtrain
