@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "xtrain/blob.hpp"
@@ -88,6 +89,40 @@ class Layer {
   void set_absorbed_by_previous_layer() { absorbed_ = true; }
   bool absorbed_by_previous_layer() const { return absorbed_; }
 
+  // Channel-blocked activations (MemoryLayout::kChannelBlocked, oneDNN's
+  // nChw16c), which the Net arranges on the CPU between layers that compute
+  // in that layout, saving the reorders at each boundary. Results are the
+  // same in either layout.
+  // Whether the layer reads bottom i in either layout, looking at its
+  // storage's layout as it goes (for an in-place layer: and writes it back
+  // in that layout).
+  virtual bool reads_channel_blocked_bottom(int bottom_index) const {
+    (void)bottom_index;
+    return false;
+  }
+  // Whether the layer can write top i (not in place) channel-blocked when
+  // the bottoms marked in `blocked_bottoms` arrive blocked.
+  virtual bool can_write_channel_blocked_top(int top_index,
+                                             const std::vector<bool>& blocked_bottoms) const {
+    (void)top_index;
+    (void)blocked_bottoms;
+    return false;
+  }
+  // A layer whose tops are views of its bottom's data (Split): the Net then
+  // lets the bottom be blocked only if every reader of every top reads it.
+  virtual bool tops_share_bottom_data() const { return false; }
+  // A layer that computes all its blobs in one layout (Eltwise, Concat,
+  // BatchNorm or Scale out of place): the Net keeps its bottoms plain unless
+  // its top ends up blocked too, so that it never converts a bottom.
+  virtual bool computes_in_one_layout() const { return false; }
+  // Set by the Net for the tops it lets the layer write blocked: every
+  // reader of the top reads_channel_blocked_bottom.
+  void set_channel_blocked_tops(std::vector<bool> tops) { channel_blocked_tops_ = std::move(tops); }
+  bool writes_channel_blocked_top(int top_index) const {
+    return top_index < static_cast<int>(channel_blocked_tops_.size()) &&
+           channel_blocked_tops_[top_index];
+  }
+
   // The device the kernels run on (set by the Net before setup).
   void set_device(const Device& device) { device_ = device; }
   const Device& device() const { return device_; }
@@ -136,6 +171,7 @@ class Layer {
 
   Device device_;
   RandomStream random_;
+  std::vector<bool> channel_blocked_tops_;
 };
 
 }  // namespace xtrain

@@ -40,6 +40,12 @@ struct NetOptions {
   // results bit for bit, two sweeps over the blob fewer. The ReLU layer
   // stays in the net and does nothing.
   bool fuse_layers = true;
+  // On the CPU, keep activations channel-blocked (oneDNN's nChw16c) between
+  // layers that compute in that layout (Layer::reads_channel_blocked_bottom):
+  // a convolution, its pooling and ReLU and the next convolution pass them on
+  // without reordering. Same results bit for bit; a program reading such a
+  // blob through the plain accessors gets the plain values (converted then).
+  bool channel_blocked_activations = true;
 };
 
 class Net {
@@ -130,6 +136,7 @@ class Net {
   void compute_backward_needs(const NetParameter& param);
   void share_activation_memory();
   void fuse_in_place_relus();
+  void arrange_channel_blocked_activations();
 
   NetOptions options_;
   std::string name_;

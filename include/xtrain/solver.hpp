@@ -54,6 +54,8 @@ struct SolverOptions {
   // NetOptions::share_activation_memory for the train and test nets (their
   // outputs, which the solver reads, keep their own storage).
   bool share_activation_memory = false;
+  // NetOptions::channel_blocked_activations for the train and test nets.
+  bool channel_blocked_activations = true;
 };
 
 class Solver {

@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/channel_blocked_plan.hpp"
 #include "core/net_input_upgrade.hpp"
 #include "core/net_memory_plan.hpp"
 #include "core/net_upgrade.hpp"
@@ -154,8 +155,12 @@ void Net::init(const NetParameter& in_param) {
     params_[i]->share_data(*params_[param_owners_[i]]);
     params_[i]->share_diff(*params_[param_owners_[i]]);
   }
-  if (options_.share_activation_memory) share_activation_memory();
   if (options_.fuse_layers && !options_.device.is_gpu()) fuse_in_place_relus();
+  // Before the memory plan, which keeps blocked and plain blobs apart.
+  if (options_.channel_blocked_activations && !options_.device.is_gpu()) {
+    arrange_channel_blocked_activations();
+  }
+  if (options_.share_activation_memory) share_activation_memory();
   if (options_.verbose) XLOG(INFO) << "Network initialization done.";
 }
 
@@ -178,6 +183,23 @@ void Net::fuse_in_place_relus() {
   }
   if (options_.verbose && fused > 0) {
     XLOG(INFO) << fused << " in-place ReLU layer(s) fused into the layer before them";
+  }
+}
+
+void Net::arrange_channel_blocked_activations() {
+  const std::vector<bool> blocked = plan_channel_blocked_blobs(*this);
+  std::string names;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    std::vector<bool> tops;
+    for (int id : top_id_vecs_[i]) tops.push_back(blocked[id]);
+    layers_[i]->set_channel_blocked_tops(std::move(tops));
+  }
+  for (std::size_t id = 0; id < blobs_.size(); ++id) {
+    if (blocked[id]) names += (names.empty() ? "" : ", ") + blob_names_[id];
+  }
+  if (options_.verbose && !names.empty()) {
+    XLOG(INFO) << "Channel-blocked activations (nChw16c, no reorders between their layers): "
+               << names;
   }
 }
 

@@ -52,6 +52,11 @@ class BaseConvolutionLayer : public Layer {
 
   // The engine for the current input shape (set by reshape()).
   ConvolutionEngine& engine() { return *engine_; }
+  const ConvolutionEngine& engine() const { return *engine_; }
+  bool has_engine() const { return engine_ != nullptr; }
+  // Whether the blobs are (num, channels, height, width), the only shape the
+  // channel-blocked layout describes.
+  bool blobs_are_nchw() const { return channel_axis_ == 1 && geometry_.height > 0; }
 
   bool bias_term() const { return bias_term_; }
   int num() const { return num_; }

@@ -66,14 +66,30 @@ class ConcatLayer : public Layer {
       top[0]->share_data(first);
       top[0]->share_diff(first);
     }
+    // Along channels, in whole blocks of 16, an image's channels [c0, c1)
+    // are the same run of values in the blocked layout as in the plain one:
+    // the copies below work unchanged.
+    whole_channel_blocks_ = axis_ == 1 && bottom.size() > 1;
+    for (const Blob* input : bottom) {
+      whole_channel_blocks_ = whole_channel_blocks_ && input->can_be_channel_blocked();
+    }
+  }
+
+  bool reads_channel_blocked_bottom(int) const override { return whole_channel_blocks_; }
+  bool computes_in_one_layout() const override { return true; }
+  bool can_write_channel_blocked_top(int, const std::vector<bool>& blocked_bottoms) const override {
+    return whole_channel_blocks_ &&
+           std::all_of(blocked_bottoms.begin(), blocked_bottoms.end(), [](bool b) { return b; });
   }
 
  protected:
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
     if (bottom.size() == 1) return;
-    float* output = top[0]->mutable_cpu_data();
+    layout_ = whole_channel_blocks_ && writes_channel_blocked_top(0) ? MemoryLayout::kChannelBlocked
+                                                                     : MemoryLayout::kPlain;
+    float* output = top[0]->overwrite_cpu_data_in(layout_);
     std::vector<const float*> inputs;
-    for (const Blob* input : bottom) inputs.push_back(input->cpu_data());
+    for (const Blob* input : bottom) inputs.push_back(input->cpu_data_in(layout_));
     for_each_piece(bottom,
                    [&](std::size_t i, std::size_t source, std::size_t target, std::size_t length) {
                      std::copy_n(inputs[i] + source, length, output + target);
@@ -83,10 +99,10 @@ class ConcatLayer : public Layer {
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
     if (bottom.size() == 1) return;
-    const float* output_diff = top[0]->cpu_diff();
+    const float* output_diff = top[0]->cpu_diff_in(layout_);
     std::vector<float*> diffs;
     for (std::size_t i = 0; i < bottom.size(); ++i) {
-      diffs.push_back(propagate_down[i] ? bottom[i]->mutable_cpu_diff() : nullptr);
+      diffs.push_back(propagate_down[i] ? bottom[i]->overwrite_cpu_diff_in(layout_) : nullptr);
     }
     for_each_piece(bottom,
                    [&](std::size_t i, std::size_t source, std::size_t target, std::size_t length) {
@@ -125,6 +141,8 @@ class ConcatLayer : public Layer {
   }
 
   int axis_ = 1;
+  bool whole_channel_blocks_ = false;
+  MemoryLayout layout_ = MemoryLayout::kPlain;  // of the last forward pass
   std::size_t outer_ = 1;
   std::size_t inner_ = 1;
 };

@@ -31,6 +31,21 @@ std::string ConvolutionShape::to_string() const {
                         bias_term ? ", bias" : ", no bias");
 }
 
+void ConvolutionEngine::forward_in(const Layouts& layouts, const float* bottom,
+                                   const float* weights, const float* bias, float* top) {
+  XTRAIN_ASSERT(layouts.bottom == MemoryLayout::kPlain && layouts.top == MemoryLayout::kPlain,
+                name(), " computes on plain arrays only");
+  forward(bottom, weights, bias, top);
+}
+
+void ConvolutionEngine::backward_in(const Layouts& layouts, const float* bottom,
+                                    const float* top_diff, const float* weights, float* weight_diff,
+                                    float* bias_diff, float* bottom_diff) {
+  XTRAIN_ASSERT(layouts.bottom == MemoryLayout::kPlain && layouts.top == MemoryLayout::kPlain,
+                name(), " computes on plain arrays only");
+  backward(bottom, top_diff, weights, weight_diff, bias_diff, bottom_diff);
+}
+
 bool operator==(const ConvolutionShape& a, const ConvolutionShape& b) {
   return as_tuple(a) == as_tuple(b);
 }

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "layers/im2col.hpp"
+#include "xtrain/synced_memory.hpp"
 
 namespace xtrain {
 
@@ -83,6 +84,24 @@ class ConvolutionEngine {
     }
     if (bottom_diff != nullptr) backward_data(top_diff, weights, bottom_diff);
   }
+
+  // The activations' layouts in a call: `bottom` for bottom and bottom_diff,
+  // `top` for top and top_diff. Weights and biases are always plain.
+  struct Layouts {
+    MemoryLayout bottom = MemoryLayout::kPlain;
+    MemoryLayout top = MemoryLayout::kPlain;
+  };
+  // Whether forward/backward below take channel-blocked activations (the
+  // plain-only engines say no and the layer converts for them).
+  virtual bool accepts_channel_blocked() const { return false; }
+  // Whether the engine computes in the channel-blocked layout, so that
+  // blocked activations save it reorders.
+  virtual bool prefers_channel_blocked() const { return false; }
+  virtual void forward_in(const Layouts& layouts, const float* bottom, const float* weights,
+                          const float* bias, float* top);
+  virtual void backward_in(const Layouts& layouts, const float* bottom, const float* top_diff,
+                           const float* weights, float* weight_diff, float* bias_diff,
+                           float* bottom_diff);
 };
 
 // What XTRAIN_CONV_IMPL asks for:

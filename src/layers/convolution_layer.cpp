@@ -8,8 +8,17 @@ namespace xtrain {
 void ConvolutionLayer::forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   const float* weights = blobs_[0]->cpu_data();
   const float* bias = bias_term() ? blobs_[1]->cpu_data() : nullptr;
+  const bool blocked_ok = engine().accepts_channel_blocked();
   for (std::size_t i = 0; i < bottom.size(); ++i) {
-    engine().forward(bottom[i]->cpu_data(), weights, bias, top[i]->mutable_cpu_data());
+    ConvolutionEngine::Layouts layouts;
+    if (blocked_ok) {
+      layouts.bottom = bottom[i]->data_layout();
+      if (writes_channel_blocked_top(static_cast<int>(i)) && top[i]->can_be_channel_blocked()) {
+        layouts.top = MemoryLayout::kChannelBlocked;
+      }
+    }
+    engine().forward_in(layouts, bottom[i]->cpu_data_in(layouts.bottom), weights, bias,
+                        top[i]->overwrite_cpu_data_in(layouts.top));
   }
 }
 
@@ -19,10 +28,31 @@ void ConvolutionLayer::backward_cpu(const BlobVec& top, const std::vector<bool>&
   float* weight_diff = param_propagate_down(0) ? blobs_[0]->mutable_cpu_diff() : nullptr;
   float* bias_diff =
       bias_term() && param_propagate_down(1) ? blobs_[1]->mutable_cpu_diff() : nullptr;
+  const bool blocked_ok = engine().accepts_channel_blocked();
   for (std::size_t i = 0; i < top.size(); ++i) {
-    engine().backward(bottom[i]->cpu_data(), top[i]->cpu_diff(), weights, weight_diff, bias_diff,
-                      propagate_down[i] ? bottom[i]->mutable_cpu_diff() : nullptr);
+    // The activations as they are; the bottom's gradient in its values' layout.
+    ConvolutionEngine::Layouts layouts;
+    if (blocked_ok) {
+      layouts.bottom = bottom[i]->data_layout();
+      layouts.top = top[i]->diff_layout();
+    }
+    engine().backward_in(
+        layouts, bottom[i]->cpu_data_in(layouts.bottom), top[i]->cpu_diff_in(layouts.top), weights,
+        weight_diff, bias_diff,
+        propagate_down[i] ? bottom[i]->overwrite_cpu_diff_in(layouts.bottom) : nullptr);
   }
+}
+
+bool ConvolutionLayer::reads_channel_blocked_bottom(int bottom_index) const {
+  (void)bottom_index;
+  return has_engine() && blobs_are_nchw() && engine().accepts_channel_blocked();
+}
+
+bool ConvolutionLayer::can_write_channel_blocked_top(
+    int top_index, const std::vector<bool>& blocked_bottoms) const {
+  (void)top_index;
+  (void)blocked_bottoms;
+  return has_engine() && blobs_are_nchw() && engine().prefers_channel_blocked();
 }
 
 void register_convolution_layer(LayerRegistry& registry) {

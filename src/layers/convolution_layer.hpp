@@ -34,6 +34,12 @@ class ConvolutionLayer : public BaseConvolutionLayer {
     return (input + 2 * pad - kernel_extent) / stride + 1;
   }
 
+  // Channel-blocked activations (see Layer): oneDNN computes in that layout,
+  // so a blocked bottom or top saves it a reorder.
+  bool reads_channel_blocked_bottom(int bottom_index) const override;
+  bool can_write_channel_blocked_top(int top_index,
+                                     const std::vector<bool>& blocked_bottoms) const override;
+
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;

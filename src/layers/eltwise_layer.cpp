@@ -54,6 +54,13 @@ class EltwiseLayer : public Layer {
     return fused_relu_;
   }
 
+  // Value by value, so any layout will do when all blobs share it.
+  bool reads_channel_blocked_bottom(int) const override { return true; }
+  bool computes_in_one_layout() const override { return true; }
+  bool can_write_channel_blocked_top(int, const std::vector<bool>& blocked_bottoms) const override {
+    return std::all_of(blocked_bottoms.begin(), blocked_bottoms.end(), [](bool b) { return b; });
+  }
+
   void reshape(const BlobVec& bottom, const BlobVec& top) override {
     for (std::size_t i = 1; i < bottom.size(); ++i) {
       XTRAIN_CHECK(bottom[i]->shape() == bottom[0]->shape(), where(),
@@ -73,9 +80,10 @@ class EltwiseLayer : public Layer {
   // block stays in cache while every bottom is folded into it, in the order
   // Caffe folds them, so the results are Caffe's sweep-by-sweep ones.
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    float* output = top[0]->mutable_cpu_data();
+    layout_ = writes_channel_blocked_top(0) ? MemoryLayout::kChannelBlocked : MemoryLayout::kPlain;
+    float* output = top[0]->overwrite_cpu_data_in(layout_);
     std::vector<const float*> inputs;
-    for (const Blob* input : bottom) inputs.push_back(input->cpu_data());
+    for (const Blob* input : bottom) inputs.push_back(input->cpu_data_in(layout_));
     const std::size_t last = inputs.size();
     switch (operation_) {
       case EltwiseParameter::PROD:
@@ -136,17 +144,18 @@ class EltwiseLayer : public Layer {
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
     const std::size_t count = top[0]->count();
-    const float* output = top[0]->cpu_data();
-    const float* output_diff = top[0]->cpu_diff();
+    // In the layout of the forward pass (MAX's winners are in its order).
+    const float* output = top[0]->cpu_data_in(layout_);
+    const float* output_diff = top[0]->cpu_diff_in(layout_);
     // With an absorbed ReLU the first bottom's pass also masks dtop in place
     // (the ReLU's top and bottom are this layer's top), for the others.
-    float* unmasked_diff = fused_relu_ ? top[0]->mutable_cpu_diff() : nullptr;
+    float* unmasked_diff = fused_relu_ ? top[0]->mutable_cpu_diff_in(layout_) : nullptr;
     std::vector<const float*> inputs;
-    for (const Blob* input : bottom) inputs.push_back(input->cpu_data());
+    for (const Blob* input : bottom) inputs.push_back(input->cpu_data_in(layout_));
     for (std::size_t k = 0; k < bottom.size(); ++k) {
       if (!propagate_down[k]) continue;
       const float* input = inputs[k];
-      float* input_diff = bottom[k]->mutable_cpu_diff();
+      float* input_diff = bottom[k]->overwrite_cpu_diff_in(layout_);
       switch (operation_) {
         case EltwiseParameter::PROD:
           for_each_block(count, inputs.size(), [&](std::size_t begin, std::size_t end) {
@@ -215,7 +224,8 @@ class EltwiseLayer : public Layer {
   bool fused_relu_ = false;  // an in-place ReLU after this SUM is done here
   std::vector<float> coefficients_;
   bool stable_prod_grad_ = true;
-  std::vector<int> winner_;  // MAX: the bottom each top value came from
+  std::vector<int> winner_;                     // MAX: the bottom each top value came from
+  MemoryLayout layout_ = MemoryLayout::kPlain;  // of every blob in the last forward pass
 };
 
 }  // namespace

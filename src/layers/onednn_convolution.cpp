@@ -9,6 +9,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "core/channel_blocked_layout.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -131,6 +132,37 @@ class Boundary {
   std::optional<dnnl::reorder> to_user_;
 };
 
+// An activation array that the caller keeps plain or channel-blocked
+// (nChw16c), call by call: one Boundary per layout, made on first use.
+class ActivationBoundary {
+ public:
+  ActivationBoundary(const memory::desc& plain, const memory::desc& blocked,
+                     const memory::desc& wanted, Role role)
+      : plain_(plain), blocked_(blocked), wanted_(wanted), role_(role) {}
+
+  Boundary& operator[](MemoryLayout layout) {
+    const bool blocked = layout == MemoryLayout::kChannelBlocked;
+    std::optional<Boundary>& boundary = blocked ? blocked_boundary_ : plain_boundary_;
+    if (!boundary) {
+      XTRAIN_ASSERT(!blocked || !blocked_.is_zero(), "no blocked layout for this array");
+      boundary.emplace(blocked ? blocked_ : plain_, wanted_, role_);
+    }
+    return *boundary;
+  }
+
+ private:
+  memory::desc plain_, blocked_, wanted_;
+  Role role_;
+  std::optional<Boundary> plain_boundary_, blocked_boundary_;
+};
+
+// The channel-blocked desc of an NCHW array, or a zero desc when its channels
+// are not a multiple of 16 (a blob then never holds that layout).
+memory::desc channel_blocked_desc(const memory::dims& dims) {
+  if (!channels_can_be_blocked(static_cast<int>(dims[1]))) return memory::desc();
+  return memory::desc(dims, DataType::f32, Tag::nChw16c);
+}
+
 std::string implementation_of(const dnnl::primitive_desc_base& pd) { return pd.impl_info_str(); }
 
 bool starts_with(const std::string& text, const char* prefix) {
@@ -204,6 +236,8 @@ class OnednnConvolution final : public ConvolutionEngine {
                     : memory::dims{groups, oc / groups, c / groups, g.kernel_h, g.kernel_w};
     src_plain_ = memory::desc(src_dims, DataType::f32, Tag::nchw);
     dst_plain_ = memory::desc(dst_dims, DataType::f32, Tag::nchw);
+    src_blocked_ = channel_blocked_desc(src_dims);
+    dst_blocked_ = channel_blocked_desc(dst_dims);
     weights_plain_ = memory::desc(weight_dims, DataType::f32, groups == 1 ? Tag::oihw : Tag::goihw);
     if (shape.bias_term) bias_plain_ = memory::desc({oc}, DataType::f32, Tag::x);
 
@@ -285,83 +319,119 @@ class OnednnConvolution final : public ConvolutionEngine {
   }
   const ConvolutionShape& shape() const override { return shape_; }
 
+  bool accepts_channel_blocked() const override { return true; }
+  bool prefers_channel_blocked() const override {
+    return !dst_blocked_.is_zero() && forward_pd_.dst_desc() == dst_blocked_;
+  }
+
   void forward(const float* bottom, const float* weights, const float* bias, float* top) override {
+    forward_in(Layouts{}, bottom, weights, bias, top);
+  }
+  void backward_data(const float* top_diff, const float* weights, float* bottom_diff) override {
+    backward_data_in(Layouts{}, top_diff, weights, bottom_diff);
+  }
+  void backward_weights(const float* bottom, const float* top_diff, float* weight_diff,
+                        float* bias_diff) override {
+    backward_weights_in(Layouts{}, bottom, top_diff, weight_diff, bias_diff);
+  }
+  void backward(const float* bottom, const float* top_diff, const float* weights,
+                float* weight_diff, float* bias_diff, float* bottom_diff) override {
+    backward_in(Layouts{}, bottom, top_diff, weights, weight_diff, bias_diff, bottom_diff);
+  }
+
+  void forward_in(const Layouts& layouts, const float* bottom, const float* weights,
+                  const float* bias, float* top) override {
     run([&] {
       if (!forward_) forward_.emplace(this);
       ForwardPass& pass = *forward_;
-      Arguments args = {{DNNL_ARG_SRC, pass.src.in(bottom, stream_)},
+      Boundary& dst = pass.dst[layouts.top];
+      Arguments args = {{DNNL_ARG_SRC, pass.src[layouts.bottom].in(bottom, stream_)},
                         {DNNL_ARG_WEIGHTS, pass.weights.in(weights, stream_)},
-                        {DNNL_ARG_DST, pass.dst.out(top)}};
+                        {DNNL_ARG_DST, dst.out(top)}};
       if (shape_.bias_term) {
         args.emplace(DNNL_ARG_BIAS, memory(bias_plain_, cpu_engine(), const_cast<float*>(bias)));
       }
       pass.primitive.execute(stream_, args);
-      pass.dst.finish(stream_);
+      dst.finish(stream_);
     });
   }
 
-  void backward_data(const float* top_diff, const float* weights, float* bottom_diff) override {
-    run([&] {
-      if (!backward_data_) backward_data_.emplace(this);
-      run_backward_data(backward_data_->top_diff.in(top_diff, stream_), weights, bottom_diff);
-    });
-  }
-
-  void backward_weights(const float* bottom, const float* top_diff, float* weight_diff,
-                        float* bias_diff) override {
-    if (!wants_weight_gradients(weight_diff, bias_diff)) return;
-    run([&] {
-      if (!backward_weights_) backward_weights_.emplace(this);
-      run_backward_weights(bottom, backward_weights_->top_diff.in(top_diff, stream_), weight_diff,
-                           bias_diff);
-    });
-  }
-
-  void backward(const float* bottom, const float* top_diff, const float* weights,
-                float* weight_diff, float* bias_diff, float* bottom_diff) override {
+  void backward_in(const Layouts& layouts, const float* bottom, const float* top_diff,
+                   const float* weights, float* weight_diff, float* bias_diff,
+                   float* bottom_diff) override {
     const bool same_top_diff_layout =
         backward_weights_pd_.diff_dst_desc() == backward_data_pd_.diff_dst_desc();
     if (!wants_weight_gradients(weight_diff, bias_diff) || bottom_diff == nullptr ||
         !same_top_diff_layout) {
-      ConvolutionEngine::backward(bottom, top_diff, weights, weight_diff, bias_diff, bottom_diff);
+      if (wants_weight_gradients(weight_diff, bias_diff)) {
+        backward_weights_in(layouts, bottom, top_diff, weight_diff, bias_diff);
+      }
+      if (bottom_diff != nullptr) backward_data_in(layouts, top_diff, weights, bottom_diff);
       return;
     }
     run([&] {
       if (!backward_weights_) backward_weights_.emplace(this);
       if (!backward_data_) backward_data_.emplace(this);
       // The weight pass's copy of top_diff serves the data pass too.
-      const memory& top_diff_inner = backward_weights_->top_diff.in(top_diff, stream_);
-      run_backward_weights(bottom, top_diff_inner, weight_diff, bias_diff);
-      run_backward_data(top_diff_inner, weights, bottom_diff);
+      const memory& top_diff_inner = backward_weights_->top_diff[layouts.top].in(top_diff, stream_);
+      run_backward_weights(layouts, bottom, top_diff_inner, weight_diff, bias_diff);
+      run_backward_data(layouts, top_diff_inner, weights, bottom_diff);
     });
   }
 
  private:
+  void backward_data_in(const Layouts& layouts, const float* top_diff, const float* weights,
+                        float* bottom_diff) {
+    run([&] {
+      if (!backward_data_) backward_data_.emplace(this);
+      run_backward_data(layouts, backward_data_->top_diff[layouts.top].in(top_diff, stream_),
+                        weights, bottom_diff);
+    });
+  }
+
+  void backward_weights_in(const Layouts& layouts, const float* bottom, const float* top_diff,
+                           float* weight_diff, float* bias_diff) {
+    if (!wants_weight_gradients(weight_diff, bias_diff)) return;
+    run([&] {
+      if (!backward_weights_) backward_weights_.emplace(this);
+      run_backward_weights(layouts, bottom,
+                           backward_weights_->top_diff[layouts.top].in(top_diff, stream_),
+                           weight_diff, bias_diff);
+    });
+  }
+
   // The primitives are made on first use: a net that only runs forward
   // (testing, deploy) never compiles the backward kernels.
   struct ForwardPass {
     explicit ForwardPass(OnednnConvolution* e)
         : primitive(e->forward_pd_),
-          src(e->src_plain_, e->forward_pd_.src_desc(), kSourceRole),
+          src(e->src_plain_, e->src_blocked_, e->forward_pd_.src_desc(), kSourceRole),
           weights(e->weights_plain_, e->forward_pd_.weights_desc(), kWeightsRole),
-          dst(e->dst_plain_, e->forward_pd_.dst_desc(), kDestinationRole) {}
+          dst(e->dst_plain_, e->dst_blocked_, e->forward_pd_.dst_desc(), kDestinationRole) {}
     dnnl::convolution_forward primitive;
-    Boundary src, weights, dst;
+    ActivationBoundary src;
+    Boundary weights;
+    ActivationBoundary dst;
   };
   struct BackwardDataPass {
     explicit BackwardDataPass(OnednnConvolution* e)
         : primitive(e->backward_data_pd_),
-          top_diff(e->dst_plain_, e->backward_data_pd_.diff_dst_desc(), kDestinationRole),
+          top_diff(e->dst_plain_, e->dst_blocked_, e->backward_data_pd_.diff_dst_desc(),
+                   kDestinationRole),
           weights(e->weights_plain_, e->backward_data_pd_.weights_desc(), kWeightsRole),
-          bottom_diff(e->src_plain_, e->backward_data_pd_.diff_src_desc(), kSourceDiffRole) {}
+          bottom_diff(e->src_plain_, e->src_blocked_, e->backward_data_pd_.diff_src_desc(),
+                      kSourceDiffRole) {}
     dnnl::convolution_backward_data primitive;
-    Boundary top_diff, weights, bottom_diff;
+    ActivationBoundary top_diff;
+    Boundary weights;
+    ActivationBoundary bottom_diff;
   };
   struct BackwardWeightsPass {
     explicit BackwardWeightsPass(OnednnConvolution* e)
         : primitive(e->backward_weights_pd_),
-          bottom(e->src_plain_, e->backward_weights_pd_.src_desc(), kSourceRole),
-          top_diff(e->dst_plain_, e->backward_weights_pd_.diff_dst_desc(), kDestinationRole),
+          bottom(e->src_plain_, e->src_blocked_, e->backward_weights_pd_.src_desc(), kSourceRole),
+          top_diff(e->dst_plain_, e->dst_blocked_, e->backward_weights_pd_.diff_dst_desc(),
+                   kDestinationRole),
           weight_diff(e->weights_plain_, e->backward_weights_pd_.diff_weights_desc(),
                       kWeightDiffRole, /*accumulate=*/true) {
       if (e->shape_.bias_term) {
@@ -370,7 +440,8 @@ class OnednnConvolution final : public ConvolutionEngine {
       }
     }
     dnnl::convolution_backward_weights primitive;
-    Boundary bottom, top_diff, weight_diff;
+    ActivationBoundary bottom, top_diff;
+    Boundary weight_diff;
     std::optional<Boundary> bias_diff;
   };
 
@@ -379,19 +450,21 @@ class OnednnConvolution final : public ConvolutionEngine {
   }
 
   // The data pass with top_diff already in the primitive's layout.
-  void run_backward_data(const memory& top_diff, const float* weights, float* bottom_diff) {
+  void run_backward_data(const Layouts& layouts, const memory& top_diff, const float* weights,
+                         float* bottom_diff) {
     BackwardDataPass& pass = *backward_data_;
+    Boundary& diff_src = pass.bottom_diff[layouts.bottom];
     pass.primitive.execute(stream_, {{DNNL_ARG_DIFF_DST, top_diff},
                                      {DNNL_ARG_WEIGHTS, pass.weights.in(weights, stream_)},
-                                     {DNNL_ARG_DIFF_SRC, pass.bottom_diff.out(bottom_diff)}});
-    pass.bottom_diff.finish(stream_);
+                                     {DNNL_ARG_DIFF_SRC, diff_src.out(bottom_diff)}});
+    diff_src.finish(stream_);
   }
 
   // The weight pass with top_diff already in the primitive's layout.
-  void run_backward_weights(const float* bottom, const memory& top_diff, float* weight_diff,
-                            float* bias_diff) {
+  void run_backward_weights(const Layouts& layouts, const float* bottom, const memory& top_diff,
+                            float* weight_diff, float* bias_diff) {
     BackwardWeightsPass& pass = *backward_weights_;
-    Arguments args = {{DNNL_ARG_SRC, pass.bottom.in(bottom, stream_)},
+    Arguments args = {{DNNL_ARG_SRC, pass.bottom[layouts.bottom].in(bottom, stream_)},
                       {DNNL_ARG_DIFF_DST, top_diff},
                       {DNNL_ARG_DIFF_WEIGHTS, pass.weight_diff.out(weight_diff)}};
     if (pass.bias_diff) args.emplace(DNNL_ARG_DIFF_BIAS, pass.bias_diff->out(bias_diff));
@@ -415,6 +488,7 @@ class OnednnConvolution final : public ConvolutionEngine {
   ConvolutionShape shape_;
   dnnl::stream stream_;
   memory::desc src_plain_, dst_plain_, weights_plain_, bias_plain_;
+  memory::desc src_blocked_, dst_blocked_;  // zero when the channels do not block
   dnnl::convolution_forward::primitive_desc forward_pd_;
   dnnl::convolution_backward_data::primitive_desc backward_data_pd_;
   dnnl::convolution_backward_weights::primitive_desc backward_weights_pd_;

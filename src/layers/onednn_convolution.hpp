@@ -1,6 +1,8 @@
 // The oneDNN convolution engine: forward, backward-data and backward-weights
-// primitives made once per shape, the activations plain NCHW at the layer
-// boundary and the weights in whatever layout each primitive prefers
+// primitives made once per shape, the activations plain NCHW or
+// channel-blocked (nChw16c, ConvolutionEngine::forward_in) at the layer
+// boundary, reordered only where the primitive wants another layout, and the
+// weights in whatever layout each primitive prefers
 // (format_tag::any, reordered from the blob on every call, since the solver
 // changes them). Parameter gradients come out in the primitive's layout and
 // are added into the plain diffs by one reorder with a sum post-op.
@@ -16,8 +18,8 @@ namespace xtrain {
 // Ways to steer the engine for tests and benchmarks; the defaults are what
 // the Convolution layer uses.
 struct OnednnConvolutionOptions {
-  // The activations' layout inside the primitives (they are NCHW outside,
-  // reordered at the boundary unless the layouts agree).
+  // The activations' layout inside the primitives (they are NCHW or nChw16c
+  // outside, reordered at the boundary unless the layouts agree).
   enum class Layout {
     kMeasuredBest,    // the measured rules in onednn_convolution.cpp
     kChosenByOnednn,  // usually blocked, e.g. nChw16c

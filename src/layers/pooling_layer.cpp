@@ -1,6 +1,7 @@
 #include "layers/pooling_layer.hpp"
 
 #include "layers/builtin_layers.hpp"
+#include "layers/pooling_blocked_kernels.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
 
@@ -93,10 +94,36 @@ void PoolingLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   const std::vector<int> top_shape = {input.shape(0), input.shape(1), pooled_h, pooled_w};
   top[0]->reshape(top_shape);
   if (top.size() > 1) top[1]->reshape(top_shape);
-  if (method_ == PoolingParameter::MAX && top.size() == 1) max_index_.resize(top[0]->count());
+  mask_is_top_ = top.size() > 1;
+  if (method_ == PoolingParameter::MAX && !mask_is_top_) max_index_.resize(top[0]->count());
+}
+
+bool PoolingLayer::reads_channel_blocked_bottom(int bottom_index) const {
+  (void)bottom_index;
+  return !mask_is_top_;
+}
+
+bool PoolingLayer::can_write_channel_blocked_top(int top_index,
+                                                 const std::vector<bool>& blocked_bottoms) const {
+  return top_index == 0 && !mask_is_top_ && blocked_bottoms[0];
 }
 
 void PoolingLayer::forward_cpu(const BlobVec& bottom, const BlobVec& top) {
+  forward_was_blocked_ = !mask_is_top_ && bottom[0]->data_layout() == MemoryLayout::kChannelBlocked;
+  if (forward_was_blocked_) {
+    const int channels = bottom[0]->shape(1);
+    const bool output_blocked = writes_channel_blocked_top(0) && top[0]->can_be_channel_blocked();
+    forward_output_layout_ = output_blocked ? MemoryLayout::kChannelBlocked : MemoryLayout::kPlain;
+    const float* input = bottom[0]->cpu_data_in(MemoryLayout::kChannelBlocked);
+    float* output = top[0]->overwrite_cpu_data_in(forward_output_layout_);
+    if (method_ == PoolingParameter::MAX) {
+      max_pool_forward_blocked(geometry_, channels, input, output, max_index_.data(),
+                               output_blocked);
+    } else {
+      average_pool_forward_blocked(geometry_, channels, input, output, output_blocked);
+    }
+    return;
+  }
   const float* input = bottom[0]->cpu_data();
   float* output = top[0]->mutable_cpu_data();
   if (method_ == PoolingParameter::MAX) {
@@ -110,6 +137,19 @@ void PoolingLayer::forward_cpu(const BlobVec& bottom, const BlobVec& top) {
 void PoolingLayer::backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                 const BlobVec& bottom) {
   if (!propagate_down[0]) return;
+  if (forward_was_blocked_) {
+    const int channels = bottom[0]->shape(1);
+    const bool output_blocked = forward_output_layout_ == MemoryLayout::kChannelBlocked;
+    const float* output_diff = top[0]->cpu_diff_in(forward_output_layout_);
+    float* input_diff = bottom[0]->overwrite_cpu_diff_in(MemoryLayout::kChannelBlocked);
+    if (method_ == PoolingParameter::MAX) {
+      max_pool_backward_blocked(geometry_, channels, output_diff, max_index_.data(), input_diff,
+                                output_blocked);
+    } else {
+      average_pool_backward_blocked(geometry_, channels, output_diff, input_diff, output_blocked);
+    }
+    return;
+  }
   const float* output_diff = top[0]->cpu_diff();
   float* input_diff = bottom[0]->mutable_cpu_diff();
   if (method_ == PoolingParameter::MAX) {

@@ -43,6 +43,13 @@ class PoolingLayer : public Layer {
     return param_.pooling_param().pool() == PoolingParameter::MAX ? 2 : 1;
   }
 
+  // A channel-blocked bottom is pooled in that layout (one 16-channel vector
+  // per pixel, pooling_blocked_kernels.hpp), unless the argmax mask is a top
+  // (a user-visible plain blob).
+  bool reads_channel_blocked_bottom(int bottom_index) const override;
+  bool can_write_channel_blocked_top(int top_index,
+                                     const std::vector<bool>& blocked_bottoms) const override;
+
  protected:
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
@@ -61,6 +68,11 @@ class PoolingLayer : public Layer {
   PoolingGeometry geometry_;  // the kernel, pad and stride above, and the shapes
   // The argmax of each output when there is no mask top.
   std::vector<int> max_index_;
+  bool mask_is_top_ = false;
+  // How the last forward pass ran; backward runs the same way (MAX's argmax
+  // indices are stored in the output's order).
+  bool forward_was_blocked_ = false;
+  MemoryLayout forward_output_layout_ = MemoryLayout::kPlain;
 };
 
 }  // namespace xtrain

@@ -36,6 +36,14 @@ class SplitLayer : public Layer {
     }
   }
 
+  // The tops are views of the bottom's data, in whatever layout it has;
+  // backward sums the tops' gradients elementwise in that layout.
+  bool reads_channel_blocked_bottom(int) const override { return true; }
+  bool tops_share_bottom_data() const override { return true; }
+  bool can_write_channel_blocked_top(int, const std::vector<bool>& blocked_bottoms) const override {
+    return blocked_bottoms[0];
+  }
+
  protected:
   void forward_cpu(const BlobVec&, const BlobVec&) override {}
   void forward_gpu(const BlobVec&, const BlobVec&) override {}
@@ -44,9 +52,10 @@ class SplitLayer : public Layer {
                     const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
     const std::size_t count = bottom[0]->count();
-    float* diff = bottom[0]->mutable_cpu_diff();
+    const MemoryLayout layout = bottom[0]->data_layout();
+    float* diff = bottom[0]->overwrite_cpu_diff_in(layout);
     std::vector<const float*> top_diffs;
-    for (const Blob* output : top) top_diffs.push_back(output->cpu_diff());
+    for (const Blob* output : top) top_diffs.push_back(output->cpu_diff_in(layout));
     // One sweep: each block of the sum stays in cache while the tops are
     // added to it one after another (the order of Caffe's sweeps).
     for_each_block(count, top.size(), [&](std::size_t begin, std::size_t end) {

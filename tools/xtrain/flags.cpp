@@ -16,6 +16,9 @@ DEFINE_int32(iterations, 50, "test/time: how many iterations (batches) to run");
 DEFINE_bool(share_activation_memory, true,
             "train/test/time: let blobs whose lifetimes do not overlap share storage (diffs in "
             "backward, data in test nets)");
+DEFINE_bool(channel_blocked_activations, true,
+            "train/test/time (CPU): keep activations channel-blocked (nChw16c) between "
+            "convolutions, pooling and ReLU instead of reordering them at every layer");
 DEFINE_int32(max_iter, -1,
              "train: stop after this many iterations instead of the solver's max_iter");
 DEFINE_string(sigint_effect, "stop", "train: on SIGINT (Ctrl-C): stop, snapshot or none");

@@ -13,6 +13,7 @@ DECLARE_int32(level);
 DECLARE_string(stage);
 DECLARE_int32(iterations);
 DECLARE_bool(share_activation_memory);
+DECLARE_bool(channel_blocked_activations);
 DECLARE_int32(max_iter);
 DECLARE_string(sigint_effect);
 DECLARE_string(sighup_effect);

@@ -17,6 +17,7 @@ int test_command() {
   NetOptions options;
   options.device = choose_device(FLAGS_gpu, false, 0);
   options.share_activation_memory = FLAGS_share_activation_memory;
+  options.channel_blocked_activations = FLAGS_channel_blocked_activations;
   XLOG(INFO) << "Use " << options.device.to_string() << ".";
   Net net(FLAGS_model, parse_phase(FLAGS_phase, TEST), FLAGS_level, split_commas(FLAGS_stage),
           options);

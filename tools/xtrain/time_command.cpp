@@ -11,6 +11,7 @@
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/net.hpp"
+#include "xtrain/synced_memory.hpp"
 
 namespace xtrain::cli {
 namespace {
@@ -39,6 +40,7 @@ int time_command() {
   NetOptions options;
   options.device = choose_device(FLAGS_gpu, false, 0);
   options.share_activation_memory = FLAGS_share_activation_memory;
+  options.channel_blocked_activations = FLAGS_channel_blocked_activations;
   const Phase phase = parse_phase(FLAGS_phase, TRAIN);
   Net net(FLAGS_model, phase, FLAGS_level, split_commas(FLAGS_stage), options);
   const bool with_backward = phase == TRAIN;
@@ -64,6 +66,7 @@ int time_command() {
   }
   XLOG(INFO) << "*** Benchmark begins ***";
   XLOG(INFO) << "Testing for " << FLAGS_iterations << " iterations.";
+  const std::size_t conversions_before = SyncedMemory::layout_conversion_count();
   const auto total_start = Clock::now();
   for (int iteration = 0; iteration < FLAGS_iterations; ++iteration) {
     const auto iteration_start = Clock::now();
@@ -88,6 +91,13 @@ int time_command() {
   }
   const double total_ms = ms_since(total_start);
   const int n = FLAGS_iterations;
+  // Blocked activations meant to pass between layers untouched; a count here
+  // names a layout boundary that costs a conversion (see Net's plan).
+  const std::size_t conversions = SyncedMemory::layout_conversion_count() - conversions_before;
+  if (conversions > 0) {
+    XLOG(WARNING) << "Layout conversions (channel-blocked <-> plain): "
+                  << static_cast<double>(conversions) / n << " per iteration";
+  }
 
   XLOG(INFO) << "Average time per layer: ";
   for (std::size_t i = 0; i < layers.size(); ++i) {

@@ -96,6 +96,7 @@ int train_command() {
   SolverOptions options;
   options.session_start = session_start;
   options.share_activation_memory = FLAGS_share_activation_memory;
+  options.channel_blocked_activations = FLAGS_channel_blocked_activations;
   std::unique_ptr<Solver> solver = create_solver(solver_param, options);
   solver->set_action_request_function([&signals] { return signals.poll(); });
   if (resume_file.empty()) {
