@@ -20,6 +20,12 @@
 // Works in place (with batch statistics y is kept in x_norm_, which later
 // in-place layers cannot clobber).
 //
+// A 4-axis input can be channel-blocked (core/channel_blocked_layout.hpp):
+// in place the layer then works in the blob's layout, out of place in the
+// one the Net chose for the top. Each lane of a (sample, channel block) block
+// is one plane, summed with the plain plane sums' additions in their order
+// (channel_statistics_blocked.hpp), so both layouts give the same bits.
+//
 // The blobs are statistics, not parameters: as in Caffe 1.0 the layer gives
 // each of them a ParamSpec with lr_mult 0 (a user ParamSpec with another
 // lr_mult is an error; three ParamSpecs, the pre-1.0 way of freezing them, are
@@ -31,7 +37,9 @@
 #include "core/parallel_loop.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/channel_statistics.hpp"
+#include "layers/channel_statistics_blocked.hpp"
 #include "layers/learnable_blobs.hpp"
+#include "layers/per_channel_blocked.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -97,7 +105,21 @@ class BatchNormLayer : public Layer {
     std_.resize(channels_);
     plane_sums_.resize(static_cast<std::size_t>(num_) * channels_);
     plane_second_sums_.resize(static_cast<std::size_t>(num_) * channels_);
+    in_place_ = top[0] == bottom[0];
+    blocked_supported_ = input.num_axes() == 4;
   }
+
+  bool reads_channel_blocked_bottom(int bottom_index) const override {
+    (void)bottom_index;
+    return blocked_supported_;
+  }
+  bool can_write_channel_blocked_top(int top_index,
+                                     const std::vector<bool>& blocked_bottoms) const override {
+    return top_index == 0 && blocked_supported_ && blocked_bottoms[0];
+  }
+  // Out of place, bottom and top share the layout forward computes in; in
+  // place, the layer follows the blob's.
+  bool computes_in_one_layout() const override { return blocked_supported_ && !in_place_; }
 
  protected:
   // Each sweep runs over the (sample, channel) planes in memory order, split
@@ -108,21 +130,23 @@ class BatchNormLayer : public Layer {
   // onto the same cache sets: they evict each other.) Forward reads the input
   // twice: once for the statistics, once to normalise.
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    forward_layout_ = per_channel_forward_layout(blocked_supported_, in_place_, *bottom[0], *top[0],
+                                                 writes_channel_blocked_top(0));
+    kept_layout_ = forward_layout_;
+    if (forward_layout_ == MemoryLayout::kChannelBlocked) {
+      forward_blocked(*bottom[0], *top[0]);
+      return;
+    }
     const float* input = bottom[0]->cpu_data();
     float* output = top[0]->mutable_cpu_data();
     float* kept = use_global_stats_ ? nullptr : x_norm_.data();
     if (use_global_stats_) {
-      const float stored = blobs_[2]->cpu_data()[0];
-      const float factor = stored == 0 ? 0.0f : 1.0f / stored;
-      for (int c = 0; c < channels_; ++c) {
-        mean_[c] = factor * blobs_[0]->cpu_data()[c];
-        variance_[c] = factor * blobs_[1]->cpu_data()[c];
-      }
+      stored_statistics();
     } else {
       batch_statistics(input);
       update_running_statistics();
     }
-    for (int c = 0; c < channels_; ++c) std_[c] = std::sqrt(variance_[c] + eps_);
+    compute_deviations();
     // In place, output is input: each value is read before it is written.
     // With stored statistics backward needs only std_, so no copy is kept.
     for_each_plane(3, [&](std::size_t plane, int c) {
@@ -147,6 +171,13 @@ class BatchNormLayer : public Layer {
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
+    const MemoryLayout layout =
+        per_channel_backward_layout(blocked_supported_, in_place_, *top[0], forward_layout_);
+    convert_kept_copy(blocked_shape(), layout, &x_norm_, &kept_layout_, &scratch_);
+    if (layout == MemoryLayout::kChannelBlocked) {
+      backward_blocked(*top[0], *bottom[0]);
+      return;
+    }
     // In place, output_diff and input_diff are one array: every value is read
     // before it is written below.
     const float* output_diff = top[0]->cpu_diff();
@@ -169,20 +200,9 @@ class BatchNormLayer : public Layer {
       plane_sums_[plane] = sums.sum;
       plane_second_sums_[plane] = sums.dot;
     });
-    // The buffers of the statistics serve again: forward is done with them.
-    std::vector<float>& diff_mean = mean_;            // sum(dtop) / m
-    std::vector<float>& diff_dot_y_mean = variance_;  // sum(dtop * y) / m
-    const double m = static_cast<double>(num_) * spatial_;
-    for (int c = 0; c < channels_; ++c) {
-      double diff_total = 0;
-      double diff_dot_y_total = 0;
-      for (int n = 0; n < num_; ++n) {
-        diff_total += plane_sums_[plane_index(n, c)];
-        diff_dot_y_total += plane_second_sums_[plane_index(n, c)];
-      }
-      diff_mean[c] = static_cast<float>(diff_total / m);
-      diff_dot_y_mean[c] = static_cast<float>(diff_dot_y_total / m);
-    }
+    combine_diff_statistics();
+    const std::vector<float>& diff_mean = mean_;
+    const std::vector<float>& diff_dot_y_mean = variance_;
     for_each_plane(4, [&](std::size_t plane, int c) {
       const std::size_t offset = plane * spatial_;
       const float mean = diff_mean[c];
@@ -241,6 +261,11 @@ class BatchNormLayer : public Layer {
       plane_second_sums_[plane] = channel_statistics::squared_deviation_sum(
           input + offset, total / static_cast<double>(spatial_), spatial_);
     });
+    combine_plane_statistics();
+  }
+
+  // mean_ and variance_ from the plane sums of either layout.
+  void combine_plane_statistics() {
     const double m = static_cast<double>(num_) * spatial_;
     const double per_plane = static_cast<double>(spatial_);
     for (int c = 0; c < channels_; ++c) {
@@ -256,6 +281,141 @@ class BatchNormLayer : public Layer {
       mean_[c] = static_cast<float>(mean);
       variance_[c] = static_cast<float>(squares / m);
     }
+  }
+
+  // mean = blob0 / blob2[0], var = blob1 / blob2[0] (0 when blob2[0] is 0).
+  void stored_statistics() {
+    const float stored = blobs_[2]->cpu_data()[0];
+    const float factor = stored == 0 ? 0.0f : 1.0f / stored;
+    for (int c = 0; c < channels_; ++c) {
+      mean_[c] = factor * blobs_[0]->cpu_data()[c];
+      variance_[c] = factor * blobs_[1]->cpu_data()[c];
+    }
+  }
+
+  void compute_deviations() {
+    for (int c = 0; c < channels_; ++c) std_[c] = std::sqrt(variance_[c] + eps_);
+  }
+
+  // Backward with batch statistics, from the planes' sums of dtop and
+  // dtop . y: sum(dtop) / m into mean_ and sum(dtop * y) / m into variance_
+  // (forward is done with them).
+  void combine_diff_statistics() {
+    const double m = static_cast<double>(num_) * spatial_;
+    for (int c = 0; c < channels_; ++c) {
+      double diff_total = 0;
+      double diff_dot_y_total = 0;
+      for (int n = 0; n < num_; ++n) {
+        diff_total += plane_sums_[plane_index(n, c)];
+        diff_dot_y_total += plane_second_sums_[plane_index(n, c)];
+      }
+      mean_[c] = static_cast<float>(diff_total / m);
+      variance_[c] = static_cast<float>(diff_dot_y_total / m);
+    }
+  }
+
+  ChannelBlockedShape blocked_shape() const {
+    return {num_, channels_, static_cast<std::int64_t>(spatial_)};
+  }
+
+  // The forward pass on channel-blocked values (in place: top is bottom).
+  void forward_blocked(Blob& bottom, Blob& top) {
+    const ChannelBlockedShape shape = blocked_shape();
+    const float* input = bottom.cpu_data_in(MemoryLayout::kChannelBlocked);
+    float* output = in_place_ ? top.mutable_cpu_data_in(MemoryLayout::kChannelBlocked)
+                              : top.overwrite_cpu_data_in(MemoryLayout::kChannelBlocked);
+    float* kept = use_global_stats_ ? nullptr : x_norm_.data();
+    if (use_global_stats_) {
+      stored_statistics();
+    } else {
+      for_each_channel_block(shape, 5, [&](int n, int first_channel, std::size_t offset) {
+        double* sums = plane_sums_.data() + plane_index(n, first_channel);
+        channel_statistics::blocked::sum(input + offset, spatial_, sums);
+        double centers[kChannelBlock];
+        for (int l = 0; l < kChannelBlock; ++l) {
+          centers[l] = sums[l] / static_cast<double>(spatial_);
+        }
+        channel_statistics::blocked::squared_deviation_sum(
+            input + offset, centers, spatial_,
+            plane_second_sums_.data() + plane_index(n, first_channel));
+      });
+      combine_plane_statistics();
+      update_running_statistics();
+    }
+    compute_deviations();
+    for_each_channel_block(shape, 3, [&](int, int first_channel, std::size_t offset) {
+      float mean[kChannelBlock];
+      float deviation[kChannelBlock];
+      for (int l = 0; l < kChannelBlock; ++l) {
+        mean[l] = mean_[first_channel + l];
+        deviation[l] = std_[first_channel + l];
+      }
+      const std::size_t end = offset + spatial_ * kChannelBlock;
+      if (kept) {
+        for (std::size_t at = offset; at < end; at += kChannelBlock) {
+#pragma omp simd
+          for (int l = 0; l < kChannelBlock; ++l) {
+            const float normalised = (input[at + l] - mean[l]) / deviation[l];
+            output[at + l] = normalised;
+            kept[at + l] = normalised;
+          }
+        }
+      } else {
+        for (std::size_t at = offset; at < end; at += kChannelBlock) {
+#pragma omp simd
+          for (int l = 0; l < kChannelBlock; ++l) {
+            output[at + l] = (input[at + l] - mean[l]) / deviation[l];
+          }
+        }
+      }
+    });
+  }
+
+  // The backward pass on channel-blocked gradients (and x_norm_, already
+  // in that layout).
+  void backward_blocked(Blob& top, Blob& bottom) {
+    const ChannelBlockedShape shape = blocked_shape();
+    const float* output_diff = top.cpu_diff_in(MemoryLayout::kChannelBlocked);
+    float* input_diff = in_place_ ? bottom.mutable_cpu_diff_in(MemoryLayout::kChannelBlocked)
+                                  : bottom.overwrite_cpu_diff_in(MemoryLayout::kChannelBlocked);
+    const float* normalised = use_global_stats_ ? nullptr : x_norm_.data();
+    if (normalised) {
+      for_each_channel_block(shape, 4, [&](int n, int first_channel, std::size_t offset) {
+        channel_statistics::blocked::sum_and_dot(
+            output_diff + offset, normalised + offset, spatial_,
+            plane_sums_.data() + plane_index(n, first_channel),
+            plane_second_sums_.data() + plane_index(n, first_channel));
+      });
+      combine_diff_statistics();
+    }
+    for_each_channel_block(shape, 4, [&](int, int first_channel, std::size_t offset) {
+      float deviation[kChannelBlock];
+      float diff_mean[kChannelBlock];
+      float diff_dot_y_mean[kChannelBlock];
+      for (int l = 0; l < kChannelBlock; ++l) {
+        deviation[l] = std_[first_channel + l];
+        diff_mean[l] = normalised ? mean_[first_channel + l] : 0.0f;
+        diff_dot_y_mean[l] = normalised ? variance_[first_channel + l] : 0.0f;
+      }
+      const std::size_t end = offset + spatial_ * kChannelBlock;
+      if (normalised) {
+        for (std::size_t at = offset; at < end; at += kChannelBlock) {
+#pragma omp simd
+          for (int l = 0; l < kChannelBlock; ++l) {
+            input_diff[at + l] =
+                (output_diff[at + l] - diff_mean[l] - normalised[at + l] * diff_dot_y_mean[l]) /
+                deviation[l];
+          }
+        }
+      } else {
+        for (std::size_t at = offset; at < end; at += kChannelBlock) {
+#pragma omp simd
+          for (int l = 0; l < kChannelBlock; ++l) {
+            input_diff[at + l] = output_diff[at + l] / deviation[l];
+          }
+        }
+      }
+    });
   }
 
   void update_running_statistics() {
@@ -276,6 +436,11 @@ class BatchNormLayer : public Layer {
   float moving_average_fraction_ = 0.999f;
   float eps_ = 1e-5f;
   int channels_ = 0;
+  bool in_place_ = false;
+  bool blocked_supported_ = false;  // a 4-axis input
+  MemoryLayout forward_layout_ = MemoryLayout::kPlain;
+  MemoryLayout kept_layout_ = MemoryLayout::kPlain;  // of x_norm_
+  std::vector<float> scratch_;                       // for converting x_norm_, rarely
 
   int num_ = 0;
   std::size_t spatial_ = 0;

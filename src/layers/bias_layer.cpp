@@ -7,6 +7,13 @@
 //   dbias[d] = sum over o, i of dtop[o, d, i]
 // accumulated into the learned blob's diff (overwriting bottom[1]'s diff).
 // Works in place.
+//
+// With a learned per-channel bias (one value per channel of a 4-axis bottom)
+// the layer also computes in the channel-blocked layout
+// (core/channel_blocked_layout.hpp): in place in the blob's layout, out of
+// place in the one the Net chose for the top. Each lane of a (sample, channel
+// block) block is one row, summed with the plain row sums' additions in their
+// order (channel_statistics_blocked.hpp), so both layouts give the same bits.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -15,8 +22,10 @@
 #include "layers/broadcast_axes.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/channel_statistics.hpp"
+#include "layers/channel_statistics_blocked.hpp"
 #include "layers/learnable_blobs.hpp"
 #include "layers/parallel_blocks.hpp"
+#include "layers/per_channel_blocked.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -53,7 +62,23 @@ class BiasLayer : public Layer {
                            bottom.size() > 1 ? "bottom[1] (the bias)" : "the learned bias",
                            param_.bias_param().axis());
     if (top[0] != bottom[0]) top[0]->reshape_like(*bottom[0]);
+    in_place_ = top[0] == bottom[0];
+    const Blob& input = *bottom[0];
+    blocked_supported_ = bottom.size() == 1 && input.num_axes() == 4 &&
+                         axes_.outer == static_cast<std::size_t>(input.shape(0)) &&
+                         axes_.dim == static_cast<std::size_t>(input.shape(1));
   }
+
+  bool reads_channel_blocked_bottom(int bottom_index) const override {
+    return bottom_index == 0 && blocked_supported_;
+  }
+  bool can_write_channel_blocked_top(int top_index,
+                                     const std::vector<bool>& blocked_bottoms) const override {
+    return top_index == 0 && blocked_supported_ && blocked_bottoms[0];
+  }
+  // Out of place, bottom and top share the layout forward computes in; in
+  // place, the layer follows the blob's.
+  bool computes_in_one_layout() const override { return blocked_supported_ && !in_place_; }
 
  protected:
   // Rows are the (o, d) runs of `inner` values that share bias[d], spread
@@ -61,6 +86,12 @@ class BiasLayer : public Layer {
   // adds them up by d over o in order, so the gradient does not depend on
   // the thread count.
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    forward_layout_ = per_channel_forward_layout(blocked_supported_, in_place_, *bottom[0], *top[0],
+                                                 writes_channel_blocked_top(0));
+    if (forward_layout_ == MemoryLayout::kChannelBlocked) {
+      forward_blocked(*bottom[0], *top[0]);
+      return;
+    }
     const float* input = bottom[0]->cpu_data();
     const float* bias = (bottom.size() > 1 ? bottom[1] : blobs_[0].get())->cpu_data();
     float* output = top[0]->mutable_cpu_data();
@@ -76,6 +107,11 @@ class BiasLayer : public Layer {
 
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
+    if (per_channel_backward_layout(blocked_supported_, in_place_, *top[0], forward_layout_) ==
+        MemoryLayout::kChannelBlocked) {
+      backward_blocked(*top[0], propagate_down[0], *bottom[0]);
+      return;
+    }
     const float* output_diff = top[0]->cpu_diff();
     const bool learned = bottom.size() == 1;
     if (learned ? param_propagate_down(0) : static_cast<bool>(propagate_down[1])) {
@@ -88,11 +124,7 @@ class BiasLayer : public Layer {
                      const auto row = static_cast<std::size_t>(row_index);
                      row_sums_[row] = channel_statistics::sum(output_diff + row * inner, inner);
                    });
-      for (std::size_t o = 0; o < axes_.outer; ++o) {
-        for (std::size_t d = 0; d < axes_.dim; ++d) {
-          bias_diff[d] += static_cast<float>(row_sums_[o * axes_.dim + d]);
-        }
-      }
+      accumulate_row_sums(bias_diff);
     }
     if (propagate_down[0] && top[0] != bottom[0]) {
       const float* source = output_diff;
@@ -104,6 +136,60 @@ class BiasLayer : public Layer {
   }
 
  private:
+  // The bias gradient from the rows' sums, by d over o in order.
+  void accumulate_row_sums(float* bias_diff) const {
+    for (std::size_t o = 0; o < axes_.outer; ++o) {
+      for (std::size_t d = 0; d < axes_.dim; ++d) {
+        bias_diff[d] += static_cast<float>(row_sums_[o * axes_.dim + d]);
+      }
+    }
+  }
+
+  // The forward pass on channel-blocked values (a learned per-channel bias;
+  // in place, top is bottom).
+  void forward_blocked(Blob& bottom, Blob& top) {
+    const float* input = bottom.cpu_data_in(MemoryLayout::kChannelBlocked);
+    float* output = in_place_ ? top.mutable_cpu_data_in(MemoryLayout::kChannelBlocked)
+                              : top.overwrite_cpu_data_in(MemoryLayout::kChannelBlocked);
+    const float* bias = blobs_[0]->cpu_data();
+    const ChannelBlockedShape shape = channel_blocked_shape(bottom);
+    for_each_channel_block(shape, 1, [&](int, int first_channel, std::size_t offset) {
+      float shift[kChannelBlock];
+      for (int l = 0; l < kChannelBlock; ++l) shift[l] = bias[first_channel + l];
+      const std::size_t end = offset + static_cast<std::size_t>(shape.spatial) * kChannelBlock;
+      for (std::size_t at = offset; at < end; at += kChannelBlock) {
+#pragma omp simd
+        for (int l = 0; l < kChannelBlock; ++l) output[at + l] = input[at + l] + shift[l];
+      }
+    });
+  }
+
+  // The backward pass on channel-blocked gradients.
+  void backward_blocked(Blob& top, bool input_gradient, Blob& bottom) {
+    const float* output_diff = top.cpu_diff_in(MemoryLayout::kChannelBlocked);
+    const ChannelBlockedShape shape = channel_blocked_shape(bottom);
+    if (param_propagate_down(0)) {
+      const auto spatial = static_cast<std::size_t>(shape.spatial);
+      row_sums_.resize(axes_.outer * axes_.dim);
+      for_each_channel_block(shape, 1, [&](int n, int first_channel, std::size_t offset) {
+        channel_statistics::blocked::sum(
+            output_diff + offset, spatial,
+            row_sums_.data() + static_cast<std::size_t>(n) * axes_.dim + first_channel);
+      });
+      accumulate_row_sums(blobs_[0]->mutable_cpu_diff());
+    }
+    if (input_gradient && !in_place_) {
+      float* destination = bottom.overwrite_cpu_diff_in(MemoryLayout::kChannelBlocked);
+      for_each_block(top.count(), 1, [&](std::size_t begin, std::size_t end) {
+        std::copy(output_diff + begin, output_diff + end, destination + begin);
+      });
+    }
+  }
+
+  bool in_place_ = false;
+  // A learned bias with one value per channel of a 4-axis bottom.
+  bool blocked_supported_ = false;
+  MemoryLayout forward_layout_ = MemoryLayout::kPlain;
   BroadcastAxes axes_;
   std::vector<double> row_sums_;  // backward: the sum of dtop over each (o, d) row
 };

@@ -16,6 +16,13 @@
 // forward then writes ReLU(top) and backward first masks dtop by top > 0, with
 // the ReLU's own functors, so the bits are the same. This is Caffe's
 // ScaleLayer with its inner BiasLayer folded in.
+//
+// With a learned per-channel scale (one value per channel of a 4-axis
+// bottom) the layer also computes in the channel-blocked layout
+// (core/channel_blocked_layout.hpp): in place in the blob's layout, out of
+// place in the one the Net chose for the top. Each lane of a (sample, channel
+// block) block is one row, summed with the plain row sums' additions in their
+// order (channel_statistics_blocked.hpp), so both layouts give the same bits.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -25,7 +32,9 @@
 #include "layers/broadcast_axes.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/channel_statistics.hpp"
+#include "layers/channel_statistics_blocked.hpp"
 #include "layers/learnable_blobs.hpp"
+#include "layers/per_channel_blocked.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -90,12 +99,27 @@ class ScaleLayer : public Layer {
                    scale.shape_string());
     }
     in_place_ = top[0] == bottom[0];
+    const Blob& input = *bottom[0];
+    blocked_supported_ = learned_scale_ && input.num_axes() == 4 &&
+                         axes_.outer == static_cast<std::size_t>(input.shape(0)) &&
+                         axes_.dim == static_cast<std::size_t>(input.shape(1));
     if (in_place_) {
       saved_input_.resize(bottom[0]->count());
     } else {
       top[0]->reshape_like(*bottom[0]);
     }
   }
+
+  bool reads_channel_blocked_bottom(int bottom_index) const override {
+    return bottom_index == 0 && blocked_supported_;
+  }
+  bool can_write_channel_blocked_top(int top_index,
+                                     const std::vector<bool>& blocked_bottoms) const override {
+    return top_index == 0 && blocked_supported_ && blocked_bottoms[0];
+  }
+  // Out of place, bottom and top share the layout forward computes in; in
+  // place, the layer follows the blob's.
+  bool computes_in_one_layout() const override { return blocked_supported_ && !in_place_; }
 
   bool absorb_following_relu() override {
     if (!in_place_) return false;
@@ -109,6 +133,13 @@ class ScaleLayer : public Layer {
   // each row's sums and adds them up by d over o in order, so the gradients
   // do not depend on the thread count.
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    forward_layout_ = per_channel_forward_layout(blocked_supported_, in_place_, *bottom[0], *top[0],
+                                                 writes_channel_blocked_top(0));
+    saved_layout_ = forward_layout_;
+    if (forward_layout_ == MemoryLayout::kChannelBlocked) {
+      forward_blocked(*bottom[0], *top[0]);
+      return;
+    }
     const float* input = bottom[0]->cpu_data();
     float* output = top[0]->mutable_cpu_data();
     // In place, the input is copied for backward in the same sweep.
@@ -147,6 +178,16 @@ class ScaleLayer : public Layer {
 
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
+    const MemoryLayout layout =
+        per_channel_backward_layout(blocked_supported_, in_place_, *top[0], forward_layout_);
+    if (in_place_ && blocked_supported_) {
+      convert_kept_copy(channel_blocked_shape(*bottom[0]), layout, &saved_input_, &saved_layout_,
+                        &scratch_);
+    }
+    if (layout == MemoryLayout::kChannelBlocked) {
+      backward_blocked(*top[0], propagate_down[0], *bottom[0]);
+      return;
+    }
     // With an absorbed ReLU, dtop is first masked in place, row by row (the
     // ReLU's top and bottom are this layer's top).
     float* masked_diff = fused_relu_ ? top[0]->mutable_cpu_diff() : nullptr;
@@ -204,6 +245,12 @@ class ScaleLayer : public Layer {
                      scale_row(dy, scale[row % axes_.dim], inner, input_diff + offset);
                    }
                  });
+    accumulate_row_sums(bias_diff, scale_diff);
+  }
+
+ private:
+  // The learned blobs' gradients from the rows' sums, by d over o in order.
+  void accumulate_row_sums(float* bias_diff, float* scale_diff) const {
     for (std::size_t o = 0; o < axes_.outer; ++o) {
       for (std::size_t d = 0; d < axes_.dim; ++d) {
         const std::size_t row = o * axes_.dim + d;
@@ -213,7 +260,105 @@ class ScaleLayer : public Layer {
     }
   }
 
- private:
+  // The forward pass on channel-blocked values (a learned per-channel scale;
+  // in place, top is bottom).
+  void forward_blocked(Blob& bottom, Blob& top) {
+    const float* input = bottom.cpu_data_in(MemoryLayout::kChannelBlocked);
+    float* output = in_place_ ? top.mutable_cpu_data_in(MemoryLayout::kChannelBlocked)
+                              : top.overwrite_cpu_data_in(MemoryLayout::kChannelBlocked);
+    float* saved = in_place_ ? saved_input_.data() : nullptr;
+    const float* scale = blobs_[0]->cpu_data();
+    const float* bias = bias_term_ ? blobs_.back()->cpu_data() : nullptr;
+    const ChannelBlockedShape shape = channel_blocked_shape(bottom);
+    for_each_channel_block(shape, 2, [&](int, int first_channel, std::size_t offset) {
+      float factor[kChannelBlock];
+      float shift[kChannelBlock];
+      for (int l = 0; l < kChannelBlock; ++l) {
+        factor[l] = scale[first_channel + l];
+        shift[l] = bias ? bias[first_channel + l] : 0.0f;
+      }
+      const std::size_t end = offset + static_cast<std::size_t>(shape.spatial) * kChannelBlock;
+      // The absorbed ReLU in the same sweep (relu(x * f + b), the bits of
+      // the plain path's two).
+      const ops::ReluForward relu{0.0f};
+      const bool fused_relu = fused_relu_;
+      for (std::size_t at = offset; at < end; at += kChannelBlock) {
+        float y[kChannelBlock];
+#pragma omp simd
+        for (int l = 0; l < kChannelBlock; ++l) {
+          const float value = input[at + l];
+          if (saved) saved[at + l] = value;
+          y[l] = value * factor[l] + shift[l];
+          output[at + l] = fused_relu ? relu(y[l]) : y[l];
+        }
+      }
+    });
+  }
+
+  // The backward pass on channel-blocked gradients (and the saved input,
+  // already in that layout).
+  void backward_blocked(Blob& top, bool input_gradient, Blob& bottom) {
+    float* masked_diff =
+        fused_relu_ ? top.mutable_cpu_diff_in(MemoryLayout::kChannelBlocked) : nullptr;
+    const float* relu_output =
+        fused_relu_ ? top.cpu_data_in(MemoryLayout::kChannelBlocked) : nullptr;
+    const float* output_diff = top.cpu_diff_in(MemoryLayout::kChannelBlocked);
+    const int bias_index = static_cast<int>(blobs_.size()) - 1;
+    float* bias_diff = bias_term_ && param_propagate_down(bias_index)
+                           ? blobs_.back()->mutable_cpu_diff()
+                           : nullptr;
+    float* scale_diff = param_propagate_down(0) ? blobs_[0]->mutable_cpu_diff() : nullptr;
+    const float* scale = blobs_[0]->cpu_data();
+    float* input_diff = nullptr;
+    if (input_gradient) {
+      input_diff = in_place_ ? bottom.mutable_cpu_diff_in(MemoryLayout::kChannelBlocked)
+                             : bottom.overwrite_cpu_diff_in(MemoryLayout::kChannelBlocked);
+    }
+    const float* input =
+        in_place_ ? saved_input_.data() : bottom.cpu_data_in(MemoryLayout::kChannelBlocked);
+    if (!input_diff && !bias_diff && !scale_diff) return;
+    const ChannelBlockedShape shape = channel_blocked_shape(bottom);
+    const auto spatial = static_cast<std::size_t>(shape.spatial);
+    row_sums_.resize(axes_.outer * axes_.dim);
+    row_dots_.resize(axes_.outer * axes_.dim);
+    // Per block, as per row in the plain path: mask dtop, its sums, then (in
+    // place, after them) dbottom; a piece of the block at a time, while it
+    // is in cache. Without a scale gradient the dots are computed and
+    // dropped (only a frozen scale with a learned bias needs that).
+    constexpr std::size_t kPiecePositions = 64;  // 4 KiB of each array
+    for_each_channel_block(shape, 4, [&](int n, int first_channel, std::size_t offset) {
+      float factor[kChannelBlock];
+      for (int l = 0; l < kChannelBlock; ++l) factor[l] = scale[first_channel + l];
+      channel_statistics::blocked::SumAndDotAccumulator sums;
+      for (std::size_t first = 0; first < spatial; first += kPiecePositions) {
+        const std::size_t last = std::min(spatial, first + kPiecePositions);
+        const std::size_t begin = offset + first * kChannelBlock;
+        const std::size_t end = offset + last * kChannelBlock;
+        if (masked_diff) {
+          const ops::ReluBackward relu{0.0f};
+#pragma omp simd
+          for (std::size_t i = begin; i < end; ++i) {
+            masked_diff[i] = relu(relu_output[i], masked_diff[i]);
+          }
+        }
+        if (scale_diff || bias_diff) sums.add(output_diff + offset, input + offset, first, last);
+        if (input_diff) {
+          for (std::size_t at = begin; at < end; at += kChannelBlock) {
+#pragma omp simd
+            for (int l = 0; l < kChannelBlock; ++l) {
+              input_diff[at + l] = output_diff[at + l] * factor[l];
+            }
+          }
+        }
+      }
+      const std::size_t first_row = static_cast<std::size_t>(n) * axes_.dim + first_channel;
+      if (scale_diff || bias_diff) {
+        sums.totals(row_sums_.data() + first_row, row_dots_.data() + first_row);
+      }
+    });
+    accumulate_row_sums(bias_diff, scale_diff);
+  }
+
   // out = in * factor; out may be in.
   static void scale_row(const float* in, float factor, std::size_t n, float* out) {
     for (std::size_t i = 0; i < n; ++i) out[i] = in[i] * factor;
@@ -227,6 +372,11 @@ class ScaleLayer : public Layer {
   bool bias_term_ = false;
   bool in_place_ = false;
   bool fused_relu_ = false;  // an in-place ReLU after this layer is done here
+  // A learned scale with one value per channel of a 4-axis bottom.
+  bool blocked_supported_ = false;
+  MemoryLayout forward_layout_ = MemoryLayout::kPlain;
+  MemoryLayout saved_layout_ = MemoryLayout::kPlain;  // of saved_input_
+  std::vector<float> scratch_;                        // for converting saved_input_, rarely
   FillerParameter scale_filler_;
   BroadcastAxes axes_;
   std::vector<float> saved_input_;  // bottom[0] when in place

@@ -1,0 +1,81 @@
+// What BatchNorm, Scale and Bias share when they compute in the
+// channel-blocked layout (core/channel_blocked_layout.hpp): the loop over the
+// (sample, channel block) blocks, and the choice of layout.
+//
+// A per-channel layer works on one block at a time: spatial vectors of 16
+// lanes, lane l being channel first_channel + l. Its plain path keeps one
+// sum per (sample, channel) plane at n * channels + c; a block's 16 sums are
+// the 16 consecutive entries from n * channels + first_channel, so both paths
+// fill the same array and add it up over the samples with the same code.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "core/channel_blocked_layout.hpp"
+#include "core/parallel_loop.hpp"
+#include "xtrain/blob.hpp"
+#include "xtrain/synced_memory.hpp"
+
+namespace xtrain {
+
+// body(n, first_channel, offset) for every block, whose 16 * spatial values
+// start at `offset`, spread over the thread pool (each block is one body
+// call, so what a block computes does not depend on the thread count).
+// `work_per_value`: roughly the float operations per value.
+template <typename Body>
+inline void for_each_channel_block(const ChannelBlockedShape& shape, std::size_t work_per_value,
+                                   Body body) {
+  const std::int64_t blocks_per_sample = shape.channels / kChannelBlock;
+  const auto block_size = static_cast<std::size_t>(shape.spatial) * kChannelBlock;
+  parallel_for(shape.blocks(), block_size * work_per_value, [&](std::int64_t block) {
+    body(static_cast<int>(block / blocks_per_sample),
+         static_cast<int>(block % blocks_per_sample) * kChannelBlock,
+         static_cast<std::size_t>(block) * block_size);
+  });
+}
+
+// The layout a per-channel layer computes its forward pass in, when it can
+// compute channel-blocked at all: in place, the blob's; out of place, the
+// one the Net chose for its top (the bottom is converted if it differs).
+inline MemoryLayout per_channel_forward_layout(bool supported, bool in_place, const Blob& bottom,
+                                               const Blob& top, bool top_blocked) {
+  if (!supported) return MemoryLayout::kPlain;
+  if (in_place) return bottom.data_layout();
+  return top_blocked && top.can_be_channel_blocked() ? MemoryLayout::kChannelBlocked
+                                                     : MemoryLayout::kPlain;
+}
+
+// Backward: in place, the layout the top's gradient arrives in; out of
+// place, forward's.
+inline MemoryLayout per_channel_backward_layout(bool supported, bool in_place, const Blob& top,
+                                                MemoryLayout forward_layout) {
+  if (!supported) return MemoryLayout::kPlain;
+  return in_place ? top.diff_layout() : forward_layout;
+}
+
+// Rearranges a layer's private copy of an activation (kept by forward for
+// backward, in *layout) into `wanted`: rare, only when an in-place layer's
+// gradient arrives in another layout than its forward ran in.
+inline void convert_kept_copy(const ChannelBlockedShape& shape, MemoryLayout wanted,
+                              std::vector<float>* values, MemoryLayout* layout,
+                              std::vector<float>* scratch) {
+  if (*layout == wanted || values->empty()) return;
+  scratch->resize(values->size());
+  if (wanted == MemoryLayout::kChannelBlocked) {
+    plain_to_channel_blocked(shape, values->data(), scratch->data());
+  } else {
+    channel_blocked_to_plain(shape, values->data(), scratch->data());
+  }
+  std::swap(*values, *scratch);
+  *layout = wanted;
+}
+
+// The blocked geometry of a 4-axis blob (channels a multiple of 16).
+inline ChannelBlockedShape channel_blocked_shape(const Blob& blob) {
+  return {blob.shape(0), blob.shape(1), static_cast<std::int64_t>(blob.shape(2)) * blob.shape(3)};
+}
+
+}  // namespace xtrain
