@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "layer_test_util.hpp"
+#include "layer_test_support.hpp"
 
 namespace xtrain {
 namespace {
@@ -45,7 +45,7 @@ TEST(ArgMaxLayerTest, TopKWithValuesWithoutAxis) {
 
 TEST(ArgMaxLayerTest, KeepsTrailingAxesOfAHighRankBottom) {
   Blob bottom({2, 3, 1, 1, 2});
-  testing::fill_uniform(bottom, -1, 1, 51);
+  testing::fill_uniform(bottom, 51);
   Blob top;
   setup_argmax("top_k: 3", bottom, top);
   EXPECT_EQ(top.shape(), (std::vector<int>{2, 1, 3, 1, 1}));
@@ -53,7 +53,7 @@ TEST(ArgMaxLayerTest, KeepsTrailingAxesOfAHighRankBottom) {
 
 TEST(ArgMaxLayerTest, AlongAnAxisMatchesANaiveSearch) {
   Blob bottom({2, 4, 3});
-  testing::fill_uniform(bottom, -1, 1, 52);
+  testing::fill_uniform(bottom, 52);
   for (bool values : {false, true}) {
     Blob top;
     setup_argmax(std::string("axis: 1 top_k: 2 out_max_val: ") + (values ? "true" : "false"),

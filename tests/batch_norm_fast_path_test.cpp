@@ -14,11 +14,11 @@
 namespace xtrain {
 namespace {
 
-using testing::diffs_of;
+using testing::data_of;
+using testing::diff_of;
 using testing::expect_close;
 using testing::fill_uniform;
 using testing::make_layer;
-using testing::values_of;
 
 // The reference: BatchNorm's former CPU code on an (N, C, S) array.
 struct ReferenceBatchNorm {
@@ -129,14 +129,14 @@ TEST_P(BatchNormFastPathTest, MatchesTheReference) {
     fill_uniform(*layer->blobs()[0], 12, -1.0f, 1.0f);
     fill_uniform(*layer->blobs()[1], 13, 0.5f, 2.0f);
     layer->blobs()[2]->mutable_cpu_data()[0] = weight = 1.7f;
-    sums = values_of(*layer->blobs()[0]);
-    square_sums = values_of(*layer->blobs()[1]);
+    sums = data_of(*layer->blobs()[0]);
+    square_sums = data_of(*layer->blobs()[1]);
   }
   ReferenceBatchNorm reference(input, eps);
   std::vector<float> expected;
   for (int pass = 0; pass < 2; ++pass) {
     fill_uniform(input, 20 + pass, -2.0f, 3.0f);
-    const std::vector<float> x = values_of(input);
+    const std::vector<float> x = data_of(input);
     layer->forward({&input}, {output});
     if (c.global) {
       expected = reference.forward_global(x, sums, square_sums, weight);
@@ -150,16 +150,16 @@ TEST_P(BatchNormFastPathTest, MatchesTheReference) {
         square_sums[k] = correction * reference.variance[k] + fraction * square_sums[k];
       }
     }
-    expect_close(values_of(*output), expected, 1e-5f, "top");
-    expect_close(values_of(*layer->blobs()[0]), sums, 1e-5f, "mean sums");
-    expect_close(values_of(*layer->blobs()[1]), square_sums, 1e-5f, "variance sums");
+    expect_close(data_of(*output), expected, 1e-5f, "top");
+    expect_close(data_of(*layer->blobs()[0]), sums, 1e-5f, "mean sums");
+    expect_close(data_of(*layer->blobs()[1]), square_sums, 1e-5f, "variance sums");
     EXPECT_FLOAT_EQ(layer->blobs()[2]->cpu_data()[0], weight);
   }
   fill_uniform(*output, 30);
-  const std::vector<float> output_diff = values_of(*output);
+  const std::vector<float> output_diff = data_of(*output);
   std::copy(output_diff.begin(), output_diff.end(), output->mutable_cpu_diff());
   layer->backward({output}, {true}, {&input});
-  expect_close(diffs_of(input), reference.backward(output_diff, c.global), 1e-4f, "bottom diff");
+  expect_close(diff_of(input), reference.backward(output_diff, c.global), 1e-4f, "bottom diff");
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -184,17 +184,17 @@ TEST(BatchNormFastPath, SameBitsForOneAndTwoThreads) {
         layer->blobs()[2]->mutable_cpu_data()[0] = 1;
       }
       layer->forward({&input}, {&output});
-      std::vector<float> results = values_of(output);
+      std::vector<float> results = data_of(output);
       Blob weights(output.shape());
       fill_uniform(weights, 7);
       std::copy(weights.cpu_data(), weights.cpu_data() + weights.count(),
                 output.mutable_cpu_diff());
       layer->backward({&output}, {true}, {&input});
       for (const auto& blob : layer->blobs()) {
-        const auto stats = values_of(*blob);
+        const auto stats = data_of(*blob);
         results.insert(results.end(), stats.begin(), stats.end());
       }
-      const auto diff = diffs_of(input);
+      const auto diff = diff_of(input);
       results.insert(results.end(), diff.begin(), diff.end());
       return results;
     });

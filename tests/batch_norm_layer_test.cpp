@@ -16,16 +16,16 @@
 namespace xtrain {
 namespace {
 
+using testing::data_of;
 using testing::expect_error;
 using testing::fill_uniform;
 using testing::make_layer;
-using testing::set_values;
-using testing::values_of;
+using testing::set_data;
 
 constexpr float kEps = 1e-5f;
 
-std::string bn_text(const std::string& extra = "", const std::string& phase = "TRAIN") {
-  return "name: 'bn' type: 'BatchNorm' phase: " + phase + " " + extra;
+std::string bn_text(const std::string& extra = "") {
+  return "name: 'bn' type: 'BatchNorm' " + extra;
 }
 
 class BatchNormTest : public ::testing::Test {
@@ -34,7 +34,7 @@ class BatchNormTest : public ::testing::Test {
   // 1 holds 2 everywhere (variance 0).
   void fill_by_hand() {
     input_.reshape({2, 2, 1, 2});
-    set_values(input_, {1, 3, 2, 2, 5, 7, 2, 2});
+    set_data(input_, {1, 3, 2, 2, 5, 7, 2, 2});
   }
 
   Blob input_;
@@ -47,7 +47,7 @@ TEST_F(BatchNormTest, TrainingNormalisesWithBatchStatistics) {
   layer->setup({&input_}, {&output_});
   layer->forward({&input_}, {&output_});
   const float s = std::sqrt(5.0f + kEps);
-  testing::expect_near_all(values_of(output_), {-3 / s, -1 / s, 0, 0, 1 / s, 3 / s, 0, 0}, 1e-6f);
+  testing::expect_near_all(data_of(output_), {-3 / s, -1 / s, 0, 0, 1 / s, 3 / s, 0, 0}, 1e-6f);
 }
 
 TEST_F(BatchNormTest, TrainingUpdatesCaffesRunningSums) {
@@ -61,31 +61,31 @@ TEST_F(BatchNormTest, TrainingUpdatesCaffesRunningSums) {
   EXPECT_EQ(layer->blobs()[2]->cpu_data()[0], 0.0f);
   // m = 4 values per channel: the stored variance is unbiased, 5 * 4 / 3.
   layer->forward({&input_}, {&output_});
-  testing::expect_near_all(values_of(*layer->blobs()[0]), {4, 2}, 1e-6f);
-  testing::expect_near_all(values_of(*layer->blobs()[1]), {20.0f / 3, 0}, 1e-5f);
+  testing::expect_near_all(data_of(*layer->blobs()[0]), {4, 2}, 1e-6f);
+  testing::expect_near_all(data_of(*layer->blobs()[1]), {20.0f / 3, 0}, 1e-5f);
   EXPECT_FLOAT_EQ(layer->blobs()[2]->cpu_data()[0], 1.0f);
   // Again with f = 0.5: sums f * old + new, weight f * 1 + 1.
   layer->forward({&input_}, {&output_});
-  testing::expect_near_all(values_of(*layer->blobs()[0]), {6, 3}, 1e-6f);
-  testing::expect_near_all(values_of(*layer->blobs()[1]), {10, 0}, 1e-5f);
+  testing::expect_near_all(data_of(*layer->blobs()[0]), {6, 3}, 1e-6f);
+  testing::expect_near_all(data_of(*layer->blobs()[1]), {10, 0}, 1e-5f);
   EXPECT_FLOAT_EQ(layer->blobs()[2]->cpu_data()[0], 1.5f);
 }
 
 TEST_F(BatchNormTest, TestPhaseUsesStoredStatisticsDividedByTheWeight) {
   fill_by_hand();
-  auto layer = make_layer(bn_text("", "TEST"));
+  auto layer = make_layer(bn_text(), TEST);
   layer->setup({&input_}, {&output_});
-  set_values(*layer->blobs()[0], {2, 4});  // sums; / 2 -> mean 1, 2
-  set_values(*layer->blobs()[1], {8, 2});  // / 2 -> variance 4, 1
-  set_values(*layer->blobs()[2], {2});
+  set_data(*layer->blobs()[0], {2, 4});  // sums; / 2 -> mean 1, 2
+  set_data(*layer->blobs()[1], {8, 2});  // / 2 -> variance 4, 1
+  set_data(*layer->blobs()[2], {2});
   layer->forward({&input_}, {&output_});
   const float s0 = std::sqrt(4.0f + kEps), s1 = std::sqrt(1.0f + kEps);
-  testing::expect_near_all(values_of(output_),
-                           {0 / s0, 2 / s0, 0 / s1, 0 / s1, 4 / s0, 6 / s0, 0, 0}, 1e-6f);
+  testing::expect_near_all(data_of(output_), {0 / s0, 2 / s0, 0 / s1, 0 / s1, 4 / s0, 6 / s0, 0, 0},
+                           1e-6f);
   // The statistics are not touched in this mode.
   EXPECT_EQ(layer->blobs()[2]->cpu_data()[0], 2.0f);
   // A zero weight reads as zero statistics: top = x / sqrt(eps).
-  set_values(*layer->blobs()[2], {0});
+  set_data(*layer->blobs()[2], {0});
   layer->forward({&input_}, {&output_});
   EXPECT_NEAR(output_.cpu_data()[1], 3 / std::sqrt(kEps), 1e-2f);
 }
@@ -98,8 +98,7 @@ TEST_F(BatchNormTest, UseGlobalStatsOverridesThePhase) {
   EXPECT_EQ(frozen->blobs()[2]->cpu_data()[0], 0.0f);
   EXPECT_NEAR(output_.cpu_data()[0], 1 / std::sqrt(kEps), 1e-2f);
 
-  auto batch =
-      make_layer(bn_text("batch_norm_param { use_global_stats: false eps: 0.25 }", "TEST"));
+  auto batch = make_layer(bn_text("batch_norm_param { use_global_stats: false eps: 0.25 }"), TEST);
   batch->setup({&input_}, {&output_});
   batch->forward({&input_}, {&output_});
   EXPECT_FLOAT_EQ(batch->blobs()[2]->cpu_data()[0], 1.0f);
@@ -109,15 +108,15 @@ TEST_F(BatchNormTest, UseGlobalStatsOverridesThePhase) {
 TEST_F(BatchNormTest, TwoAndOneAxisInputs) {
   // (N, C): each column is a channel.
   input_.reshape({3, 2});
-  set_values(input_, {1, 10, 2, 20, 3, 30});
+  set_data(input_, {1, 10, 2, 20, 3, 30});
   auto layer = make_layer(bn_text());
   layer->setup({&input_}, {&output_});
   layer->forward({&input_}, {&output_});
   const float s0 = std::sqrt(2.0f / 3 + kEps), s1 = std::sqrt(200.0f / 3 + kEps);
-  testing::expect_near_all(values_of(output_), {-1 / s0, -10 / s1, 0, 0, 1 / s0, 10 / s1}, 1e-5f);
+  testing::expect_near_all(data_of(output_), {-1 / s0, -10 / s1, 0, 0, 1 / s0, 10 / s1}, 1e-5f);
   // (N): one channel.
   Blob flat({4});
-  set_values(flat, {1, 2, 3, 4});
+  set_data(flat, {1, 2, 3, 4});
   auto single = make_layer(bn_text());
   single->setup({&flat}, {&output_});
   EXPECT_EQ(single->blobs()[0]->shape(), std::vector<int>{1});
@@ -130,22 +129,22 @@ TEST_F(BatchNormTest, InPlaceMatchesOutOfPlace) {
   fill_uniform(input_, 21);
   Blob in_place;
   in_place.reshape(input_.shape());
-  set_values(in_place, values_of(input_));
+  set_data(in_place, data_of(input_));
   auto separate = make_layer(bn_text());
   auto inplace = make_layer(bn_text());
   separate->setup({&input_}, {&output_});
   inplace->setup({&in_place}, {&in_place});
   separate->forward({&input_}, {&output_});
   inplace->forward({&in_place}, {&in_place});
-  testing::expect_near_all(values_of(in_place), values_of(output_), 1e-6f);
+  testing::expect_near_all(data_of(in_place), data_of(output_), 1e-6f);
   Blob weights(input_.shape());
   fill_uniform(weights, 22);
-  set_values(output_, values_of(output_));
+  set_data(output_, data_of(output_));
   std::copy(weights.cpu_data(), weights.cpu_data() + weights.count(), output_.mutable_cpu_diff());
   std::copy(weights.cpu_data(), weights.cpu_data() + weights.count(), in_place.mutable_cpu_diff());
   separate->backward({&output_}, {true}, {&input_});
   inplace->backward({&in_place}, {true}, {&in_place});
-  testing::expect_near_all(testing::diffs_of(in_place), testing::diffs_of(input_), 1e-5f);
+  testing::expect_near_all(testing::diff_of(in_place), testing::diff_of(input_), 1e-5f);
 }
 
 TEST_F(BatchNormTest, GradientWithBatchStatistics) {
@@ -160,11 +159,11 @@ TEST_F(BatchNormTest, GradientWithBatchStatistics) {
 TEST_F(BatchNormTest, GradientWithStoredStatistics) {
   input_.reshape({2, 3, 2, 2});
   fill_uniform(input_, 8);
-  auto layer = make_layer(bn_text("", "TEST"));
+  auto layer = make_layer(bn_text(), TEST);
   layer->setup({&input_}, {&output_});
-  set_values(*layer->blobs()[0], {0.5f, -0.2f, 0.1f});
-  set_values(*layer->blobs()[1], {1.0f, 0.3f, 2.0f});
-  set_values(*layer->blobs()[2], {0.8f});
+  set_data(*layer->blobs()[0], {0.5f, -0.2f, 0.1f});
+  set_data(*layer->blobs()[1], {1.0f, 0.3f, 2.0f});
+  set_data(*layer->blobs()[2], {0.8f});
   testing::GradientChecker().check(*layer, {&input_}, {&output_});
 }
 
@@ -219,11 +218,11 @@ TEST_F(BatchNormTest, RejectsChangedChannelsAndWrongStoredBlobs) {
 
 TEST_F(BatchNormTest, KeepsStoredStatistics) {
   fill_by_hand();
-  LayerParameter param = testing::layer_param_from(bn_text("", "TEST"));
+  LayerParameter param = testing::layer_param_from(bn_text(), TEST);
   Blob mean({2}), variance({2}), weight({1});
-  set_values(mean, {2, 4});
-  set_values(variance, {8, 2});
-  set_values(weight, {2});
+  set_data(mean, {2, 4});
+  set_data(variance, {8, 2});
+  set_data(weight, {2});
   mean.to_proto(param.add_blobs());
   variance.to_proto(param.add_blobs());
   weight.to_proto(param.add_blobs());

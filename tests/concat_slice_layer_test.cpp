@@ -12,12 +12,12 @@
 namespace xtrain {
 namespace {
 
-using testing::diffs_of;
+using testing::data_of;
+using testing::diff_of;
 using testing::expect_error;
 using testing::expect_near_all;
 using testing::fill_uniform;
 using testing::make_layer;
-using testing::values_of;
 
 // The value of a 4-d blob at (n, c, h, w).
 float at(const Blob& blob, int n, int c, int h, int w) {
@@ -60,10 +60,10 @@ TEST_F(ConcatSliceTest, ConcatNumViaLegacyConcatDimAndNegativeAxis) {
   layer->setup({&a_, &c_}, {&output_});
   ASSERT_EQ(output_.shape(), (std::vector<int>{4, 3, 2, 3}));
   layer->forward({&a_, &c_}, {&output_});
-  std::vector<float> expected = values_of(a_);
-  const std::vector<float> second = values_of(c_);
+  std::vector<float> expected = data_of(a_);
+  const std::vector<float> second = data_of(c_);
   expected.insert(expected.end(), second.begin(), second.end());
-  expect_near_all(values_of(output_), expected, 0);
+  expect_near_all(data_of(output_), expected, 0);
 
   auto last = make_layer("name: 'cat' type: 'Concat' concat_param { axis: -1 }");
   last->setup({&a_, &c_}, {&output_});
@@ -145,7 +145,7 @@ TEST_F(ConcatSliceTest, SliceThenConcatRestoresTheBlob) {
   auto concat = make_layer("name: 'cat' type: 'Concat' concat_param { axis: 0 }");
   concat->setup({&t0, &t1}, {&output_});
   concat->forward({&t0, &t1}, {&output_});
-  expect_near_all(values_of(output_), values_of(b_), 0);
+  expect_near_all(data_of(output_), data_of(b_), 0);
 }
 
 TEST_F(ConcatSliceTest, GradientSlice) {

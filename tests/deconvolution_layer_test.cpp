@@ -12,10 +12,10 @@
 namespace xtrain {
 namespace {
 
+using testing::data_of;
 using testing::expect_error;
 using testing::fill_uniform;
 using testing::make_layer;
-using testing::values_of;
 
 struct DeconvSpec {
   std::vector<int> input;  // N, C, H, W
@@ -105,7 +105,7 @@ class DeconvolutionTest : public ::testing::Test {
               (std::vector<int>{spec.input[0], spec.num_output, spec.out_h(), spec.out_w()}));
     layer->forward({&input_}, {&output_});
     testing::expect_near_all(
-        values_of(output_),
+        data_of(output_),
         direct_deconvolution(input_, *layer->blobs()[0],
                              spec.bias ? layer->blobs()[1].get() : nullptr, spec),
         1e-4f);

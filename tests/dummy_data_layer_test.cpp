@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "layer_test_util.hpp"
+#include "layer_test_support.hpp"
 
 namespace xtrain {
 namespace {

@@ -12,13 +12,13 @@
 namespace xtrain {
 namespace {
 
-using testing::diffs_of;
+using testing::data_of;
+using testing::diff_of;
 using testing::expect_error;
 using testing::expect_near_all;
 using testing::fill_uniform;
 using testing::make_layer;
-using testing::set_values;
-using testing::values_of;
+using testing::set_data;
 
 class EltwiseTest : public ::testing::Test {
  protected:
@@ -47,40 +47,40 @@ TEST_F(EltwiseTest, SumDefaultsToPlainSum) {
 
 TEST_F(EltwiseTest, SumWithCoefficientsByHand) {
   Blob a({2}), b({2});
-  set_values(a, {1, 2});
-  set_values(b, {10, 20});
+  set_data(a, {1, 2});
+  set_data(b, {10, 20});
   auto layer =
       make_layer("name: 'e' type: 'Eltwise' eltwise_param { operation: SUM coeff: 1 coeff: -0.5 }");
   layer->setup({&a, &b}, {&output_});
   layer->forward({&a, &b}, {&output_});
-  expect_near_all(values_of(output_), {-4, -8}, 0);
+  expect_near_all(data_of(output_), {-4, -8}, 0);
   std::fill(output_.mutable_cpu_diff(), output_.mutable_cpu_diff() + 2, 2.0f);
   layer->backward({&output_}, {true, true}, {&a, &b});
-  expect_near_all(diffs_of(a), {2, 2}, 0);
-  expect_near_all(diffs_of(b), {-1, -1}, 0);
+  expect_near_all(diff_of(a), {2, 2}, 0);
+  expect_near_all(diff_of(b), {-1, -1}, 0);
 }
 
 TEST_F(EltwiseTest, ProdAndMaxByHand) {
   Blob a({4}), b({4}), c({4});
-  set_values(a, {1, 5, -2, 3});
-  set_values(b, {2, 5, -1, 3});
-  set_values(c, {0.5f, 1, -3, 3});
+  set_data(a, {1, 5, -2, 3});
+  set_data(b, {2, 5, -1, 3});
+  set_data(c, {0.5f, 1, -3, 3});
   auto prod = make_layer("name: 'e' type: 'Eltwise' eltwise_param { operation: PROD }");
   prod->setup({&a, &b, &c}, {&output_});
   prod->forward({&a, &b, &c}, {&output_});
-  expect_near_all(values_of(output_), {1, 25, -6, 27}, 0);
+  expect_near_all(data_of(output_), {1, 25, -6, 27}, 0);
 
   auto max = make_layer("name: 'e' type: 'Eltwise' eltwise_param { operation: MAX }");
   max->setup({&a, &b, &c}, {&output_});
   max->forward({&a, &b, &c}, {&output_});
-  expect_near_all(values_of(output_), {2, 5, -1, 3}, 0);
+  expect_near_all(data_of(output_), {2, 5, -1, 3}, 0);
   std::fill(output_.mutable_cpu_diff(), output_.mutable_cpu_diff() + 4, 1.0f);
   max->backward({&output_}, {true, true, true}, {&a, &b, &c});
   // Element 1: a tie of bottoms 0 and 1 goes to bottom 1; element 3: a three-
   // way tie stays with bottom 1 (a later bottom must be strictly greater).
-  expect_near_all(diffs_of(a), {0, 0, 0, 0}, 0);
-  expect_near_all(diffs_of(b), {1, 1, 1, 1}, 0);
-  expect_near_all(diffs_of(c), {0, 0, 0, 0}, 0);
+  expect_near_all(diff_of(a), {0, 0, 0, 0}, 0);
+  expect_near_all(diff_of(b), {1, 1, 1, 1}, 0);
+  expect_near_all(diff_of(c), {0, 0, 0, 0}, 0);
 }
 
 TEST_F(EltwiseTest, GradientSum) {
@@ -106,8 +106,8 @@ TEST_F(EltwiseTest, GradientProdStableAndUnstable) {
 
 TEST_F(EltwiseTest, UnstableProdGradientDividesByZeroAsCaffe) {
   Blob a({1}), b({1});
-  set_values(a, {0});
-  set_values(b, {3});
+  set_data(a, {0});
+  set_data(b, {3});
   auto layer = make_layer(
       "name: 'e' type: 'Eltwise' eltwise_param { operation: PROD stable_prod_grad: false }");
   layer->setup({&a, &b}, {&output_});

@@ -14,11 +14,11 @@
 namespace xtrain {
 namespace {
 
-using testing::diffs_of;
+using testing::data_of;
+using testing::diff_of;
 using testing::expect_close;
 using testing::fill_uniform;
 using testing::make_layer;
-using testing::values_of;
 
 using Values = std::vector<std::vector<float>>;
 
@@ -109,24 +109,24 @@ TEST_P(EltwiseFastPathTest, MatchesTheReference) {
       }
     }
     bottom.push_back(&inputs[k]);
-    x.push_back(values_of(inputs[k]));
+    x.push_back(data_of(inputs[k]));
   }
   Blob output;
   layer->setup(bottom, {&output});
   layer->forward(bottom, {&output});
   Blob weights(c.shape);
   fill_uniform(weights, 3);
-  const std::vector<float> dy = values_of(weights);
+  const std::vector<float> dy = data_of(weights);
   const EltwiseResult expected = reference_eltwise(c.op, c.coeff, c.stable, x, dy);
-  expect_close(values_of(output), expected.top, 1e-6f, "top");
+  expect_close(data_of(output), expected.top, 1e-6f, "top");
   std::copy(dy.begin(), dy.end(), output.mutable_cpu_diff());
   std::vector<bool> down(c.bottoms, true);
   down[0] = false;  // a bottom without a gradient keeps its diff
   for (Blob& input : inputs) input.scale_diff(0);
   layer->backward({&output}, down, bottom);
-  expect_close(diffs_of(inputs[0]), std::vector<float>(dy.size(), 0.0f), 0, "untouched diff");
+  expect_close(diff_of(inputs[0]), std::vector<float>(dy.size(), 0.0f), 0, "untouched diff");
   for (int k = 1; k < c.bottoms; ++k) {
-    expect_close(diffs_of(inputs[k]), expected.bottom_diffs[k], 1e-5f, "bottom diff");
+    expect_close(diff_of(inputs[k]), expected.bottom_diffs[k], 1e-5f, "bottom diff");
   }
 }
 
@@ -163,7 +163,7 @@ TEST(SplitFastPath, SumsTheTopDiffsLikeTheReference) {
         }
       }
       layer->backward(top, {true}, {&input});
-      expect_close(diffs_of(input), expected, 0, "bottom diff");
+      expect_close(diff_of(input), expected, 0, "bottom diff");
     }
   }
 }
@@ -201,16 +201,16 @@ TEST(ConcatFastPath, ForwardAndBackwardMatchTheReference) {
                         input.cpu_data() + (o + 1) * block);
       }
     }
-    expect_close(values_of(output), expected, 0, "top");
+    expect_close(data_of(output), expected, 0, "top");
     std::copy(output.cpu_data(), output.cpu_data() + output.count(), output.mutable_cpu_diff());
     std::vector<bool> down(inputs.size(), true);
     down[0] = false;
     inputs[0].scale_diff(0);
     layer->backward({&output}, down, bottom);
-    expect_close(diffs_of(inputs[0]), std::vector<float>(inputs[0].count(), 0.0f), 0,
+    expect_close(diff_of(inputs[0]), std::vector<float>(inputs[0].count(), 0.0f), 0,
                  "untouched diff");
     for (std::size_t i = 1; i < inputs.size(); ++i) {
-      expect_close(diffs_of(inputs[i]), values_of(inputs[i]), 0, "bottom diff");
+      expect_close(diff_of(inputs[i]), data_of(inputs[i]), 0, "bottom diff");
     }
   }
 }
@@ -225,9 +225,9 @@ TEST(EltwiseSplitConcatFastPath, SameBitsForOneAndTwoThreads) {
     layer->forward({&a, &b}, {&output});
     std::copy(a.cpu_data(), a.cpu_data() + a.count(), output.mutable_cpu_diff());
     layer->backward({&output}, {true, true}, {&a, &b});
-    std::vector<float> results = values_of(output);
+    std::vector<float> results = data_of(output);
     for (const Blob* blob : {&a, &b}) {
-      const auto diff = diffs_of(*blob);
+      const auto diff = diff_of(*blob);
       results.insert(results.end(), diff.begin(), diff.end());
     }
     return results;

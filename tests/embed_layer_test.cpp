@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gradient_checker.hpp"
-#include "layer_test_util.hpp"
+#include "layer_test_support.hpp"
 
 namespace xtrain {
 namespace {

@@ -1,65 +1,78 @@
-// Helpers for the layer tests of LRN, BatchNorm, Scale/Bias, Eltwise,
-// Concat/Slice, Deconvolution and SPP: a layer from prototxt text, random
-// fills, and checks on xtrain::Error messages.
+// Helpers shared by the layer tests: a layer from a prototxt snippet, blobs
+// with deterministic contents, element-wise comparisons, and checks that a
+// call throws xtrain::Error with a message that tells the user enough.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
-#include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "xtrain/blob.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
+#include "xtrain/proto/xtrain.pb.h"
 #include "xtrain/proto_io.hpp"
 #include "xtrain/random.hpp"
 
 namespace xtrain::testing {
 
-inline LayerParameter layer_param_from(const std::string& text) {
+// The phase is always set (a Net would fill it in), so a test states TEST
+// explicitly rather than through the text.
+inline LayerParameter layer_param_from(const std::string& prototxt, Phase phase = TRAIN) {
   LayerParameter param;
-  read_proto_from_text_string(text, &param);
+  read_proto_from_text_string(prototxt, &param);
+  param.set_phase(phase);
   return param;
 }
 
-inline std::unique_ptr<Layer> make_layer(const std::string& text) {
-  return LayerRegistry::global().create(layer_param_from(text));
+// make_layer("name: 'p' type: 'Power' power_param { power: 2 }")
+inline std::unique_ptr<Layer> make_layer(const std::string& prototxt, Phase phase = TRAIN) {
+  return LayerRegistry::global().create(layer_param_from(prototxt, phase));
 }
 
+// Values from U(low, high), the same for the same seed.
 inline void fill_uniform(Blob& blob, std::uint64_t seed, float low = -1.0f, float high = 1.0f) {
   RandomStream random(seed);
   if (blob.count() > 0) random.uniform(blob.count(), low, high, blob.mutable_cpu_data());
 }
 
-inline void set_values(Blob& blob, const std::vector<float>& values) {
-  ASSERT_EQ(blob.count(), values.size()) << blob.shape_string();
-  for (std::size_t j = 0; j < values.size(); ++j) blob.mutable_cpu_data()[j] = values[j];
+// Like fill_uniform, but every value is at least `gap` away from each of
+// `kinks`, so finite differences never straddle a point where the function
+// bends (|x| at 0, a ReLU at 0, ...).
+inline void fill_away_from(Blob& blob, std::uint64_t seed, float low, float high,
+                           std::initializer_list<float> kinks, float gap) {
+  fill_uniform(blob, seed, low, high);
+  float* data = blob.mutable_cpu_data();
+  for (std::size_t i = 0; i < blob.count(); ++i) {
+    for (float kink : kinks) {
+      if (data[i] > kink - gap && data[i] < kink + gap)
+        data[i] = data[i] < kink ? kink - gap : kink + gap;
+    }
+  }
 }
 
-inline std::vector<float> values_of(const Blob& blob) {
+inline void set_data(Blob& blob, const std::vector<float>& values) {
+  ASSERT_EQ(blob.count(), values.size()) << blob.shape_string();
+  std::copy(values.begin(), values.end(), blob.mutable_cpu_data());
+}
+
+inline void set_diff(Blob& blob, const std::vector<float>& values) {
+  ASSERT_EQ(blob.count(), values.size()) << blob.shape_string();
+  std::copy(values.begin(), values.end(), blob.mutable_cpu_diff());
+}
+
+inline std::vector<float> data_of(const Blob& blob) {
   return std::vector<float>(blob.cpu_data(), blob.cpu_data() + blob.count());
 }
 
-inline std::vector<float> diffs_of(const Blob& blob) {
+inline std::vector<float> diff_of(const Blob& blob) {
   return std::vector<float>(blob.cpu_diff(), blob.cpu_diff() + blob.count());
-}
-
-// Expects `action` to throw xtrain::Error whose message holds every fragment.
-inline void expect_error(const std::function<void()>& action,
-                         const std::vector<std::string>& fragments) {
-  try {
-    action();
-    ADD_FAILURE() << "expected xtrain::Error";
-  } catch (const Error& error) {
-    const std::string message = error.what();
-    for (const std::string& fragment : fragments) {
-      EXPECT_NE(message.find(fragment), std::string::npos)
-          << "message lacks '" << fragment << "': " << message;
-    }
-  }
 }
 
 inline void expect_near_all(const std::vector<float>& actual, const std::vector<float>& expected,
@@ -68,6 +81,36 @@ inline void expect_near_all(const std::vector<float>& actual, const std::vector<
   for (std::size_t i = 0; i < actual.size(); ++i) {
     ASSERT_NEAR(actual[i], expected[i], tolerance) << "element " << i;
   }
+}
+
+// Runs `call`, which must throw xtrain::Error; returns its message so the
+// test can check what it says.
+template <typename Call>
+std::string error_message(Call&& call) {
+  try {
+    call();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "expected an xtrain::Error";
+  return "";
+}
+
+// Expects `call` (a lambda or a std::function) to throw xtrain::Error whose
+// message names every one of `parts`.
+template <typename Call>
+void expect_error(Call&& call, const std::vector<std::string>& parts) {
+  try {
+    call();
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    for (const std::string& part : parts) {
+      EXPECT_NE(message.find(part), std::string::npos)
+          << "the message does not mention \"" << part << "\": " << message;
+    }
+    return;
+  }
+  ADD_FAILURE() << "expected an xtrain::Error";
 }
 
 }  // namespace xtrain::testing

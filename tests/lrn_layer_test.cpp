@@ -13,11 +13,11 @@
 namespace xtrain {
 namespace {
 
+using testing::data_of;
 using testing::expect_error;
 using testing::fill_uniform;
 using testing::make_layer;
-using testing::set_values;
-using testing::values_of;
+using testing::set_data;
 
 struct LrnSettings {
   int size = 5;
@@ -80,7 +80,7 @@ class LRNTest : public ::testing::Test {
     layer->setup({&input_}, {&output_});
     ASSERT_EQ(output_.shape(), shape);
     layer->forward({&input_}, {&output_});
-    testing::expect_near_all(values_of(output_), reference_lrn(input_, settings), 1e-5f);
+    testing::expect_near_all(data_of(output_), reference_lrn(input_, settings), 1e-5f);
   }
 
   Blob input_;
@@ -93,7 +93,7 @@ TEST_F(LRNTest, AcrossChannelsByHand) {
   //   c1: 1 + 3/3 * (1 + 4 + 9) = 15  -> 2/15
   //   c2: 1 + 3/3 * (4 + 9)     = 14  -> 3/14
   input_.reshape({1, 3, 1, 1});
-  set_values(input_, {1, 2, 3});
+  set_data(input_, {1, 2, 3});
   auto layer =
       make_layer("name: 'norm' type: 'LRN' lrn_param { local_size: 3 alpha: 3 beta: 1 k: 1 }");
   layer->setup({&input_}, {&output_});
@@ -107,7 +107,7 @@ TEST_F(LRNTest, WithinChannelByHandIgnoresK) {
   // A 2x2 plane: every 3x3 window (clipped) holds all four values, sum of
   // squares 30; scale = 1 + 9 * 30 / 9 = 31 (k plays no part, as in Caffe).
   input_.reshape({1, 1, 2, 2});
-  set_values(input_, {1, 2, 3, 4});
+  set_data(input_, {1, 2, 3, 4});
   auto layer = make_layer(
       "name: 'norm' type: 'LRN' lrn_param { local_size: 3 alpha: 9 beta: 1 k: 5 "
       "norm_region: WITHIN_CHANNEL }");
@@ -135,7 +135,7 @@ TEST_F(LRNTest, ReshapesWithTheInput) {
   input_.reshape({2, 6, 3, 3});
   fill_uniform(input_, 5);
   layer->forward({&input_}, {&output_});
-  testing::expect_near_all(values_of(output_), reference_lrn(input_, settings), 1e-5f);
+  testing::expect_near_all(data_of(output_), reference_lrn(input_, settings), 1e-5f);
 }
 
 TEST_F(LRNTest, GradientAcrossChannels) {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gradient_checker.hpp"
-#include "layer_test_util.hpp"
+#include "layer_test_support.hpp"
 
 namespace xtrain {
 namespace {
@@ -55,7 +55,7 @@ class MVNLayerTest : public ::testing::TestWithParam<MVNCase> {};
 TEST_P(MVNLayerTest, ForwardMatchesANaiveNormalisation) {
   Blob bottom({2, 3, 4, 5});
   Blob top;
-  testing::fill_uniform(bottom, -2, 3, 61);
+  testing::fill_uniform(bottom, 61, -2, 3);
   auto layer = make_layer(prototxt_of(GetParam()));
   layer->setup({&bottom}, {&top});
   layer->forward({&bottom}, {&top});
@@ -69,7 +69,7 @@ TEST_P(MVNLayerTest, ForwardMatchesANaiveNormalisation) {
 TEST_P(MVNLayerTest, GradientMatchesFiniteDifferences) {
   Blob bottom({2, 3, 2, 3});
   Blob top;
-  testing::fill_uniform(bottom, -2, 2, 62);
+  testing::fill_uniform(bottom, 62, -2, 2);
   auto layer = make_layer(prototxt_of(GetParam()));
   layer->setup({&bottom}, {&top});
   testing::GradientCheckOptions options;
@@ -79,9 +79,9 @@ TEST_P(MVNLayerTest, GradientMatchesFiniteDifferences) {
 
 TEST_P(MVNLayerTest, InPlaceGivesTheSameResults) {
   Blob input({2, 3, 4});
-  testing::fill_uniform(input, -1, 1, 63);
+  testing::fill_uniform(input, 63);
   Blob top_diff({2, 3, 4});
-  testing::fill_uniform(top_diff, -1, 1, 64);
+  testing::fill_uniform(top_diff, 64);
 
   Blob bottom;
   bottom.reshape_like(input);
@@ -127,7 +127,7 @@ TEST(MVNLayerTest2, EpsIsAddedToTheStandardDeviation) {
 
 TEST(MVNLayerTest2, TopIsFourDimensionalAsInCaffe) {
   Blob bottom({3, 4});
-  testing::fill_uniform(bottom, -1, 1, 65);
+  testing::fill_uniform(bottom, 65);
   Blob top;
   auto layer = make_layer(prototxt_of({true, true}));
   layer->setup({&bottom}, {&top});

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "gradient_checker.hpp"
-#include "layer_test_util.hpp"
+#include "layer_test_support.hpp"
 
 namespace xtrain {
 namespace {
@@ -55,7 +55,7 @@ TEST_P(NeuronLayerTest, ForwardMatchesTheFormula) {
   const NeuronCase& c = GetParam();
   Blob bottom({2, 3, 4, 5});
   Blob top;
-  fill_away_from(bottom, c.low, c.high, {0.0f}, c.kink_at_zero ? 0.05f : 0.0f, 21);
+  fill_away_from(bottom, 21, c.low, c.high, {0.0f}, c.kink_at_zero ? 0.05f : 0.0f);
   auto layer = make_layer(c.prototxt);
   layer->setup({&bottom}, {&top});
   layer->forward({&bottom}, {&top});
@@ -71,7 +71,7 @@ TEST_P(NeuronLayerTest, GradientMatchesFiniteDifferences) {
   const NeuronCase& c = GetParam();
   Blob bottom({2, 3, 3, 2});
   Blob top;
-  fill_away_from(bottom, c.low, c.high, {0.0f}, c.kink_at_zero ? 0.05f : 0.0f, 22);
+  fill_away_from(bottom, 22, c.low, c.high, {0.0f}, c.kink_at_zero ? 0.05f : 0.0f);
   auto layer = make_layer(c.prototxt);
   layer->setup({&bottom}, {&top});
   testing::GradientChecker().check(*layer, {&bottom}, {&top});
@@ -80,9 +80,9 @@ TEST_P(NeuronLayerTest, GradientMatchesFiniteDifferences) {
 TEST_P(NeuronLayerTest, InPlaceGivesTheSameResultsOrIsRefused) {
   const NeuronCase& c = GetParam();
   Blob input({3, 7});
-  fill_away_from(input, c.low, c.high, {0.0f}, c.kink_at_zero ? 0.05f : 0.0f, 23);
+  fill_away_from(input, 23, c.low, c.high, {0.0f}, c.kink_at_zero ? 0.05f : 0.0f);
   Blob top_diff({3, 7});
-  testing::fill_uniform(top_diff, -1.0f, 1.0f, 24);
+  testing::fill_uniform(top_diff, 24);
 
   Blob shared;
   shared.reshape_like(input);

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "gradient_checker.hpp"
-#include "layer_test_util.hpp"
+#include "layer_test_support.hpp"
 
 namespace xtrain {
 namespace {
@@ -81,7 +81,7 @@ TEST_P(PReLUGradientTest, BottomAndSlopesMatchFiniteDifferences) {
   const bool shared = GetParam();
   Blob bottom({2, 3, 2, 2});
   Blob top;
-  fill_away_from(bottom, -2, 2, {0.0f}, 0.05f, 31);
+  fill_away_from(bottom, 31, -2, 2, {0.0f}, 0.05f);
   auto layer =
       make_layer(std::string("name: 'prelu' type: 'PReLU' prelu_param { channel_shared: ") +
                  (shared ? "true" : "false") + " filler { type: 'uniform' min: -0.5 max: 0.5 } }");
@@ -96,9 +96,9 @@ INSTANTIATE_TEST_SUITE_P(Slopes, PReLUGradientTest, ::testing::Values(false, tru
 
 TEST(PReLULayerTest, InPlaceKeepsTheInputForBackward) {
   Blob input({2, 3, 4});
-  fill_away_from(input, -2, 2, {0.0f}, 0.05f, 32);
+  fill_away_from(input, 32, -2, 2, {0.0f}, 0.05f);
   Blob top_diff({2, 3, 4});
-  testing::fill_uniform(top_diff, -1, 1, 33);
+  testing::fill_uniform(top_diff, 33);
   const std::string prototxt =
       "name: 'prelu' type: 'PReLU' prelu_param { filler { type: 'uniform' min: -1 max: 1 } }";
 

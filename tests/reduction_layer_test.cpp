@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "gradient_checker.hpp"
-#include "layer_test_util.hpp"
+#include "layer_test_support.hpp"
 
 namespace xtrain {
 namespace {
@@ -49,7 +49,7 @@ TEST_P(ReductionLayerTest, ForwardMatchesANaiveReduction) {
   const ReductionCase& c = GetParam();
   Blob bottom({2, 3, 4, 5});
   Blob top;
-  testing::fill_uniform(bottom, -2, 2, 41);
+  testing::fill_uniform(bottom, 41, -2, 2);
   auto layer = make_layer(prototxt_of(c));
   layer->setup({&bottom}, {&top});
   layer->forward({&bottom}, {&top});
@@ -68,7 +68,7 @@ TEST_P(ReductionLayerTest, ForwardMatchesANaiveReduction) {
 TEST_P(ReductionLayerTest, GradientMatchesFiniteDifferences) {
   Blob bottom({2, 3, 2, 3});
   Blob top;
-  fill_away_from(bottom, -2, 2, {0.0f}, 0.05f, 42);  // |x| bends at 0
+  fill_away_from(bottom, 42, -2, 2, {0.0f}, 0.05f);  // |x| bends at 0
   auto layer = make_layer(prototxt_of(GetParam()));
   layer->setup({&bottom}, {&top});
   testing::GradientChecker().check(*layer, {&bottom}, {&top});

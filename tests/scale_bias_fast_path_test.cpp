@@ -13,11 +13,11 @@
 namespace xtrain {
 namespace {
 
-using testing::diffs_of;
+using testing::data_of;
+using testing::diff_of;
 using testing::expect_close;
 using testing::fill_uniform;
 using testing::make_layer;
-using testing::values_of;
 
 struct Axes {
   std::size_t outer, dim, inner;
@@ -75,33 +75,33 @@ TEST_P(ScaleFastPathTest, LearnedScaleMatchesTheReference) {
   Blob separate_output;
   Blob* output = c.in_place ? &input : &separate_output;
   fill_uniform(input, 1);
-  const std::vector<float> x = values_of(input);
+  const std::vector<float> x = data_of(input);
   layer->setup({&input}, {output});
   const bool bias_term = layer->blobs().size() == 2;
-  const std::vector<float> scale = values_of(*layer->blobs()[0]);
-  const std::vector<float> bias = bias_term ? values_of(*layer->blobs()[1]) : std::vector<float>{};
+  const std::vector<float> scale = data_of(*layer->blobs()[0]);
+  const std::vector<float> bias = bias_term ? data_of(*layer->blobs()[1]) : std::vector<float>{};
   layer->forward({&input}, {output});
-  expect_close(values_of(*output), reference_forward(c.axes, x, scale, bias), 1e-6f, "top");
+  expect_close(data_of(*output), reference_forward(c.axes, x, scale, bias), 1e-6f, "top");
 
   Blob weights(c.shape);
   fill_uniform(weights, 2);
-  const std::vector<float> dy = values_of(weights);
+  const std::vector<float> dy = data_of(weights);
   std::copy(dy.begin(), dy.end(), output->mutable_cpu_diff());
   for (std::size_t b = 0; b < layer->blobs().size(); ++b) fill_uniform(*layer->blobs()[b], 3 + b);
   std::vector<float> scale_diff(c.axes.dim), bias_diff(c.axes.dim);
   for (auto& blob : layer->blobs())
     std::copy(blob->cpu_data(), blob->cpu_data() + blob->count(), blob->mutable_cpu_diff());
-  scale_diff = diffs_of(*layer->blobs()[0]);
-  if (bias_term) bias_diff = diffs_of(*layer->blobs()[1]);
-  const std::vector<float> new_scale = values_of(*layer->blobs()[0]);
+  scale_diff = diff_of(*layer->blobs()[0]);
+  if (bias_term) bias_diff = diff_of(*layer->blobs()[1]);
+  const std::vector<float> new_scale = data_of(*layer->blobs()[0]);
   layer->backward({output}, {true}, {&input});
   reference_channel_sums(c.axes, dy, &x, &scale_diff);
-  expect_close(diffs_of(*layer->blobs()[0]), scale_diff, 1e-5f, "scale diff");
+  expect_close(diff_of(*layer->blobs()[0]), scale_diff, 1e-5f, "scale diff");
   if (bias_term) {
     reference_channel_sums(c.axes, dy, nullptr, &bias_diff);
-    expect_close(diffs_of(*layer->blobs()[1]), bias_diff, 1e-5f, "bias diff");
+    expect_close(diff_of(*layer->blobs()[1]), bias_diff, 1e-5f, "bias diff");
   }
-  expect_close(diffs_of(input), reference_forward(c.axes, dy, new_scale, {}), 1e-6f, "bottom diff");
+  expect_close(diff_of(input), reference_forward(c.axes, dy, new_scale, {}), 1e-6f, "bottom diff");
 }
 
 // The scale as bottom[1] (with a learned bias when bias_term): its diff is
@@ -117,18 +117,18 @@ TEST_P(ScaleFastPathTest, ScaleFromBottomMatchesTheReference) {
   Blob scale_blob(std::vector<int>{static_cast<int>(c.axes.dim)});
   fill_uniform(input, 1);
   fill_uniform(scale_blob, 8);
-  const std::vector<float> x = values_of(input);
-  const std::vector<float> scale = values_of(scale_blob);
+  const std::vector<float> x = data_of(input);
+  const std::vector<float> scale = data_of(scale_blob);
   // An (outer, dim, inner) view needs the scale's shape to be the input's
   // axes; a flat scale lines up when it spans one axis, which these cases do.
   layer->setup({&input, &scale_blob}, {output});
   const bool bias_term = !layer->blobs().empty();
-  const std::vector<float> bias = bias_term ? values_of(*layer->blobs()[0]) : std::vector<float>{};
+  const std::vector<float> bias = bias_term ? data_of(*layer->blobs()[0]) : std::vector<float>{};
   layer->forward({&input, &scale_blob}, {output});
-  expect_close(values_of(*output), reference_forward(c.axes, x, scale, bias), 1e-6f, "top");
+  expect_close(data_of(*output), reference_forward(c.axes, x, scale, bias), 1e-6f, "top");
   Blob weights(c.shape);
   fill_uniform(weights, 2);
-  const std::vector<float> dy = values_of(weights);
+  const std::vector<float> dy = data_of(weights);
   for (const std::vector<bool>& down :
        {std::vector<bool>{true, true}, std::vector<bool>{true, false},
         std::vector<bool>{false, true}}) {
@@ -143,21 +143,21 @@ TEST_P(ScaleFastPathTest, ScaleFromBottomMatchesTheReference) {
     if (bias_term) {
       layer->blobs()[0]->scale_diff(0);
     }
-    const std::vector<float> old_input_diff = diffs_of(input);
+    const std::vector<float> old_input_diff = diff_of(input);
     layer->backward({output}, down, {&input, &scale_blob});
     if (down[1]) {
       std::vector<float> scale_diff(c.axes.dim, 0.0f);
       reference_channel_sums(c.axes, dy, &x, &scale_diff);
-      expect_close(diffs_of(scale_blob), scale_diff, 1e-5f, "scale diff");
+      expect_close(diff_of(scale_blob), scale_diff, 1e-5f, "scale diff");
     }
     if (bias_term) {
       reference_channel_sums(c.axes, dy, nullptr, &bias_diff);
-      expect_close(diffs_of(*layer->blobs()[0]), bias_diff, 1e-5f, "bias diff");
+      expect_close(diff_of(*layer->blobs()[0]), bias_diff, 1e-5f, "bias diff");
     }
     if (down[0]) {
-      expect_close(diffs_of(input), reference_forward(c.axes, dy, scale, {}), 1e-6f, "bottom diff");
+      expect_close(diff_of(input), reference_forward(c.axes, dy, scale, {}), 1e-6f, "bottom diff");
     } else if (!c.in_place) {
-      expect_close(diffs_of(input), old_input_diff, 0, "untouched bottom diff");
+      expect_close(diff_of(input), old_input_diff, 0, "untouched bottom diff");
     }
   }
 }
@@ -188,26 +188,25 @@ TEST_P(BiasFastPathTest, LearnedAndBottomBiasMatchTheReference) {
     Blob bias_blob(std::vector<int>{static_cast<int>(c.axes.dim)});
     fill_uniform(input, 1);
     fill_uniform(bias_blob, 5);
-    const std::vector<float> x = values_of(input);
+    const std::vector<float> x = data_of(input);
     BlobVec bottom = {&input};
     if (from_bottom) bottom.push_back(&bias_blob);
     layer->setup(bottom, {output});
     Blob& bias = from_bottom ? bias_blob : *layer->blobs()[0];
     layer->forward(bottom, {output});
-    expect_close(values_of(*output), reference_forward(c.axes, x, {}, values_of(bias)), 1e-6f,
-                 "top");
+    expect_close(data_of(*output), reference_forward(c.axes, x, {}, data_of(bias)), 1e-6f, "top");
     Blob weights(c.shape);
     fill_uniform(weights, 2);
-    const std::vector<float> dy = values_of(weights);
+    const std::vector<float> dy = data_of(weights);
     std::copy(dy.begin(), dy.end(), output->mutable_cpu_diff());
     fill_uniform(bias, 6);
     std::copy(bias.cpu_data(), bias.cpu_data() + bias.count(), bias.mutable_cpu_diff());
     std::vector<float> bias_diff =
-        from_bottom ? std::vector<float>(c.axes.dim, 0.0f) : values_of(bias);
+        from_bottom ? std::vector<float>(c.axes.dim, 0.0f) : data_of(bias);
     layer->backward({output}, std::vector<bool>(bottom.size(), true), bottom);
     reference_channel_sums(c.axes, dy, nullptr, &bias_diff);
-    expect_close(diffs_of(bias), bias_diff, 1e-5f, "bias diff");
-    expect_close(diffs_of(input), dy, 0, "bottom diff");
+    expect_close(diff_of(bias), bias_diff, 1e-5f, "bias diff");
+    expect_close(diff_of(input), dy, 0, "bottom diff");
   }
 }
 
@@ -228,13 +227,13 @@ TEST(ScaleBiasFastPath, SameBitsForOneAndTwoThreads) {
     fill_uniform(input, 1);
     layer->setup({&input}, {&input});
     layer->forward({&input}, {&input});
-    std::vector<float> results = values_of(input);
+    std::vector<float> results = data_of(input);
     fill_uniform(input, 2);
     std::copy(input.cpu_data(), input.cpu_data() + input.count(), input.mutable_cpu_diff());
     for (auto& blob : layer->blobs()) blob->scale_diff(0);
     layer->backward({&input}, {true}, {&input});
     for (const Blob* blob : {layer->blobs()[0].get(), layer->blobs()[1].get(), &input}) {
-      const auto diff = diffs_of(*blob);
+      const auto diff = diff_of(*blob);
       results.insert(results.end(), diff.begin(), diff.end());
     }
     return results;

@@ -12,13 +12,13 @@
 namespace xtrain {
 namespace {
 
-using testing::diffs_of;
+using testing::data_of;
+using testing::diff_of;
 using testing::expect_error;
 using testing::expect_near_all;
 using testing::fill_uniform;
 using testing::make_layer;
-using testing::set_values;
-using testing::values_of;
+using testing::set_data;
 
 // y[j] = x[j] * scale[d] + bias[d], d = the operand index of j: the operand's
 // axes start at `axis` of the input. Written with plain index arithmetic.
@@ -51,10 +51,10 @@ TEST_F(ScaleBiasTest, LearnedScaleDefaultsToIdentityAndScalesChannels) {
   ASSERT_EQ(layer->blobs().size(), 1u);
   EXPECT_EQ(layer->blobs()[0]->shape(), std::vector<int>{3});
   layer->forward({&input_}, {&output_});
-  expect_near_all(values_of(output_), values_of(input_), 0);
-  set_values(*layer->blobs()[0], {1, -2, 0.5f});
+  expect_near_all(data_of(output_), data_of(input_), 0);
+  set_data(*layer->blobs()[0], {1, -2, 0.5f});
   layer->forward({&input_}, {&output_});
-  expect_near_all(values_of(output_), reference(input_, {1, -2, 0.5f}, {}, 1, 1), 1e-6f);
+  expect_near_all(data_of(output_), reference(input_, {1, -2, 0.5f}, {}, 1, 1), 1e-6f);
 }
 
 TEST_F(ScaleBiasTest, ScaleWithBiasTermAndFillers) {
@@ -65,8 +65,7 @@ TEST_F(ScaleBiasTest, ScaleWithBiasTermAndFillers) {
   ASSERT_EQ(layer->blobs().size(), 2u);
   EXPECT_EQ(layer->blobs()[1]->shape(), std::vector<int>{3});
   layer->forward({&input_}, {&output_});
-  expect_near_all(values_of(output_), reference(input_, {2, 2, 2}, {0.5f, 0.5f, 0.5f}, 1, 1),
-                  1e-6f);
+  expect_near_all(data_of(output_), reference(input_, {2, 2, 2}, {0.5f, 0.5f, 0.5f}, 1, 1), 1e-6f);
 }
 
 TEST_F(ScaleBiasTest, ScaleFromBottomOverSeveralAxes) {
@@ -76,19 +75,19 @@ TEST_F(ScaleBiasTest, ScaleFromBottomOverSeveralAxes) {
   layer->setup({&input_, &operand_}, {&output_});
   ASSERT_EQ(layer->blobs().size(), 1u);  // the bias only
   EXPECT_EQ(layer->blobs()[0]->shape(), (std::vector<int>{3, 2}));
-  set_values(*layer->blobs()[0], {1, 2, 3, 4, 5, 6});
+  set_data(*layer->blobs()[0], {1, 2, 3, 4, 5, 6});
   layer->forward({&input_, &operand_}, {&output_});
-  expect_near_all(values_of(output_),
-                  reference(input_, values_of(operand_), {1, 2, 3, 4, 5, 6}, 1, 2), 1e-6f);
+  expect_near_all(data_of(output_), reference(input_, data_of(operand_), {1, 2, 3, 4, 5, 6}, 1, 2),
+                  1e-6f);
 }
 
 TEST_F(ScaleBiasTest, ScalarScaleIgnoresTheAxis) {
   operand_.reshape(std::vector<int>{});
-  set_values(operand_, {3});
+  set_data(operand_, {3});
   auto layer = make_layer("name: 's' type: 'Scale' scale_param { axis: 2 }");
   layer->setup({&input_, &operand_}, {&output_});
   layer->forward({&input_, &operand_}, {&output_});
-  expect_near_all(values_of(output_), reference(input_, {3}, {}, 0, 0), 1e-6f);
+  expect_near_all(data_of(output_), reference(input_, {3}, {}, 0, 0), 1e-6f);
   auto learned = make_layer("name: 's' type: 'Scale' scale_param { num_axes: 0 }");
   learned->setup({&input_}, {&output_});
   EXPECT_EQ(learned->blobs()[0]->count(), 1u);
@@ -101,14 +100,13 @@ TEST_F(ScaleBiasTest, AllAxesAndNegativeAxis) {
   EXPECT_EQ(all->blobs()[0]->shape(), (std::vector<int>{3, 2, 4}));
   fill_uniform(*all->blobs()[0], 3);
   all->forward({&input_}, {&output_});
-  expect_near_all(values_of(output_), reference(input_, values_of(*all->blobs()[0]), {}, 1, 3),
-                  1e-6f);
+  expect_near_all(data_of(output_), reference(input_, data_of(*all->blobs()[0]), {}, 1, 3), 1e-6f);
   auto last = make_layer("name: 's' type: 'Scale' scale_param { axis: -1 }");
   last->setup({&input_}, {&output_});
   EXPECT_EQ(last->blobs()[0]->shape(), std::vector<int>{4});
-  set_values(*last->blobs()[0], {1, 2, 3, 4});
+  set_data(*last->blobs()[0], {1, 2, 3, 4});
   last->forward({&input_}, {&output_});
-  expect_near_all(values_of(output_), reference(input_, {1, 2, 3, 4}, {}, 3, 1), 1e-6f);
+  expect_near_all(data_of(output_), reference(input_, {1, 2, 3, 4}, {}, 3, 1), 1e-6f);
 }
 
 TEST_F(ScaleBiasTest, GradientLearnedScaleAndBias) {
@@ -126,7 +124,7 @@ TEST_F(ScaleBiasTest, GradientScaleFromBottom) {
   layer->setup({&input_, &operand_}, {&output_});
   testing::GradientChecker().check(*layer, {&input_, &operand_}, {&output_});
   operand_.reshape(std::vector<int>{});
-  set_values(operand_, {0.7f});
+  set_data(operand_, {0.7f});
   layer->setup({&input_, &operand_}, {&output_});
   testing::GradientChecker().check(*layer, {&input_, &operand_}, {&output_});
 }
@@ -140,21 +138,21 @@ TEST_F(ScaleBiasTest, ScaleInPlaceMatchesOutOfPlace) {
   separate->seed(3);
   inplace->seed(3);
   Blob shared(input_.shape());
-  set_values(shared, values_of(input_));
+  set_data(shared, data_of(input_));
   separate->setup({&input_}, {&output_});
   inplace->setup({&shared}, {&shared});
   separate->forward({&input_}, {&output_});
   inplace->forward({&shared}, {&shared});
-  expect_near_all(values_of(shared), values_of(output_), 0);
+  expect_near_all(data_of(shared), data_of(output_), 0);
   Blob weights(input_.shape());
   fill_uniform(weights, 9);
   std::copy(weights.cpu_data(), weights.cpu_data() + weights.count(), output_.mutable_cpu_diff());
   std::copy(weights.cpu_data(), weights.cpu_data() + weights.count(), shared.mutable_cpu_diff());
   separate->backward({&output_}, {true}, {&input_});
   inplace->backward({&shared}, {true}, {&shared});
-  expect_near_all(diffs_of(shared), diffs_of(input_), 1e-6f);
+  expect_near_all(diff_of(shared), diff_of(input_), 1e-6f);
   for (int i = 0; i < 2; ++i) {
-    expect_near_all(diffs_of(*inplace->blobs()[i]), diffs_of(*separate->blobs()[i]), 1e-5f);
+    expect_near_all(diff_of(*inplace->blobs()[i]), diff_of(*separate->blobs()[i]), 1e-5f);
   }
 }
 
@@ -168,8 +166,8 @@ TEST_F(ScaleBiasTest, LearnedGradientsAccumulateBottomGradientsDoNot) {
   std::copy(output_.cpu_data(), output_.cpu_data() + output_.count(), output_.mutable_cpu_diff());
   layer->blobs()[0]->scale_diff(0);
   layer->backward({&output_}, {false, true}, {&input_, &operand_});
-  const auto bias_once = diffs_of(*layer->blobs()[0]);
-  const auto scale_once = diffs_of(operand_);
+  const auto bias_once = diff_of(*layer->blobs()[0]);
+  const auto scale_once = diff_of(operand_);
   layer->backward({&output_}, {false, true}, {&input_, &operand_});
   for (std::size_t i = 0; i < bias_once.size(); ++i) {
     EXPECT_FLOAT_EQ(layer->blobs()[0]->cpu_diff()[i], 2 * bias_once[i]);
@@ -216,28 +214,28 @@ TEST_F(ScaleBiasTest, LearnedBiasAddsAlongTheAxes) {
   ASSERT_EQ(layer->blobs().size(), 1u);
   EXPECT_EQ(layer->blobs()[0]->shape(), (std::vector<int>{3, 2}));
   EXPECT_EQ(layer->blobs()[0]->asum_data(), 0.0);  // constant 0 by default
-  set_values(*layer->blobs()[0], {1, 2, 3, 4, 5, 6});
+  set_data(*layer->blobs()[0], {1, 2, 3, 4, 5, 6});
   layer->forward({&input_}, {&output_});
-  expect_near_all(values_of(output_), reference(input_, {}, {1, 2, 3, 4, 5, 6}, 1, 2), 1e-6f);
+  expect_near_all(data_of(output_), reference(input_, {}, {1, 2, 3, 4, 5, 6}, 1, 2), 1e-6f);
 }
 
 TEST_F(ScaleBiasTest, BiasFromBottomScalarAndInPlace) {
   operand_.reshape({2});
-  set_values(operand_, {10, 20});
+  set_data(operand_, {10, 20});
   auto layer = make_layer("name: 'b' type: 'Bias' bias_param { axis: 0 }");
   layer->setup({&input_, &operand_}, {&output_});
   EXPECT_TRUE(layer->blobs().empty());
   layer->forward({&input_, &operand_}, {&output_});
-  expect_near_all(values_of(output_), reference(input_, {}, {10, 20}, 0, 1), 1e-6f);
+  expect_near_all(data_of(output_), reference(input_, {}, {10, 20}, 0, 1), 1e-6f);
 
   Blob scalar(std::vector<int>{});
-  set_values(scalar, {-1});
+  set_data(scalar, {-1});
   Blob shared(input_.shape());
-  set_values(shared, values_of(input_));
+  set_data(shared, data_of(input_));
   auto inplace = make_layer("name: 'b' type: 'Bias'");
   inplace->setup({&shared, &scalar}, {&shared});
   inplace->forward({&shared, &scalar}, {&shared});
-  expect_near_all(values_of(shared), reference(input_, {}, {-1}, 0, 0), 1e-6f);
+  expect_near_all(data_of(shared), reference(input_, {}, {-1}, 0, 0), 1e-6f);
   std::fill(shared.mutable_cpu_diff(), shared.mutable_cpu_diff() + shared.count(), 0.5f);
   inplace->backward({&shared}, {true, true}, {&shared, &scalar});
   EXPECT_FLOAT_EQ(scalar.cpu_diff()[0], 0.5f * shared.count());

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "gradient_checker.hpp"
-#include "layer_test_util.hpp"
+#include "layer_test_support.hpp"
 
 namespace xtrain {
 namespace {
@@ -67,7 +67,7 @@ TEST(ReshapeLayerTest, SharesDataAndDiffWithTheBottom) {
 
 TEST(ReshapeLayerTest, GradientMatchesFiniteDifferences) {
   Blob bottom({2, 3, 2});
-  testing::fill_uniform(bottom, -1, 1, 71);
+  testing::fill_uniform(bottom, 71);
   Blob top;
   auto layer = make_layer("name: 'r' type: 'Reshape' reshape_param { shape { dim: -1 dim: 4 } }");
   layer->setup({&bottom}, {&top});
@@ -80,7 +80,7 @@ TEST(ReshapeLayerTest, FollowsTheBottomWhenItChangesShape) {
   auto layer = make_layer("name: 'r' type: 'Reshape' reshape_param { shape { dim: 0 dim: -1 } }");
   layer->setup({&bottom}, {&top});
   bottom.reshape({5, 3, 4});
-  testing::fill_uniform(bottom, -1, 1, 72);
+  testing::fill_uniform(bottom, 72);
   layer->forward({&bottom}, {&top});
   EXPECT_EQ(top.shape(), (std::vector<int>{5, 12}));
   EXPECT_EQ(data_of(top), data_of(bottom));
@@ -144,7 +144,7 @@ TEST(TileLayerTest, GradientMatchesFiniteDifferences) {
   for (const char* param :
        {"tiles: 3", "axis: 2 tiles: 2", "axis: -1 tiles: 2", "axis: 0 tiles: 2"}) {
     Blob bottom({2, 3, 2});
-    testing::fill_uniform(bottom, -1, 1, 73);
+    testing::fill_uniform(bottom, 73);
     Blob top;
     auto layer = make_layer(std::string("name: 't' type: 'Tile' tile_param { ") + param + " }");
     layer->setup({&bottom}, {&top});
@@ -185,7 +185,7 @@ void expect_naive_crop(const Blob& bottom, const Blob& top, const std::vector<in
 TEST(CropLayerTest, CropsTheSpatialAxesByDefault) {
   Blob bottom({2, 3, 5, 6});
   Blob reference({1, 1, 3, 2});
-  testing::fill_uniform(bottom, -1, 1, 74);
+  testing::fill_uniform(bottom, 74);
   Blob top;
   auto layer = make_layer("name: 'crop' type: 'Crop' crop_param { offset: 1 }");
   layer->setup({&bottom, &reference}, {&top});
@@ -197,7 +197,7 @@ TEST(CropLayerTest, CropsTheSpatialAxesByDefault) {
 TEST(CropLayerTest, OneOffsetPerAxisFromAxisOne) {
   Blob bottom({2, 4, 5, 6});
   Blob reference({9, 2, 3, 3});
-  testing::fill_uniform(bottom, -1, 1, 75);
+  testing::fill_uniform(bottom, 75);
   Blob top;
   auto layer =
       make_layer("name: 'crop' type: 'Crop' crop_param { axis: 1 offset: 2 offset: 0 offset: 3 }");
@@ -224,7 +224,7 @@ TEST(CropLayerTest, BackwardPutsTheDiffBackAndZeroesTheRest) {
 TEST(CropLayerTest, GradientMatchesFiniteDifferences) {
   Blob bottom({2, 3, 4, 4});
   Blob reference({2, 2, 2, 3});
-  testing::fill_uniform(bottom, -1, 1, 76);
+  testing::fill_uniform(bottom, 76);
   Blob top;
   auto layer = make_layer("name: 'crop' type: 'Crop' crop_param { axis: 1 offset: 1 }");
   layer->setup({&bottom, &reference}, {&top});
@@ -277,7 +277,7 @@ TEST(SilenceLayerTest, TakesAnyBottomsProducesNothingAndZeroesDiffs) {
 
 TEST(SilenceLayerTest, GradientIsZero) {
   Blob a({2, 3});
-  testing::fill_uniform(a, -1, 1, 77);
+  testing::fill_uniform(a, 77);
   set_diff(a, std::vector<float>(6, 5.0f));
   auto layer = make_layer("name: 'silence' type: 'Silence'");
   layer->setup({&a}, {});

@@ -16,11 +16,11 @@
 namespace xtrain {
 namespace {
 
-using testing::diffs_of;
+using testing::data_of;
+using testing::diff_of;
 using testing::expect_close;
 using testing::fill_uniform;
 using testing::make_layer;
-using testing::values_of;
 
 struct View {
   std::size_t outer, channels, inner;
@@ -75,17 +75,17 @@ TEST_P(SoftmaxFastPathTest, MatchesTheReference) {
   Blob separate_output;
   Blob* output = c.in_place ? &input : &separate_output;
   fill_uniform(input, 1, -5.0f, 5.0f);
-  const std::vector<float> x = values_of(input);
+  const std::vector<float> x = data_of(input);
   layer->setup({&input}, {output});
   layer->forward({&input}, {output});
   const std::vector<float> y = reference_softmax(c.view, x);
-  expect_close(values_of(*output), y, 1e-6f, "top");
+  expect_close(data_of(*output), y, 1e-6f, "top");
   Blob weights(c.shape);
   fill_uniform(weights, 2);
-  const std::vector<float> dy = values_of(weights);
+  const std::vector<float> dy = data_of(weights);
   std::copy(dy.begin(), dy.end(), output->mutable_cpu_diff());
   layer->backward({output}, {true}, {&input});
-  expect_close(diffs_of(input), reference_softmax_backward(c.view, values_of(*output), dy), 1e-6f,
+  expect_close(diff_of(input), reference_softmax_backward(c.view, data_of(*output), dy), 1e-6f,
                "bottom diff");
 }
 
@@ -121,7 +121,7 @@ TEST(SoftmaxWithLossFastPath, GradientMatchesTheReference) {
     layer->forward({&scores, &labels}, {&loss});
     loss.mutable_cpu_diff()[0] = 0.75f;
     layer->backward({&loss}, {true, false}, {&scores, &labels});
-    std::vector<float> expected = reference_softmax(view, values_of(scores));
+    std::vector<float> expected = reference_softmax(view, data_of(scores));
     for (std::size_t o = 0; o < view.outer; ++o) {
       for (std::size_t i = 0; i < view.inner; ++i) {
         const int label = static_cast<int>(labels.cpu_data()[o * view.inner + i]);
@@ -132,7 +132,7 @@ TEST(SoftmaxWithLossFastPath, GradientMatchesTheReference) {
       }
     }
     for (float& value : expected) value *= 0.75f / static_cast<float>(valid);
-    expect_close(diffs_of(scores), expected, 1e-6f, "scores diff");
+    expect_close(diff_of(scores), expected, 1e-6f, "scores diff");
   }
 }
 
@@ -146,8 +146,8 @@ TEST(SoftmaxFastPath, SameBitsForOneAndTwoThreads) {
     fill_uniform(input, 2);
     std::copy(input.cpu_data(), input.cpu_data() + input.count(), output.mutable_cpu_diff());
     layer->backward({&output}, {true}, {&input});
-    std::vector<float> results = values_of(output);
-    const auto diff = diffs_of(input);
+    std::vector<float> results = data_of(output);
+    const auto diff = diff_of(input);
     results.insert(results.end(), diff.begin(), diff.end());
     return results;
   });

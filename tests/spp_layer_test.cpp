@@ -16,11 +16,11 @@
 namespace xtrain {
 namespace {
 
+using testing::data_of;
 using testing::expect_error;
 using testing::expect_near_all;
 using testing::fill_uniform;
 using testing::make_layer;
-using testing::values_of;
 
 std::string spp_text(int height, bool max) {
   return "name: 'spp' type: 'SPP' spp_param { pyramid_height: " + std::to_string(height) +
@@ -75,7 +75,7 @@ class SPPTest : public ::testing::Test {
       ASSERT_EQ(output_.shape(), (std::vector<int>{shape[0], shape[1] * per_channel}));
     }
     layer->forward({&input_}, {&output_});
-    expect_near_all(values_of(output_), reference_spp(input_, levels, max), 1e-6f);
+    expect_near_all(data_of(output_), reference_spp(input_, levels, max), 1e-6f);
   }
 
   Blob input_;
@@ -90,11 +90,11 @@ TEST_F(SPPTest, ByHand) {
   max->setup({&input_}, {&output_});
   max->forward({&input_}, {&output_});
   EXPECT_EQ(output_.shape(), (std::vector<int>{1, 5}));
-  expect_near_all(values_of(output_), {15, 5, 7, 13, 15}, 0);
+  expect_near_all(data_of(output_), {15, 5, 7, 13, 15}, 0);
   auto ave = make_layer(spp_text(2, false));
   ave->setup({&input_}, {&output_});
   ave->forward({&input_}, {&output_});
-  expect_near_all(values_of(output_), {7.5f, 2.5f, 4.5f, 10.5f, 12.5f}, 1e-6f);
+  expect_near_all(data_of(output_), {7.5f, 2.5f, 4.5f, 10.5f, 12.5f}, 1e-6f);
 }
 
 TEST_F(SPPTest, MatchesCaffesBinGeometry) {
@@ -111,7 +111,7 @@ TEST_F(SPPTest, OneLevelKeepsFourAxes) {
   layer->setup({&input_}, {&output_});
   EXPECT_EQ(output_.shape(), (std::vector<int>{2, 3, 1, 1}));
   layer->forward({&input_}, {&output_});
-  expect_near_all(values_of(output_), reference_spp(input_, 1, true), 0);
+  expect_near_all(data_of(output_), reference_spp(input_, 1, true), 0);
 }
 
 TEST_F(SPPTest, SameLengthForAnyInputSize) {
@@ -124,7 +124,7 @@ TEST_F(SPPTest, SameLengthForAnyInputSize) {
   fill_uniform(input_, 5);
   layer->forward({&input_}, {&output_});
   EXPECT_EQ(output_.shape(), (std::vector<int>{2, 42}));
-  expect_near_all(values_of(output_), reference_spp(input_, 3, true), 0);
+  expect_near_all(data_of(output_), reference_spp(input_, 3, true), 0);
 }
 
 TEST_F(SPPTest, GradientMax) {
