@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "layer_test_util.hpp"
+#include "layer_test_support.hpp"
 #include "layers/base_convolution_layer.hpp"
 #include "layers/gemm_convolution.hpp"
 
@@ -232,23 +232,33 @@ TEST(OnednnConvolutionKernelTest, FewInputChannelsUseTheGemmKernelForBackwardDat
       << unsteered->name();
 }
 
-// The measured layout rules take effect: a 1x1 convolution over a large
-// image runs as GEMMs on plain NCHW (no reorders), and LeNet's conv2, whose
-// channel counts are not multiples of 16, in channels-last.
+// The measured layout rules take effect: the blocked layout (which the Net
+// then keeps between layers) by default, also for a 1x1 convolution over a
+// large image (that runs as GEMMs only when asked for plain NCHW), and
+// channels-last for LeNet's conv2, whose channel counts are not multiples of
+// 16.
 TEST(OnednnConvolutionKernelTest, MeasuredLayoutRules) {
   if (!onednn_available()) GTEST_SKIP() << "built without oneDNN";
   std::string why_not;
   auto pointwise =
       make_onednn_convolution(shape_of({"pointwise", 2, 64, 56, 56, 64, 1, 1}), {}, &why_not);
   ASSERT_TRUE(pointwise) << why_not;
-  EXPECT_NE(pointwise->name().find("forward x64:gemm"), std::string::npos) << pointwise->name();
-  OnednnConvolutionOptions blocked;
-  blocked.activations = OnednnConvolutionOptions::Layout::kChosenByOnednn;
-  auto blocked_pointwise =
-      make_onednn_convolution(shape_of({"pointwise", 2, 64, 56, 56, 64, 1, 1}), blocked, &why_not);
-  ASSERT_TRUE(blocked_pointwise) << why_not;
-  EXPECT_EQ(blocked_pointwise->name().find("forward x64:gemm"), std::string::npos)
-      << blocked_pointwise->name();
+  EXPECT_TRUE(pointwise->prefers_channel_blocked()) << pointwise->name();
+  EXPECT_EQ(pointwise->name().find("forward x64:gemm"), std::string::npos) << pointwise->name();
+
+  OnednnConvolutionOptions plain;
+  plain.activations = OnednnConvolutionOptions::Layout::kNchw;
+  auto plain_pointwise =
+      make_onednn_convolution(shape_of({"pointwise", 2, 64, 56, 56, 64, 1, 1}), plain, &why_not);
+  ASSERT_TRUE(plain_pointwise) << why_not;
+  EXPECT_FALSE(plain_pointwise->prefers_channel_blocked());
+  EXPECT_NE(plain_pointwise->name().find("forward x64:gemm"), std::string::npos)
+      << plain_pointwise->name();
+
+  auto lenet_conv2 =
+      make_onednn_convolution(shape_of({"lenet conv2", 64, 20, 12, 12, 50, 5, 5}), {}, &why_not);
+  ASSERT_TRUE(lenet_conv2) << why_not;
+  EXPECT_FALSE(lenet_conv2->prefers_channel_blocked()) << lenet_conv2->name();
 }
 
 class OnednnConvolutionAccumulationTest : public ::testing::Test {
@@ -383,7 +393,7 @@ TEST(ConvolutionEngineChoiceTest, ReshapeRemakesTheEngine) {
       "weight_filler { type: 'gaussian' std: 0.1 } bias_filler { type: 'gaussian' std: 0.1 } }");
   Blob small({1, 2, 5, 5}), large({3, 2, 9, 7}), output;
   layer->setup({&small}, {&output});
-  testing::fill_uniform(large, -1, 1);
+  testing::fill_uniform(large, 1701);
   layer->reshape({&large}, {&output});
   layer->forward({&large}, {&output});
   ASSERT_EQ(output.shape(), (std::vector<int>{3, 4, 7, 5}));

@@ -183,23 +183,20 @@ const char* preferred_implementation(const ConvolutionShape& shape, Pass pass) {
 }
 
 // Measured exceptions to oneDNN's blocked activation layout (2 cores, medians
-// of 60 forward + backward calls, ms, blocked vs the one chosen):
-//  - a 1x1, stride-1, unpadded convolution over a large image is one GEMM on
-//    plain NCHW, with no reorders, which cost more than its arithmetic:
-//    ResNet-50 b16 256->64 at 56x56: 22.1 vs 16.9; 64->256: 21.6 vs 17.9;
-//    512->128 at 28x28: 16.8 vs 13.9; at 14x14 they tie (14.2 vs 14.9), at
-//    7x7 blocked wins;
-//  - channel counts that are not multiples of 16 are padded to 16 in the
-//    blocked layout, wasting up to half the arithmetic; channels-last pads
-//    nothing: LeNet conv2 (20->50, 5x5, 12x12, batch 64) 3.51 vs 2.24. A
-//    first layer (<= 4 input channels) stays blocked: CIFAR-10 conv1 (3->32)
-//    8.0 vs 12.0, LeNet conv1 (1->20) 0.6 vs 1.0.
+// of 60 forward + backward calls, ms, blocked vs the one chosen): channel
+// counts that are not multiples of 16 are padded to 16 in the blocked layout,
+// wasting up to half the arithmetic; channels-last pads nothing: LeNet conv2
+// (20->50, 5x5, 12x12, batch 64) 3.51 vs 2.24. A first layer (<= 4 input
+// channels) stays blocked: CIFAR-10 conv1 (3->32) 8.0 vs 12.0, LeNet conv1
+// (1->20) 0.6 vs 1.0.
+// (A 1x1 stride-1 convolution over a large image used to run as one GEMM on
+// NCHW, which beat blocked by 15-25% when every convolution reordered its
+// activations at the boundary; now that the Net keeps activations blocked
+// between layers, blocked wins over the whole net: ResNet-50 b16 1,219 ->
+// 1,147 ms, GoogLeNet b16 487 -> 463 ms.)
 OnednnConvolutionOptions::Layout measured_best_layout(const ConvolutionShape& shape) {
   using Layout = OnednnConvolutionOptions::Layout;
   const Im2colGeometry& g = shape.geometry;
-  const bool pointwise = g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 &&
-                         g.pad_h == 0 && g.pad_w == 0 && shape.group == 1;
-  if (pointwise && shape.out_height() * shape.out_width() >= 28 * 28) return Layout::kNchw;
   const int channels_per_group = g.channels / shape.group;
   const int outputs_per_group = shape.num_output / shape.group;
   if (channels_per_group > 4 && (channels_per_group % 16 != 0 || outputs_per_group % 16 != 0)) {
