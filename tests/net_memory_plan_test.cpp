@@ -315,20 +315,5 @@ TEST(NetMemoryPlan, FirstFitPutsOnlyDisjointUnitsTogether) {
   EXPECT_EQ(buffer_bytes, (std::vector<std::size_t>{8, 5}));
 }
 
-TEST(NetMemoryPlan, FirstFitKeepsKindsApart) {
-  // The same units, the 6 and the 4 of another kind (channel-blocked): they
-  // may not join the 8; the 6 opens buffer 1, the 5 (overlapping the 8 and
-  // the 6) buffer 2, and the 4 joins the 6.
-  const std::vector<LiveInterval> lives = {{0, 2}, {3, 4}, {1, 3}, {5, 6}, {0, 6}};
-  const std::vector<std::size_t> bytes = {8, 6, 5, 4, 3};
-  const std::vector<bool> eligible = {true, true, true, true, false};
-  const std::vector<int> kinds = {0, 1, 0, 1, 0};
-  std::vector<std::size_t> buffer_bytes;
-  const std::vector<int> buffer_of =
-      assign_shared_buffers(lives, bytes, eligible, &buffer_bytes, kinds);
-  EXPECT_EQ(buffer_of, (std::vector<int>{0, 1, 2, 1, -1}));
-  EXPECT_EQ(buffer_bytes, (std::vector<std::size_t>{8, 6, 5}));
-}
-
 }  // namespace
 }  // namespace xtrain

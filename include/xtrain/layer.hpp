@@ -167,6 +167,10 @@ class Layer {
 
  private:
   void check_blob_counts(const BlobVec& bottom, const BlobVec& top) const;
+  void forget_dead_layouts_before_forward(const BlobVec& bottom, const BlobVec& top) const;
+  void forget_dead_layouts_before_backward(const BlobVec& top,
+                                           const std::vector<bool>& propagate_down,
+                                           const BlobVec& bottom) const;
   void set_loss_weights(const BlobVec& top);
 
   Device device_;

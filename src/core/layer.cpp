@@ -79,12 +79,65 @@ void Layer::set_loss_weights(const BlobVec& top) {
   }
 }
 
+namespace {
+
+bool is_data_of_any(const std::shared_ptr<SyncedMemory>& memory, const BlobVec& blobs) {
+  for (const Blob* blob : blobs) {
+    if (blob->data_memory() == memory) return true;
+  }
+  return false;
+}
+
+bool is_diff_of_any(const std::shared_ptr<SyncedMemory>& memory, const BlobVec& blobs) {
+  for (const Blob* blob : blobs) {
+    if (blob->diff_memory() == memory) return true;
+  }
+  return false;
+}
+
+// Storage that the Net's memory plan shares may still be marked
+// channel-blocked by the blob that used it last, while the blob now using it
+// is plain. What it holds is dead (the plan shares only storage whose next
+// use overwrites it), so it is marked plain without the conversion that the
+// plain accessors would otherwise make.
+void forget_dead_blocked_layout(const std::shared_ptr<SyncedMemory>& memory) {
+  if (memory->host_layout() == MemoryLayout::kChannelBlocked) {
+    memory->overwrite_host_as(MemoryLayout::kPlain);
+  }
+}
+
+}  // namespace
+
+// Forward overwrites every top that is not also a bottom (or a view of one);
+// a top the layer does not write blocked is about to be written plain.
+void Layer::forget_dead_layouts_before_forward(const BlobVec& bottom, const BlobVec& top) const {
+  for (std::size_t t = 0; t < top.size(); ++t) {
+    if (writes_channel_blocked_top(static_cast<int>(t))) continue;
+    const std::shared_ptr<SyncedMemory>& memory = top[t]->data_memory();
+    if (!is_data_of_any(memory, bottom)) forget_dead_blocked_layout(memory);
+  }
+}
+
+// Backward overwrites the gradient of every bottom it propagates to that is
+// not also a top; layers that compute blocked write it in the layout of the
+// bottom's values, the others plain.
+void Layer::forget_dead_layouts_before_backward(const BlobVec& top,
+                                                const std::vector<bool>& propagate_down,
+                                                const BlobVec& bottom) const {
+  for (std::size_t b = 0; b < bottom.size(); ++b) {
+    if (!propagate_down[b] || bottom[b]->data_layout() == MemoryLayout::kChannelBlocked) continue;
+    const std::shared_ptr<SyncedMemory>& memory = bottom[b]->diff_memory();
+    if (!is_diff_of_any(memory, top)) forget_dead_blocked_layout(memory);
+  }
+}
+
 float Layer::forward(const BlobVec& bottom, const BlobVec& top) {
   if (absorbed_) return 0.0f;
   reshape(bottom, top);
   if (device_.is_gpu()) {
     forward_gpu(bottom, top);
   } else {
+    forget_dead_layouts_before_forward(bottom, top);
     forward_cpu(bottom, top);
   }
   double loss = 0;
@@ -104,6 +157,7 @@ void Layer::backward(const BlobVec& top, const std::vector<bool>& propagate_down
   if (device_.is_gpu()) {
     backward_gpu(top, propagate_down, bottom);
   } else {
+    forget_dead_layouts_before_backward(top, propagate_down, bottom);
     backward_cpu(top, propagate_down, bottom);
   }
 }

@@ -112,19 +112,6 @@ std::vector<bool> pinned_blobs(const Net& net, const std::vector<std::string>& k
   return pinned;
 }
 
-// The blobs the net lets their producers write channel-blocked.
-std::vector<bool> channel_blocked_blobs(const Net& net) {
-  std::vector<bool> blocked(net.blobs().size(), false);
-  for (std::size_t layer = 0; layer < net.layers().size(); ++layer) {
-    const auto& tops = net.top_id_vecs()[layer];
-    for (std::size_t t = 0; t < tops.size(); ++t) {
-      if (net.layers()[layer]->writes_channel_blocked_top(static_cast<int>(t)))
-        blocked[tops[t]] = true;
-    }
-  }
-  return blocked;
-}
-
 void decide_sharing(const Net& net, Part part, const std::vector<bool>& pinned, Units* units) {
   for (StorageUnit& unit : units->units) {
     const auto& memory = storage_of(*net.blobs()[unit.blobs.front()], part);
@@ -153,18 +140,13 @@ void plan_part(const Net& net, Part part, const std::vector<bool>& pinned,
   std::vector<LiveInterval> lives;
   std::vector<std::size_t> bytes;
   std::vector<bool> eligible;
-  std::vector<int> kinds;
-  const std::vector<bool> blocked = channel_blocked_blobs(net);
   for (const StorageUnit& unit : units.units) {
     lives.push_back(unit.life);
     bytes.push_back(unit.memory->size());
     eligible.push_back(unit.may_share);
-    kinds.push_back(
-        std::any_of(unit.blobs.begin(), unit.blobs.end(), [&](int b) { return blocked[b]; }));
   }
   std::vector<std::size_t> buffer_bytes;
-  const std::vector<int> buffer_of =
-      assign_shared_buffers(lives, bytes, eligible, &buffer_bytes, kinds);
+  const std::vector<int> buffer_of = assign_shared_buffers(lives, bytes, eligible, &buffer_bytes);
 
   std::vector<int> members(buffer_bytes.size(), 0);
   for (int buffer : buffer_of) {
@@ -191,11 +173,8 @@ void plan_part(const Net& net, Part part, const std::vector<bool>& pinned,
 std::vector<int> assign_shared_buffers(const std::vector<LiveInterval>& lives,
                                        const std::vector<std::size_t>& bytes,
                                        const std::vector<bool>& eligible,
-                                       std::vector<std::size_t>* buffer_bytes,
-                                       const std::vector<int>& kinds) {
+                                       std::vector<std::size_t>* buffer_bytes) {
   XTRAIN_ASSERT(lives.size() == bytes.size() && bytes.size() == eligible.size());
-  XTRAIN_ASSERT(kinds.empty() || kinds.size() == lives.size());
-  auto kind = [&](int unit) { return kinds.empty() ? 0 : kinds[unit]; };
   std::vector<int> order(lives.size());
   std::iota(order.begin(), order.end(), 0);
   // Largest first (ties by schedule order), so each buffer's first unit is
@@ -213,9 +192,8 @@ std::vector<int> assign_shared_buffers(const std::vector<LiveInterval>& lives,
     std::size_t buffer = 0;
     for (; buffer < occupants.size(); ++buffer) {
       const bool clashes =
-          std::any_of(occupants[buffer].begin(), occupants[buffer].end(), [&](int other) {
-            return kind(other) != kind(unit) || lives[other].overlaps(lives[unit]);
-          });
+          std::any_of(occupants[buffer].begin(), occupants[buffer].end(),
+                      [&](int other) { return lives[other].overlaps(lives[unit]); });
       if (!clashes) break;
     }
     if (buffer == occupants.size()) {

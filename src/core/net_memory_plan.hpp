@@ -60,15 +60,11 @@ struct LiveInterval {
 
 // First-fit of units into buffers, largest first: returns each unit's buffer
 // (-1 for the units not eligible) and the buffers' sizes in *buffer_bytes.
-// Units in one buffer have pairwise disjoint intervals and the same kind
-// (`kinds`, empty for all alike: the Net keeps channel-blocked activations
-// apart from plain ones, so that no layer finds a buffer in the layout of its
-// previous occupant and converts what it is about to overwrite).
+// Units in one buffer have pairwise disjoint intervals.
 std::vector<int> assign_shared_buffers(const std::vector<LiveInterval>& lives,
                                        const std::vector<std::size_t>& bytes,
                                        const std::vector<bool>& eligible,
-                                       std::vector<std::size_t>* buffer_bytes,
-                                       const std::vector<int>& kinds = {});
+                                       std::vector<std::size_t>* buffer_bytes);
 
 // The plan for `net` as it is after setup; touches nothing.
 NetMemoryPlan plan_net_memory(const Net& net, const std::vector<std::string>& keep_blobs);
