@@ -4,6 +4,7 @@
 #include <limits>
 #include <sstream>
 
+#include "solvers/update_ops.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
@@ -179,8 +180,7 @@ void Blob::use_diff_memory(std::shared_ptr<SyncedMemory> memory) {
 
 void Blob::update() {
   float* data = mutable_cpu_data();
-  const float* diff = cpu_diff();
-  for (std::size_t i = 0; i < count_; ++i) data[i] -= diff[i];
+  ops::apply_cpu(count_, ops::Subtract{}, data, data, cpu_diff());
 }
 
 namespace {

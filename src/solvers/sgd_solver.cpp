@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/math_functions.hpp"
+#include "solvers/update_ops.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/lr_policy.hpp"
@@ -99,7 +100,7 @@ void SGDSolver::regularize(int param_id) {
   const float* weights = param_blob.cpu_data();
   float* diff = param_blob.mutable_cpu_diff();
   if (param_.regularization_type() == "L2") {
-    math::axpy(count, decay, weights, diff);
+    ops::apply_cpu(count, ops::AddScaled{decay}, diff, weights, diff);
   } else {
     // L1; sign(0) = 0, as in Caffe.
     for (std::size_t j = 0; j < count; ++j) {
@@ -112,8 +113,8 @@ void SGDSolver::compute_update_value(int param_id, float rate) {
   Blob& param_blob = *net().learnable_params()[param_id];
   const std::size_t count = param_blob.count();
   float* velocity = history_blob(0, param_id).mutable_cpu_data();
-  math::axpby(count, local_rate(param_id, rate), param_blob.cpu_diff(), param_.momentum(),
-              velocity);
+  ops::apply_cpu(count, ops::MomentumVelocity{local_rate(param_id, rate), param_.momentum()},
+                 velocity, param_blob.cpu_diff(), velocity);
   math::copy(count, velocity, param_blob.mutable_cpu_diff());
 }
 
