@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "blocked_layout_test_support.hpp"
 #include "core/channel_blocked_layout.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/net.hpp"
@@ -188,29 +189,6 @@ const char* kBranchingNet = R"(
   layer { name: "loss2" type: "SoftmaxWithLoss" bottom: "ip2" bottom: "label" top: "loss2" }
 )";
 
-// Sets XTRAIN_CONV_IMPL for one scope (the test convolutions are small enough
-// for the GEMM engine otherwise) and puts the old value back.
-class ConvolutionImplementation {
- public:
-  explicit ConvolutionImplementation(const char* value) {
-    const char* previous = std::getenv("XTRAIN_CONV_IMPL");
-    had_previous_ = previous != nullptr;
-    if (had_previous_) previous_ = previous;
-    setenv("XTRAIN_CONV_IMPL", value, 1);
-  }
-  ~ConvolutionImplementation() {
-    if (had_previous_) {
-      setenv("XTRAIN_CONV_IMPL", previous_.c_str(), 1);
-    } else {
-      unsetenv("XTRAIN_CONV_IMPL");
-    }
-  }
-
- private:
-  bool had_previous_ = false;
-  std::string previous_;
-};
-
 std::unique_ptr<Net> make_net(bool blocked, bool share_memory, const char* text = kNet) {
   NetParameter param;
   read_proto_from_text_string(text, &param);
@@ -220,10 +198,6 @@ std::unique_ptr<Net> make_net(bool blocked, bool share_memory, const char* text 
   options.channel_blocked_activations = blocked;
   options.share_activation_memory = share_memory;
   return std::make_unique<Net>(param, options);
-}
-
-void expect_same_bits(const float* a, const float* b, std::size_t count, const std::string& what) {
-  EXPECT_EQ(std::memcmp(a, b, count * sizeof(float)), 0) << what;
 }
 
 bool onednn_in_use(Net& net) {
@@ -237,7 +211,7 @@ bool onednn_in_use(Net& net) {
 void expect_blocked_net_matches_plain(bool share_memory, const char* text,
                                       const std::vector<std::string>& blocked_names,
                                       const std::vector<std::string>& plain_names) {
-  ConvolutionImplementation onednn("onednn");
+  testing::ScopedConvImpl onednn("onednn");
   std::unique_ptr<Net> plain = make_net(false, share_memory, text);
   std::unique_ptr<Net> blocked = make_net(true, share_memory, text);
   for (int iteration = 0; iteration < 2; ++iteration) {
@@ -257,16 +231,8 @@ void expect_blocked_net_matches_plain(bool share_memory, const char* text,
     for (const std::string& name : plain_names) {
       EXPECT_EQ(blocked->blob_by_name(name)->data_layout(), MemoryLayout::kPlain) << name;
     }
-    for (std::size_t i = 0; i < plain->params().size(); ++i) {
-      expect_same_bits(plain->params()[i]->cpu_diff(), blocked->params()[i]->cpu_diff(),
-                       plain->params()[i]->count(), "param diff " + std::to_string(i));
-    }
-    for (const std::string& name : plain->blob_names()) {
-      const Blob& a = *plain->blob_by_name(name);
-      const Blob& b = *blocked->blob_by_name(name);
-      expect_same_bits(a.cpu_data(), b.cpu_data(), a.count(), name + " data");
-      if (!share_memory) expect_same_bits(a.cpu_diff(), b.cpu_diff(), a.count(), name + " diff");
-    }
+    testing::expect_nets_match(*plain, *blocked, !share_memory,
+                               "iteration " + std::to_string(iteration));
     plain->clear_param_diffs();
     blocked->clear_param_diffs();
   }
@@ -298,7 +264,7 @@ TEST(ChannelBlockedActivations, BranchingNetWithSharedMemoryIsBitIdenticalToPlai
 // Which blobs the net keeps blocked: between layers that compute in that
 // layout only; never a blob a plain layer reads, nor a net output.
 TEST(ChannelBlockedActivations, OnlyBetweenLayersThatComputeBlocked) {
-  ConvolutionImplementation onednn("onednn");
+  testing::ScopedConvImpl onednn("onednn");
   std::unique_ptr<Net> net = make_net(true, false);
   net->forward();
   if (!onednn_in_use(*net)) GTEST_SKIP() << "this build has no oneDNN convolution";

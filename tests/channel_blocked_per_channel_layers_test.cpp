@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "blocked_layout_test_support.hpp"
 #include "core/channel_blocked_layout.hpp"
 #include "layers/channel_statistics.hpp"
 #include "layers/channel_statistics_blocked.hpp"
@@ -195,29 +196,6 @@ const char* kOutOfPlaceNet = R"(
   layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
 )";
 
-// Sets XTRAIN_CONV_IMPL for one scope (the test convolutions are small enough
-// for the GEMM engine otherwise) and puts the old value back.
-class ConvolutionImplementation {
- public:
-  explicit ConvolutionImplementation(const char* value) {
-    const char* previous = std::getenv("XTRAIN_CONV_IMPL");
-    had_previous_ = previous != nullptr;
-    if (had_previous_) previous_ = previous;
-    setenv("XTRAIN_CONV_IMPL", value, 1);
-  }
-  ~ConvolutionImplementation() {
-    if (had_previous_) {
-      setenv("XTRAIN_CONV_IMPL", previous_.c_str(), 1);
-    } else {
-      unsetenv("XTRAIN_CONV_IMPL");
-    }
-  }
-
- private:
-  bool had_previous_ = false;
-  std::string previous_;
-};
-
 // Stored statistics for a BatchNorm with use_global_stats (zeros would make
 // it a plain division by sqrt(eps)): mean sums, variance sums, scale factor.
 void store_statistics(Net& net, const std::string& batch_norm) {
@@ -255,35 +233,6 @@ std::unique_ptr<Net> make_net(const std::string& text, Phase phase, bool blocked
   return net;
 }
 
-bool same_bits(const float* a, const float* b, std::size_t count) {
-  return std::memcmp(a, b, count * sizeof(float)) == 0;
-}
-
-// Every blob's data (and with `diffs` its diff) and every param's data and
-// diff, read through the plain accessors.
-void expect_nets_match(Net& plain, Net& blocked, bool diffs, const std::string& when) {
-  for (std::size_t i = 0; i < plain.params().size(); ++i) {
-    const Blob& a = *plain.params()[i];
-    const Blob& b = *blocked.params()[i];
-    EXPECT_TRUE(same_bits(a.cpu_data(), b.cpu_data(), a.count()))
-        << when << ": param " << plain.param_display_names()[i] << " data";
-    if (diffs) {
-      EXPECT_TRUE(same_bits(a.cpu_diff(), b.cpu_diff(), a.count()))
-          << when << ": param " << plain.param_display_names()[i] << " diff";
-    }
-  }
-  for (const std::string& name : plain.blob_names()) {
-    const Blob& a = *plain.blob_by_name(name);
-    const Blob& b = *blocked.blob_by_name(name);
-    EXPECT_TRUE(same_bits(a.cpu_data(), b.cpu_data(), a.count()))
-        << when << ": " << name << " data";
-    if (diffs) {
-      EXPECT_TRUE(same_bits(a.cpu_diff(), b.cpu_diff(), a.count()))
-          << when << ": " << name << " diff";
-    }
-  }
-}
-
 void expect_blocked(Net& net, const std::vector<std::string>& names, const std::string& when) {
   for (const std::string& name : names) {
     EXPECT_EQ(net.blob_by_name(name)->data_layout(), MemoryLayout::kChannelBlocked)
@@ -295,7 +244,7 @@ void expect_blocked(Net& net, const std::vector<std::string>& names, const std::
 // nothing. `blocked_blobs` must still be blocked after each pass.
 void expect_training_matches(const std::string& text,
                              const std::vector<std::string>& blocked_blobs) {
-  ConvolutionImplementation onednn("onednn");
+  testing::ScopedConvImpl onednn("onednn");
   std::unique_ptr<Net> plain = make_net(text, TRAIN, false);
   std::unique_ptr<Net> blocked = make_net(text, TRAIN, true);
   for (int iteration = 0; iteration < 2; ++iteration) {
@@ -317,7 +266,7 @@ void expect_training_matches(const std::string& text,
           << when << ": " << name << " diff";
     }
     EXPECT_EQ(plain_loss, blocked_loss) << when;
-    expect_nets_match(*plain, *blocked, true, when);
+    testing::expect_nets_match(*plain, *blocked, true, when);
   }
 }
 
@@ -342,7 +291,7 @@ TEST(ChannelBlockedPerChannelLayers, OutOfPlaceTrainingIsBitIdenticalToPlain) {
 
 // The TEST phase: every BatchNorm uses stored statistics, forward only.
 TEST(ChannelBlockedPerChannelLayers, TestPhaseIsBitIdenticalToPlain) {
-  ConvolutionImplementation onednn("onednn");
+  testing::ScopedConvImpl onednn("onednn");
   for (const char* text : {kInPlaceNet, kOutOfPlaceNet}) {
     std::unique_ptr<Net> plain = make_net(text, TEST, false);
     std::unique_ptr<Net> blocked = make_net(text, TEST, true);
@@ -362,7 +311,7 @@ TEST(ChannelBlockedPerChannelLayers, TestPhaseIsBitIdenticalToPlain) {
       }
       expect_blocked(*blocked, {"conv1", "conv2"}, when);
       EXPECT_EQ(plain_loss, blocked_loss) << when;
-      expect_nets_match(*plain, *blocked, false, when);
+      testing::expect_nets_match(*plain, *blocked, false, when);
     }
   }
 }
@@ -370,7 +319,7 @@ TEST(ChannelBlockedPerChannelLayers, TestPhaseIsBitIdenticalToPlain) {
 // What the layers do not take blocked: a Scale whose scale is a second
 // bottom, and one spanning two axes, leave their bottoms plain.
 TEST(ChannelBlockedPerChannelLayers, OnlyTheLearnedPerChannelFormsReadBlocked) {
-  ConvolutionImplementation onednn("onednn");
+  testing::ScopedConvImpl onednn("onednn");
   const char* text = R"(
     name: "unsupported"
     layer { name: "data" type: "DummyData" top: "data" top: "factor"

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "blocked_layout_test_support.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/net.hpp"
 #include "xtrain/proto_io.hpp"
@@ -174,16 +175,9 @@ TEST(NetMemoryPlan, ResnetLikeTestIsBitIdentical) { expect_identical_runs(resnet
 // The same with every convolution on oneDNN (the nets above are small enough
 // for the GEMM engine), when the build has it.
 TEST(NetMemoryPlan, ResnetLikeOnOnednnIsBitIdentical) {
-  const char* previous = std::getenv("XTRAIN_CONV_IMPL");
-  const std::string saved = previous ? previous : "";
-  setenv("XTRAIN_CONV_IMPL", "onednn", 1);
+  testing::ScopedConvImpl onednn("onednn");
   expect_identical_runs(resnet_like(), TRAIN);
   expect_identical_runs(resnet_like(), TEST);
-  if (previous) {
-    setenv("XTRAIN_CONV_IMPL", saved.c_str(), 1);
-  } else {
-    unsetenv("XTRAIN_CONV_IMPL");
-  }
 }
 
 // Each blob's live steps, worked out here from the schedule of the net

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "blocked_layout_test_support.hpp"
 #include "layer_test_support.hpp"
 #include "layers/base_convolution_layer.hpp"
 #include "layers/gemm_convolution.hpp"
@@ -310,32 +311,6 @@ TEST_F(OnednnConvolutionAccumulationTest, OneGradientAtATime) {
   expect_close(bias_only, expected_bias, "bias gradient alone");
 }
 
-// Sets XTRAIN_CONV_IMPL for one test and puts the old value back.
-class ScopedConvImpl {
- public:
-  explicit ScopedConvImpl(const char* value) {
-    if (const char* old = std::getenv(kName)) old_ = old;
-    if (value) {
-      setenv(kName, value, 1);
-    } else {
-      unsetenv(kName);
-    }
-  }
-  ~ScopedConvImpl() {
-    if (old_) {
-      setenv(kName, old_->c_str(), 1);
-    } else {
-      unsetenv(kName);
-    }
-  }
-  ScopedConvImpl(const ScopedConvImpl&) = delete;
-  ScopedConvImpl& operator=(const ScopedConvImpl&) = delete;
-
- private:
-  static constexpr const char* kName = "XTRAIN_CONV_IMPL";
-  std::optional<std::string> old_;
-};
-
 // The engine a Convolution layer picks for a 2x16x8x8 input (about 1 MFLOP
 // per forward pass), or for a 1x2x4x4 one (a few hundred FLOPs).
 std::string engine_chosen(const std::string& extra_param = "", bool tiny = false) {
@@ -351,7 +326,7 @@ std::string engine_chosen(const std::string& extra_param = "", bool tiny = false
 TEST(ConvolutionEngineChoiceTest, DefaultIsOnednnWhereAvailable) {
   const std::string expected = onednn_available() ? "onednn (" : "gemm";
   for (const char* value : {static_cast<const char*>(nullptr), "auto", "onednn"}) {
-    ScopedConvImpl choice(value);
+    testing::ScopedConvImpl choice(value);
     const std::string chosen = engine_chosen();
     EXPECT_TRUE(starts_with(chosen, expected)) << (value ? value : "unset") << ": " << chosen;
   }
@@ -359,27 +334,27 @@ TEST(ConvolutionEngineChoiceTest, DefaultIsOnednnWhereAvailable) {
 
 TEST(ConvolutionEngineChoiceTest, TinyShapesStayOnGemmUnlessOnednnIsForced) {
   {
-    ScopedConvImpl unset(nullptr);
+    testing::ScopedConvImpl unset(nullptr);
     EXPECT_EQ(engine_chosen("", /*tiny=*/true), "gemm");
   }
-  ScopedConvImpl onednn("onednn");
+  testing::ScopedConvImpl onednn("onednn");
   const std::string expected = onednn_available() ? "onednn (" : "gemm";
   const std::string chosen = engine_chosen("", /*tiny=*/true);
   EXPECT_TRUE(starts_with(chosen, expected)) << chosen;
 }
 
 TEST(ConvolutionEngineChoiceTest, GemmOnRequest) {
-  ScopedConvImpl gemm("gemm");
+  testing::ScopedConvImpl gemm("gemm");
   EXPECT_EQ(engine_chosen(), "gemm");
 }
 
 TEST(ConvolutionEngineChoiceTest, ForceNdIm2colKeepsGemm) {
-  ScopedConvImpl onednn("onednn");
+  testing::ScopedConvImpl onednn("onednn");
   EXPECT_EQ(engine_chosen("force_nd_im2col: true"), "gemm");
 }
 
 TEST(ConvolutionEngineChoiceTest, RejectsUnknownEngine) {
-  ScopedConvImpl bad("mkl");
+  testing::ScopedConvImpl bad("mkl");
   const std::string message = testing::error_message([] { engine_chosen(); });
   EXPECT_NE(message.find("XTRAIN_CONV_IMPL=mkl"), std::string::npos) << message;
   EXPECT_NE(message.find("'gemm'"), std::string::npos) << message;

@@ -1,0 +1,72 @@
+// Helpers for the tests that compare a net computed one way with the same
+// net computed another (channel-blocked activations or not, the memory plan
+// or not, oneDNN or GEMM convolutions).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+
+#include "xtrain/net.hpp"
+
+namespace xtrain::testing {
+
+// Sets XTRAIN_CONV_IMPL (or unsets it, for null) for one scope and puts the
+// old value back: the test nets' convolutions are small enough for the GEMM
+// engine unless told otherwise.
+class ScopedConvImpl {
+ public:
+  explicit ScopedConvImpl(const char* value) {
+    if (const char* old = std::getenv(kName)) old_ = old;
+    if (value) {
+      setenv(kName, value, 1);
+    } else {
+      unsetenv(kName);
+    }
+  }
+  ~ScopedConvImpl() {
+    if (old_) {
+      setenv(kName, old_->c_str(), 1);
+    } else {
+      unsetenv(kName);
+    }
+  }
+  ScopedConvImpl(const ScopedConvImpl&) = delete;
+  ScopedConvImpl& operator=(const ScopedConvImpl&) = delete;
+
+ private:
+  static constexpr const char* kName = "XTRAIN_CONV_IMPL";
+  std::optional<std::string> old_;
+};
+
+inline bool same_bits(const float* a, const float* b, std::size_t count) {
+  return std::memcmp(a, b, count * sizeof(float)) == 0;
+}
+
+// Every param's data and diff and every blob's data (and with `diffs` its
+// diff), read through the plain accessors, are the same bits in both nets.
+inline void expect_nets_match(Net& expected, Net& actual, bool diffs, const std::string& when) {
+  for (std::size_t i = 0; i < expected.params().size(); ++i) {
+    const Blob& a = *expected.params()[i];
+    const Blob& b = *actual.params()[i];
+    EXPECT_TRUE(same_bits(a.cpu_data(), b.cpu_data(), a.count()))
+        << when << ": param " << expected.param_display_names()[i] << " data";
+    EXPECT_TRUE(same_bits(a.cpu_diff(), b.cpu_diff(), a.count()))
+        << when << ": param " << expected.param_display_names()[i] << " diff";
+  }
+  for (const std::string& name : expected.blob_names()) {
+    const Blob& a = *expected.blob_by_name(name);
+    const Blob& b = *actual.blob_by_name(name);
+    EXPECT_TRUE(same_bits(a.cpu_data(), b.cpu_data(), a.count()))
+        << when << ": " << name << " data";
+    if (diffs) {
+      EXPECT_TRUE(same_bits(a.cpu_diff(), b.cpu_diff(), a.count()))
+          << when << ": " << name << " diff";
+    }
+  }
+}
+
+}  // namespace xtrain::testing
