@@ -280,5 +280,41 @@ TEST(ChannelBlockedActivations, OnlyBetweenLayersThatComputeBlocked) {
   }
 }
 
+// A net reshaped to a shape whose convolutions run on another engine
+// decides its layouts again. In the default (auto) choice conv2, a 1x1
+// convolution of 0.15 MFLOP at batch 3, runs on oneDNN, so pool1 is kept
+// blocked; at batch 1 (0.05 MFLOP) it runs on GEMM, which computes plain,
+// and pool1 must then be written plain, or conv2 would convert it on every
+// pass.
+TEST(ChannelBlockedActivations, ReshapeDecidesLayoutsAgain) {
+  const char* text = R"(
+    name: "reshaped"
+    layer { name: "data" type: "Input" top: "data"
+            input_param { shape { dim: 3 dim: 3 dim: 15 dim: 15 } } }
+    layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+            convolution_param { num_output: 32 kernel_size: 5 pad: 2
+                                weight_filler { type: "gaussian" std: 0.1 } } }
+    layer { name: "pool1" type: "Pooling" bottom: "conv1" top: "pool1"
+            pooling_param { pool: MAX kernel_size: 3 stride: 2 } }
+    layer { name: "conv2" type: "Convolution" bottom: "pool1" top: "conv2"
+            convolution_param { num_output: 16 kernel_size: 1
+                                weight_filler { type: "gaussian" std: 0.1 } } }
+  )";
+  testing::ScopedConvImpl automatic(nullptr);
+  std::unique_ptr<Net> net = make_net(true, false, text);
+  net->forward();
+  if (!onednn_in_use(*net)) GTEST_SKIP() << "this build has no oneDNN convolution";
+  ASSERT_EQ(net->blob_by_name("pool1")->data_layout(), MemoryLayout::kChannelBlocked);
+
+  net->blob_by_name("data")->reshape({1, 3, 15, 15});
+  net->reshape();
+  net->forward();
+  const std::size_t conversions_before = SyncedMemory::layout_conversion_count();
+  net->forward();
+  EXPECT_EQ(SyncedMemory::layout_conversion_count(), conversions_before);
+  EXPECT_EQ(net->blob_by_name("conv1")->data_layout(), MemoryLayout::kChannelBlocked);
+  EXPECT_EQ(net->blob_by_name("pool1")->data_layout(), MemoryLayout::kPlain);
+}
+
 }  // namespace
 }  // namespace xtrain

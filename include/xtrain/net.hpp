@@ -136,7 +136,7 @@ class Net {
   void compute_backward_needs(const NetParameter& param);
   void share_activation_memory();
   void fuse_in_place_relus();
-  void arrange_channel_blocked_activations();
+  void arrange_channel_blocked_activations(bool log);
 
   NetOptions options_;
   std::string name_;

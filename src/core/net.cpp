@@ -158,7 +158,7 @@ void Net::init(const NetParameter& in_param) {
   if (options_.fuse_layers && !options_.device.is_gpu()) fuse_in_place_relus();
   // Before the memory plan, which keeps blocked and plain blobs apart.
   if (options_.channel_blocked_activations && !options_.device.is_gpu()) {
-    arrange_channel_blocked_activations();
+    arrange_channel_blocked_activations(/*log=*/true);
   }
   if (options_.share_activation_memory) share_activation_memory();
   if (options_.verbose) XLOG(INFO) << "Network initialization done.";
@@ -186,7 +186,7 @@ void Net::fuse_in_place_relus() {
   }
 }
 
-void Net::arrange_channel_blocked_activations() {
+void Net::arrange_channel_blocked_activations(bool log) {
   const std::vector<bool> blocked = plan_channel_blocked_blobs(*this);
   std::string names;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
@@ -197,7 +197,7 @@ void Net::arrange_channel_blocked_activations() {
   for (std::size_t id = 0; id < blobs_.size(); ++id) {
     if (blocked[id]) names += (names.empty() ? "" : ", ") + blob_names_[id];
   }
-  if (options_.verbose && !names.empty()) {
+  if (log && options_.verbose && !names.empty()) {
     XLOG(INFO) << "Channel-blocked activations (nChw16c, no reorders between their layers): "
                << names;
   }
@@ -429,6 +429,11 @@ float Net::forward_backward() {
 void Net::reshape() {
   for (std::size_t i = 0; i < layers_.size(); ++i)
     layers_[i]->reshape(bottom_vecs_[i], top_vecs_[i]);
+  // New shapes may give a convolution another engine, which may compute in
+  // another layout: decide again, so that no layer converts in steady state.
+  if (options_.channel_blocked_activations && !options_.device.is_gpu()) {
+    arrange_channel_blocked_activations(/*log=*/false);
+  }
 }
 
 void Net::clear_param_diffs() {
