@@ -12,9 +12,11 @@
 #include <limits>
 #include <ostream>
 #include <random>
+#include <sstream>
 #include <vector>
 
 #include "layers/pooling_kernels.hpp"
+#include "pooling_test_support.hpp"
 #include "xtrain/cpu_threads.hpp"
 
 namespace xtrain {
@@ -33,64 +35,21 @@ std::ostream& operator<<(std::ostream& out, const PoolCase& c) {
 }
 
 PoolingGeometry geometry_of(const PoolCase& c) {
-  PoolingGeometry g;
-  g.planes = c.planes;
-  g.height = c.height;
-  g.width = c.width;
-  g.kernel_h = c.global ? c.height : c.kernel_h;
-  g.kernel_w = c.global ? c.width : c.kernel_w;
-  g.pad_h = c.pad_h;
-  g.pad_w = c.pad_w;
-  g.stride_h = c.stride_h;
-  g.stride_w = c.stride_w;
-  const bool any_padding = c.pad_h > 0 || c.pad_w > 0;
-  g.pooled_h = pooled_size(g.height, g.kernel_h, g.pad_h, g.stride_h, any_padding);
-  g.pooled_w = pooled_size(g.width, g.kernel_w, g.pad_w, g.stride_w, any_padding);
-  return g;
+  return testing::pooling_geometry(c.planes, c.height, c.width, c.kernel_h, c.kernel_w, c.pad_h,
+                                   c.pad_w, c.stride_h, c.stride_w, c.global);
 }
 
-enum class Values { kUniform, kFewIntegers, kWithInfinitiesAndNaN };
+using Values = testing::PoolValues;
 
 std::vector<float> random_values(std::size_t count, Values kind, std::uint32_t seed) {
-  std::mt19937 engine(seed);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::uniform_int_distribution<int> small(0, 2);
-  std::vector<float> values(count);
-  for (float& v : values) {
-    switch (kind) {
-      case Values::kUniform:
-        v = uniform(engine);
-        break;
-      case Values::kFewIntegers:  // many ties: the first maximum must win
-        v = static_cast<float>(small(engine));
-        break;
-      case Values::kWithInfinitiesAndNaN: {
-        const int pick = small(engine);
-        v = pick == 0   ? -std::numeric_limits<float>::infinity()
-            : pick == 1 ? std::numeric_limits<float>::quiet_NaN()
-                        : uniform(engine);
-        break;
-      }
-    }
-  }
-  // A run of -inf wide enough to leave some windows with no value above
-  // -FLT_MAX (argmax -1).
-  if (kind == Values::kWithInfinitiesAndNaN) {
-    for (std::size_t i = 0; i < count / 4; ++i) values[i] = -std::numeric_limits<float>::infinity();
-  }
-  return values;
+  return testing::random_pool_values(count, kind, seed, /*run_divisor=*/4);
 }
 
-// Equal as bit patterns, except that any NaN equals any NaN.
 void expect_same(const std::vector<float>& fast, const std::vector<float>& reference,
                  const char* what, const PoolCase& c) {
-  ASSERT_EQ(fast.size(), reference.size());
-  for (std::size_t i = 0; i < fast.size(); ++i) {
-    const bool both_nan = std::isnan(fast[i]) && std::isnan(reference[i]);
-    ASSERT_TRUE(both_nan || std::memcmp(&fast[i], &reference[i], sizeof(float)) == 0)
-        << what << " differs at " << i << ": fast " << fast[i] << ", reference " << reference[i]
-        << " (" << c << ")";
-  }
+  std::ostringstream context;
+  context << what << " (" << c << ")";
+  testing::expect_same_bits_or_nan(fast, reference, context.str());
 }
 
 void expect_max_pool_matches(const PoolCase& c, Values kind, std::uint32_t seed) {
