@@ -56,6 +56,8 @@ class SyncedMemory {
   void* overwrite_host_as(MemoryLayout layout, const BlockedGeometry& geometry = {});
 
   Head head() const { return head_; }
+  // The device the device copy is on (-1 before it has one).
+  int gpu_device() const { return gpu_device_; }
   std::size_t size() const { return size_; }
 
   // How many host buffers all SyncedMemorys have allocated so far in this
@@ -67,6 +69,7 @@ class SyncedMemory {
   static std::size_t layout_conversion_count();
 
  private:
+  void* allocate_host_copy();
   void to_cpu();
   void to_gpu();
   void free_cpu();
@@ -77,6 +80,7 @@ class SyncedMemory {
   std::size_t size_ = 0;
   Head head_ = Head::kUninitialized;
   bool owns_cpu_data_ = false;
+  bool cpu_pinned_ = false;  // page-locked (a GPU is in use), freed accordingly
   int gpu_device_ = -1;
   MemoryLayout layout_ = MemoryLayout::kPlain;  // of the host copy; the device's is plain
   BlockedGeometry blocked_;

@@ -1,17 +1,48 @@
-// Device-memory primitives behind SyncedMemory. The CUDA build implements
-// them in src/cuda/device_memory_cuda.cpp; the CPU-only build in
-// device_memory_none.cpp, where every call explains that there is no GPU.
+// Memory primitives behind SyncedMemory. The CUDA build implements them in
+// src/cuda/device_memory_cuda.cpp; the CPU-only build in
+// device_memory_none.cpp, where host memory is plain aligned memory and every
+// device call explains that there is no GPU.
 #pragma once
 
 #include <cstddef>
 
 namespace xtrain::device_memory {
 
-// Allocates on the current device and stores its ordinal in *device.
+// Device memory on the current device, through its caching allocator (no
+// cudaMalloc/cudaFree in a training loop's steady state); *device receives
+// the device's ordinal. free never throws.
 void* allocate(std::size_t size, int* device);
-void free(void* ptr, int device);
+void free(void* ptr, int device) noexcept;
+// On the calling thread's stream; the copies return when the data is there.
 void zero(void* ptr, std::size_t size, int device);
 void copy_to_host(void* host, const void* device_ptr, std::size_t size, int device);
 void copy_to_device(void* device_ptr, const void* host, std::size_t size, int device);
+
+// Host buffers, 64-byte aligned. Once a GPU is in use in this process
+// (use_device in include/xtrain/device.hpp) they are page-locked ("pinned"),
+// which lets transfers run at full bus speed and asynchronously; *pinned says
+// which kind it is, for free_host.
+void* allocate_host(std::size_t size, bool* pinned);
+void free_host(void* ptr, bool pinned) noexcept;
+
+// Orders GPU work between threads: record() marks the current point of the
+// calling thread's stream; make_this_thread_wait() makes the calling thread's
+// stream (another thread's, usually) wait until that point has run, without
+// blocking the host. Before the first record() there is nothing to wait for.
+// No-ops in a CPU-only build.
+class StreamMarker {
+ public:
+  StreamMarker() = default;
+  ~StreamMarker();
+  StreamMarker(const StreamMarker&) = delete;
+  StreamMarker& operator=(const StreamMarker&) = delete;
+
+  void record();
+  void make_this_thread_wait() const;
+
+ private:
+  void* event_ = nullptr;  // a cudaEvent_t, created at the first record()
+  int device_ = -1;
+};
 
 }  // namespace xtrain::device_memory

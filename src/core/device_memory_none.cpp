@@ -1,6 +1,7 @@
 // The CPU-only build: there is no device memory to have.
 #ifndef XTRAIN_USE_CUDA
 
+#include "core/aligned_host_memory.hpp"
 #include "core/device_memory.hpp"
 #include "xtrain/error.hpp"
 
@@ -14,10 +15,21 @@ namespace {
 }  // namespace
 
 void* allocate(std::size_t, int*) { no_cuda(); }
-void free(void*, int) {}
+void free(void*, int) noexcept {}
 void zero(void*, std::size_t, int) { no_cuda(); }
 void copy_to_host(void*, const void*, std::size_t, int) { no_cuda(); }
 void copy_to_device(void*, const void*, std::size_t, int) { no_cuda(); }
+
+void* allocate_host(std::size_t size, bool* pinned) {
+  *pinned = false;
+  return allocate_aligned_host(size);
+}
+
+void free_host(void* ptr, bool) noexcept { free_aligned_host(ptr); }
+
+StreamMarker::~StreamMarker() = default;
+void StreamMarker::record() {}
+void StreamMarker::make_this_thread_wait() const {}
 
 }  // namespace xtrain::device_memory
 

@@ -1,7 +1,6 @@
 #include "xtrain/synced_memory.hpp"
 
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -11,21 +10,15 @@
 
 namespace xtrain {
 namespace {
-// 64-byte alignment suits AVX-512 loads and keeps rows on cache lines.
-constexpr std::size_t kHostAlignment = 64;
-
 std::atomic<std::size_t> host_allocations{0};
 std::atomic<std::size_t> layout_conversions{0};
-
-void* allocate_host(std::size_t size) {
-  if (size == 0) return nullptr;
-  host_allocations.fetch_add(1, std::memory_order_relaxed);
-  const std::size_t rounded = (size + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
-  void* ptr = std::aligned_alloc(kHostAlignment, rounded);
-  XTRAIN_CHECK(ptr != nullptr, "out of host memory allocating ", size, " bytes");
-  return ptr;
-}
 }  // namespace
+
+void* SyncedMemory::allocate_host_copy() {
+  if (size_ == 0) return nullptr;
+  host_allocations.fetch_add(1, std::memory_order_relaxed);
+  return device_memory::allocate_host(size_, &cpu_pinned_);
+}
 
 SyncedMemory::SyncedMemory(std::size_t size_bytes) : size_(size_bytes) {}
 
@@ -43,7 +36,7 @@ SyncedMemory::~SyncedMemory() {
 }
 
 void SyncedMemory::free_cpu() {
-  if (cpu_ptr_ && owns_cpu_data_) std::free(cpu_ptr_);
+  if (cpu_ptr_ && owns_cpu_data_) device_memory::free_host(cpu_ptr_, cpu_pinned_);
   cpu_ptr_ = nullptr;
   owns_cpu_data_ = false;
 }
@@ -56,14 +49,14 @@ void SyncedMemory::free_gpu() {
 void SyncedMemory::to_cpu() {
   switch (head_) {
     case Head::kUninitialized:
-      cpu_ptr_ = allocate_host(size_);
+      cpu_ptr_ = allocate_host_copy();
       owns_cpu_data_ = true;
       if (cpu_ptr_) std::memset(cpu_ptr_, 0, size_);
       head_ = Head::kAtCpu;
       break;
     case Head::kAtGpu:
       if (!cpu_ptr_) {
-        cpu_ptr_ = allocate_host(size_);
+        cpu_ptr_ = allocate_host_copy();
         owns_cpu_data_ = true;
       }
       device_memory::copy_to_host(cpu_ptr_, gpu_ptr_, size_, gpu_device_);
