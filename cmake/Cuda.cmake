@@ -53,6 +53,7 @@ function(xtrain_add_cuda_backend target)
   target_link_libraries(${target} PRIVATE CUDA::cudart CUDA::cublas
                         ${XTRAIN_CUDNN_LIBRARY})
   if(XTRAIN_NCCL_LIBRARY)
+    target_compile_definitions(${target} PRIVATE XTRAIN_HAVE_NCCL)
     target_link_libraries(${target} PRIVATE ${XTRAIN_NCCL_LIBRARY})
   endif()
   set_target_properties(${target} PROPERTIES CUDA_SEPARABLE_COMPILATION OFF)

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/channel_blocked_plan.hpp"
+#include "core/device_memory.hpp"
 #include "core/net_input_upgrade.hpp"
 #include "core/net_memory_plan.hpp"
 #include "core/net_upgrade.hpp"
@@ -42,6 +43,10 @@ void Net::init(const NetParameter& in_param) {
     XLOG(INFO) << "Initializing net '" << name_ << "' for phase "
                << (phase_ == TRAIN ? "TRAIN" : "TEST");
   }
+
+  // Before any blob exists: host buffers are then page-locked, and a busy or
+  // missing GPU is reported before the net is half built.
+  use_device(options_.device);
 
   std::map<std::string, int> blob_name_to_idx;
   std::vector<std::string> available_blobs;
@@ -438,7 +443,13 @@ void Net::reshape() {
 
 void Net::clear_param_diffs() {
   for (Blob* blob : learnable_params_) {
-    if (blob->count() > 0) std::fill_n(blob->mutable_cpu_diff(), blob->count(), 0.0f);
+    if (blob->count() == 0) continue;
+    if (options_.device.is_gpu()) {
+      device_memory::zero(blob->mutable_gpu_diff(), blob->count() * sizeof(float),
+                          options_.device.id);
+    } else {
+      std::fill_n(blob->mutable_cpu_diff(), blob->count(), 0.0f);
+    }
   }
 }
 

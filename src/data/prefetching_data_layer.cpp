@@ -57,6 +57,10 @@ void PrefetchingDataLayer::reshape(const BlobVec&, const BlobVec& top) {
 // Main thread only: the pointers are taken here so that a device-side head
 // is brought back to the host on the thread that owns the device.
 void PrefetchingDataLayer::recycle(Batch* batch) {
+  // Kernels queued on this thread's stream may still read the batch's device
+  // copy (conv1's weight gradient reads its bottom): the next upload into it
+  // waits for this point of the stream.
+  if (device().is_gpu()) batch->released_by_net.record();
   batch->data_ptr = batch->data.mutable_cpu_data();
   batch->label_ptr = output_labels_ ? batch->labels.mutable_cpu_data() : nullptr;
   free_batches_.push(batch);
@@ -131,6 +135,7 @@ void PrefetchingDataLayer::reader_loop() {
     next_record_ += static_cast<std::uint64_t>(batch_size_);
     batch->claimed = 0;
     batch->finished = 0;
+    batch->ready = false;
     batch->failed_item = -1;
     batch->error.clear();
     std::string error;
@@ -149,7 +154,9 @@ void PrefetchingDataLayer::reader_loop() {
         batch->error = error;
         batch->failed_item = 0;
         batch->finished = batch_size_;
+        batch->ready = true;
       }
+      batch_done_.notify_all();
       read_batches_.push(batch);
       return;
     }
@@ -203,7 +210,28 @@ void PrefetchingDataLayer::worker_loop(int index) {
       batch->finished += end - begin;
       done = batch->finished == batch_size_;
     }
-    if (done) batch_done_.notify_all();
+    if (done) {
+      copy_to_device(*batch);
+      {
+        std::lock_guard<std::mutex> lock(work_mutex_);
+        batch->ready = true;
+      }
+      batch_done_.notify_all();
+    }
+  }
+}
+
+// For a GPU net, the worker that finished a batch copies it to the device on
+// its own stream while the net computes, so forward() finds it there.
+void PrefetchingDataLayer::copy_to_device(Batch& batch) const {
+  if (!device().is_gpu() || !batch.error.empty()) return;
+  try {
+    use_device(device());
+    batch.released_by_net.make_this_thread_wait();
+    batch.data.gpu_data();
+    if (output_labels_) batch.labels.gpu_data();
+  } catch (const std::exception& caught) {
+    batch.error = where() + ": copying a batch to " + device().to_string() + ": " + caught.what();
   }
 }
 
@@ -227,7 +255,7 @@ void PrefetchingDataLayer::forward_cpu(const BlobVec&, const BlobVec& top) {
   XTRAIN_ASSERT(popped, "the batch queue closed while the layer is alive");
   {
     std::unique_lock<std::mutex> lock(work_mutex_);
-    batch_done_.wait(lock, [&] { return stopping_ || batch->finished == batch_size_; });
+    batch_done_.wait(lock, [&] { return stopping_ || batch->ready; });
   }
   wait_nanoseconds_ += std::chrono::duration_cast<std::chrono::nanoseconds>(
                            std::chrono::steady_clock::now() - wait_start)

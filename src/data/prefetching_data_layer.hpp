@@ -39,6 +39,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/device_memory.hpp"
 #include "data/blocking_queue.hpp"
 #include "data/data_transformer.hpp"
 #include "data/data_wait.hpp"
@@ -129,8 +130,11 @@ class PrefetchingDataLayer : public Layer, public DataWaitReporter {
     std::vector<Record> records;
     std::uint64_t first_record = 0;  // output index of item 0
     // Guarded by work_mutex_:
-    int claimed = 0;   // items handed to workers
-    int finished = 0;  // items done (or abandoned after an error)
+    int claimed = 0;     // items handed to workers
+    int finished = 0;    // items done (or abandoned after an error)
+    bool ready = false;  // finished, and on the device for a GPU net
+    // GPU nets: where the net's stream let go of the batch (see recycle()).
+    device_memory::StreamMarker released_by_net;
     int failed_item = -1;
     std::string error;
   };
@@ -139,6 +143,7 @@ class PrefetchingDataLayer : public Layer, public DataWaitReporter {
   void reader_loop();
   void worker_loop(int index);
   void decode_item(Batch& batch, int item, Worker& worker) const;
+  void copy_to_device(Batch& batch) const;
   void recycle(Batch* batch);
 
   std::vector<int> data_shape_;
