@@ -4,7 +4,11 @@
 #include <limits>
 #include <sstream>
 
-#include "solvers/update_ops.hpp"
+#include "solvers/device_update.hpp"
+
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/math_gpu.hpp"
+#endif
 #include "xtrain/error.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
@@ -178,9 +182,24 @@ void Blob::use_diff_memory(std::shared_ptr<SyncedMemory> memory) {
   diff_ = std::move(memory);
 }
 
+namespace {
+// Where the head of `memory` is: a blob whose newest values are on the GPU
+// is updated there, as in Caffe.
+Device device_of(const SyncedMemory& memory) {
+  const SyncedMemory::Head head = memory.head();
+  if (head != SyncedMemory::Head::kAtGpu && head != SyncedMemory::Head::kSynced) {
+    return Device::cpu();
+  }
+  return Device::gpu(memory.gpu_device());
+}
+}  // namespace
+
 void Blob::update() {
-  float* data = mutable_cpu_data();
-  ops::apply_cpu(count_, ops::Subtract{}, data, data, cpu_diff());
+  if (count_ == 0) return;
+  const Device device = device_of(*data_);
+  float* data = ops::mutable_data_on(device, *this);
+  const float* diff = device.is_gpu() ? gpu_diff() : cpu_diff();
+  ops::apply_on(device, count_, ops::Difference{}, data, data, diff);
 }
 
 namespace {
@@ -194,20 +213,49 @@ double square_sum(const float* values, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) sum += static_cast<double>(values[i]) * values[i];
   return sum;
 }
-void scale(float* values, std::size_t n, float factor) {
-  for (std::size_t i = 0; i < n; ++i) values[i] *= factor;
-}
 }  // namespace
 
-double Blob::asum_data() const { return count_ ? abs_sum(cpu_data(), count_) : 0; }
-double Blob::asum_diff() const { return count_ ? abs_sum(cpu_diff(), count_) : 0; }
-double Blob::sumsq_data() const { return count_ ? square_sum(cpu_data(), count_) : 0; }
-double Blob::sumsq_diff() const { return count_ ? square_sum(cpu_diff(), count_) : 0; }
+// The sums are taken where the newest values are: on the GPU by cuBLAS (in
+// float, as Caffe's GPU mode does), on the CPU in double.
+double Blob::asum_data() const {
+  if (count_ == 0) return 0;
+#ifdef XTRAIN_USE_CUDA
+  if (device_of(*data_).is_gpu()) return math::gpu::asum(count_, gpu_data());
+#endif
+  return abs_sum(cpu_data(), count_);
+}
+double Blob::asum_diff() const {
+  if (count_ == 0) return 0;
+#ifdef XTRAIN_USE_CUDA
+  if (device_of(*diff_).is_gpu()) return math::gpu::asum(count_, gpu_diff());
+#endif
+  return abs_sum(cpu_diff(), count_);
+}
+double Blob::sumsq_data() const {
+  if (count_ == 0) return 0;
+#ifdef XTRAIN_USE_CUDA
+  if (device_of(*data_).is_gpu()) return math::gpu::dot(count_, gpu_data(), gpu_data());
+#endif
+  return square_sum(cpu_data(), count_);
+}
+double Blob::sumsq_diff() const {
+  if (count_ == 0) return 0;
+#ifdef XTRAIN_USE_CUDA
+  if (device_of(*diff_).is_gpu()) return math::gpu::dot(count_, gpu_diff(), gpu_diff());
+#endif
+  return square_sum(cpu_diff(), count_);
+}
 void Blob::scale_data(float factor) {
-  if (count_) scale(mutable_cpu_data(), count_, factor);
+  if (count_ == 0) return;
+  const Device device = device_of(*data_);
+  float* data = ops::mutable_data_on(device, *this);
+  ops::apply_on(device, count_, ops::ScaleBy{factor}, data, data);
 }
 void Blob::scale_diff(float factor) {
-  if (count_) scale(mutable_cpu_diff(), count_, factor);
+  if (count_ == 0) return;
+  const Device device = device_of(*diff_);
+  float* diff = ops::mutable_diff_on(device, *this);
+  ops::apply_on(device, count_, ops::ScaleBy{factor}, diff, diff);
 }
 
 std::vector<int> blob_proto_shape(const BlobProto& proto) {

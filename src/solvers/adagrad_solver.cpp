@@ -1,7 +1,6 @@
 #include "solvers/adagrad_solver.hpp"
 
-#include <cmath>
-
+#include "solvers/device_update.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -21,15 +20,10 @@ AdaGradSolver::AdaGradSolver(const SolverParameter& param, const SolverOptions& 
 
 void AdaGradSolver::compute_update_value(int param_id, float rate) {
   Blob& param_blob = *net().learnable_params()[param_id];
-  const std::size_t count = param_blob.count();
-  const float delta = param_.delta();
-  const float step = local_rate(param_id, rate);
-  float* squares = history_blob(0, param_id).mutable_cpu_data();
-  float* diff = param_blob.mutable_cpu_diff();
-  for (std::size_t j = 0; j < count; ++j) {
-    squares[j] += diff[j] * diff[j];
-    diff[j] = step * (diff[j] / (std::sqrt(squares[j]) + delta));
-  }
+  ops::for_each_on(device(), param_blob.count(),
+                   ops::AdaGradStep{local_rate(param_id, rate), param_.delta()},
+                   ops::mutable_diff_on(device(), param_blob),
+                   ops::mutable_data_on(device(), history_blob(0, param_id)));
 }
 
 }  // namespace xtrain

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "solvers/device_update.hpp"
+
 namespace xtrain {
 
 AdamSolver::AdamSolver(const SolverParameter& param, const SolverOptions& options)
@@ -11,7 +13,6 @@ AdamSolver::AdamSolver(const SolverParameter& param, const SolverOptions& option
 
 void AdamSolver::compute_update_value(int param_id, float rate) {
   Blob& param_blob = *net().learnable_params()[param_id];
-  const std::size_t count = param_blob.count();
   const float beta1 = param_.momentum();
   const float beta2 = param_.momentum2();
   const float eps = param_.delta();
@@ -20,14 +21,10 @@ void AdamSolver::compute_update_value(int param_id, float rate) {
   const auto correction = static_cast<float>(std::sqrt(1.0 - std::pow(double(beta2), t)) /
                                              (1.0 - std::pow(double(beta1), t)));
   const float step = local_rate(param_id, rate) * correction;
-  float* first_moment = history_blob(0, param_id).mutable_cpu_data();
-  float* second_moment = history_blob(1, param_id).mutable_cpu_data();
-  float* diff = param_blob.mutable_cpu_diff();
-  for (std::size_t j = 0; j < count; ++j) {
-    first_moment[j] = (1 - beta1) * diff[j] + beta1 * first_moment[j];
-    second_moment[j] = (1 - beta2) * (diff[j] * diff[j]) + beta2 * second_moment[j];
-    diff[j] = step * (first_moment[j] / (std::sqrt(second_moment[j]) + eps));
-  }
+  ops::for_each_on(device(), param_blob.count(), ops::AdamStep{step, beta1, beta2, eps},
+                   ops::mutable_diff_on(device(), param_blob),
+                   ops::mutable_data_on(device(), history_blob(0, param_id)),
+                   ops::mutable_data_on(device(), history_blob(1, param_id)));
 }
 
 }  // namespace xtrain

@@ -1,7 +1,6 @@
 #include "solvers/rmsprop_solver.hpp"
 
-#include <cmath>
-
+#include "solvers/device_update.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -26,16 +25,10 @@ RMSPropSolver::RMSPropSolver(const SolverParameter& param, const SolverOptions& 
 
 void RMSPropSolver::compute_update_value(int param_id, float rate) {
   Blob& param_blob = *net().learnable_params()[param_id];
-  const std::size_t count = param_blob.count();
-  const float delta = param_.delta();
-  const float decay = param_.rms_decay();
-  const float step = local_rate(param_id, rate);
-  float* mean_square = history_blob(0, param_id).mutable_cpu_data();
-  float* diff = param_blob.mutable_cpu_diff();
-  for (std::size_t j = 0; j < count; ++j) {
-    mean_square[j] = (1 - decay) * (diff[j] * diff[j]) + decay * mean_square[j];
-    diff[j] = step * (diff[j] / (std::sqrt(mean_square[j]) + delta));
-  }
+  ops::for_each_on(device(), param_blob.count(),
+                   ops::RMSPropStep{local_rate(param_id, rate), param_.delta(), param_.rms_decay()},
+                   ops::mutable_diff_on(device(), param_blob),
+                   ops::mutable_data_on(device(), history_blob(0, param_id)));
 }
 
 }  // namespace xtrain

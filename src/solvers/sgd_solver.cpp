@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "core/math_functions.hpp"
-#include "solvers/update_ops.hpp"
+#include "solvers/device_update.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/lr_policy.hpp"
@@ -88,8 +88,9 @@ void SGDSolver::normalize(int param_id) {
   // The diffs hold the sum over iter_size passes; make it their mean.
   if (param_.iter_size() == 1) return;
   Blob& param_blob = *net().learnable_params()[param_id];
-  math::scale(param_blob.count(), 1.0f / static_cast<float>(param_.iter_size()),
-              param_blob.mutable_cpu_diff());
+  float* diff = ops::mutable_diff_on(device(), param_blob);
+  ops::apply_on(device(), param_blob.count(),
+                ops::ScaleBy{1.0f / static_cast<float>(param_.iter_size())}, diff, diff);
 }
 
 void SGDSolver::regularize(int param_id) {
@@ -97,25 +98,21 @@ void SGDSolver::regularize(int param_id) {
   if (decay == 0) return;
   Blob& param_blob = *net().learnable_params()[param_id];
   const std::size_t count = param_blob.count();
-  const float* weights = param_blob.cpu_data();
-  float* diff = param_blob.mutable_cpu_diff();
+  const float* weights = ops::data_on(device(), param_blob);
+  float* diff = ops::mutable_diff_on(device(), param_blob);
   if (param_.regularization_type() == "L2") {
-    ops::apply_cpu(count, ops::AddScaled{decay}, diff, weights, diff);
+    ops::apply_on(device(), count, ops::AddScaled{decay}, diff, weights, diff);
   } else {
-    // L1; sign(0) = 0, as in Caffe.
-    for (std::size_t j = 0; j < count; ++j) {
-      diff[j] += decay * static_cast<float>((weights[j] > 0) - (weights[j] < 0));
-    }
+    ops::apply_on(device(), count, ops::AddScaledSign{decay}, diff, weights, diff);
   }
 }
 
 void SGDSolver::compute_update_value(int param_id, float rate) {
   Blob& param_blob = *net().learnable_params()[param_id];
-  const std::size_t count = param_blob.count();
-  float* velocity = history_blob(0, param_id).mutable_cpu_data();
-  ops::apply_cpu(count, ops::MomentumVelocity{local_rate(param_id, rate), param_.momentum()},
-                 velocity, param_blob.cpu_diff(), velocity);
-  math::copy(count, velocity, param_blob.mutable_cpu_diff());
+  ops::for_each_on(device(), param_blob.count(),
+                   ops::MomentumStep{local_rate(param_id, rate), param_.momentum()},
+                   ops::mutable_diff_on(device(), param_blob),
+                   ops::mutable_data_on(device(), history_blob(0, param_id)));
 }
 
 void SGDSolver::write_history(SolverState* state) const {

@@ -1,0 +1,54 @@
+// Runs a solver functor (solvers/update_ops.hpp) where the arrays live: the
+// CPU loops of ops::apply_cpu / ops::for_each_cpu, or the CUDA kernels of
+// src/cuda/update_kernels.cu. One definition of each update, two devices.
+#pragma once
+
+#include <cstddef>
+
+#include "core/for_each_cpu.hpp"
+#include "solvers/update_ops.hpp"
+#include "xtrain/blob.hpp"
+#include "xtrain/device.hpp"
+
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/update_kernels.hpp"
+#endif
+
+namespace xtrain::ops {
+
+template <typename Op, typename... Inputs>
+void apply_on(const Device& device, std::size_t n, const Op& op, float* out, const Inputs*... in) {
+#ifdef XTRAIN_USE_CUDA
+  if (device.is_gpu()) {
+    cuda::apply(n, op, out, in...);
+    return;
+  }
+#endif
+  (void)device;
+  apply_cpu(n, op, out, in...);
+}
+
+template <typename Op, typename... Arrays>
+void for_each_on(const Device& device, std::size_t n, const Op& op, Arrays*... arrays) {
+#ifdef XTRAIN_USE_CUDA
+  if (device.is_gpu()) {
+    cuda::for_each(n, op, arrays...);
+    return;
+  }
+#endif
+  (void)device;
+  for_each_cpu(n, op, arrays...);
+}
+
+// A blob's arrays on `device` (the GPU copies are brought up to date).
+inline const float* data_on(const Device& device, const Blob& blob) {
+  return device.is_gpu() ? blob.gpu_data() : blob.cpu_data();
+}
+inline float* mutable_data_on(const Device& device, Blob& blob) {
+  return device.is_gpu() ? blob.mutable_gpu_data() : blob.mutable_cpu_data();
+}
+inline float* mutable_diff_on(const Device& device, Blob& blob) {
+  return device.is_gpu() ? blob.mutable_gpu_diff() : blob.mutable_cpu_diff();
+}
+
+}  // namespace xtrain::ops
