@@ -11,6 +11,9 @@
 //   DropoutForward{k}(x, m)   = x * m * k                    (m in {0, 1}, k = 1 / (1 - ratio))
 //   DropoutBackward{k}(dy, m) = dy * m * k
 //   Add(a, b)                 = a + b
+//   Difference(a, b)          = a - b
+//   Multiply(a, b)            = a * b
+//   ScaleBy{s}(x)             = s * x
 //
 // The backward functors of Sigmoid and TanH read the output, and ReLU's reads
 // a value whose sign is that of the input, so all of them work in place.
@@ -77,6 +80,20 @@ struct DropoutBackward {
 
 struct Add {
   XTRAIN_HOST_DEVICE float operator()(float a, float b) const { return a + b; }
+};
+
+// General arithmetic the layers combine: a - b, a * b, s * x.
+struct Difference {  // also Blob::update: data - diff
+  XTRAIN_HOST_DEVICE float operator()(float a, float b) const { return a - b; }
+};
+
+struct Multiply {
+  XTRAIN_HOST_DEVICE float operator()(float a, float b) const { return a * b; }
+};
+
+struct ScaleBy {
+  float scale;
+  XTRAIN_HOST_DEVICE float operator()(float x) const { return scale * x; }
 };
 
 #ifndef __CUDACC__  // host code; nvcc builds only the functors

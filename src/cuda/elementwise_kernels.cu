@@ -1,40 +1,17 @@
-// The CUDA side of src/core/elementwise_ops.hpp: one grid-stride kernel
-// template applies any of the shared functors, so each launcher below is a
+// The CUDA side of src/core/elementwise_ops.hpp: the grid-stride kernel of
+// kernel_launch.cuh applies the shared functors, so each launcher below is a
 // single line, plus the per-position softmax kernels (one thread walks the
 // channels of one (outer, inner) position).
-#include <algorithm>
-
 #include "core/elementwise_ops.hpp"
-#include "cuda/cuda_check.hpp"
+#include "cuda/cuda_context.hpp"
 #include "cuda/elementwise_kernels.hpp"
+#include "cuda/kernel_launch.cuh"
 
 namespace xtrain::cuda {
 namespace {
 
-constexpr int kThreadsPerBlock = 256;
-// Enough blocks to fill any current GPU; the grid-stride loop covers the rest.
-constexpr std::size_t kMaxBlocks = 4096;
-
-int blocks_for(std::size_t n) {
-  return static_cast<int>(
-      std::min<std::size_t>((n + kThreadsPerBlock - 1) / kThreadsPerBlock, kMaxBlocks));
-}
-
-template <typename Op, typename... Inputs>
-__global__ void apply_kernel(std::size_t n, Op op, float* out, const Inputs*... in) {
-  const std::size_t stride = static_cast<std::size_t>(blockDim.x) * gridDim.x;
-  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += stride) {
-    out[i] = op(in[i]...);
-  }
-}
-
-template <typename Op, typename... Inputs>
-void apply(std::size_t n, cudaStream_t stream, Op op, float* out, const Inputs*... in) {
-  if (n == 0) return;
-  apply_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream>>>(n, op, out, in...);
-  XTRAIN_CUDA_CHECK(cudaGetLastError());
-}
+// A launcher's stream argument: nullptr (the default) means this thread's.
+cudaStream_t on_thread_stream(cudaStream_t stream) { return stream ? stream : cuda::stream(); }
 
 __global__ void softmax_forward_kernel(const float* x, float* y, std::size_t outer,
                                        std::size_t channels, std::size_t inner) {
@@ -80,51 +57,63 @@ __global__ void softmax_backward_kernel(const float* y, const float* dy, float* 
 
 void relu_forward(const float* x, float* y, std::size_t n, float negative_slope,
                   cudaStream_t stream) {
-  apply(n, stream, ops::ReluForward{negative_slope}, y, x);
+  apply(n, on_thread_stream(stream), ops::ReluForward{negative_slope}, y, x);
 }
 
 void relu_backward(const float* x, const float* dy, float* dx, std::size_t n, float negative_slope,
                    cudaStream_t stream) {
-  apply(n, stream, ops::ReluBackward{negative_slope}, dx, x, dy);
+  apply(n, on_thread_stream(stream), ops::ReluBackward{negative_slope}, dx, x, dy);
 }
 
 void sigmoid_forward(const float* x, float* y, std::size_t n, cudaStream_t stream) {
-  apply(n, stream, ops::SigmoidForward{}, y, x);
+  apply(n, on_thread_stream(stream), ops::SigmoidForward{}, y, x);
 }
 
 void sigmoid_backward(const float* y, const float* dy, float* dx, std::size_t n,
                       cudaStream_t stream) {
-  apply(n, stream, ops::SigmoidBackward{}, dx, y, dy);
+  apply(n, on_thread_stream(stream), ops::SigmoidBackward{}, dx, y, dy);
 }
 
 void tanh_forward(const float* x, float* y, std::size_t n, cudaStream_t stream) {
-  apply(n, stream, ops::TanhForward{}, y, x);
+  apply(n, on_thread_stream(stream), ops::TanhForward{}, y, x);
 }
 
 void tanh_backward(const float* y, const float* dy, float* dx, std::size_t n, cudaStream_t stream) {
-  apply(n, stream, ops::TanhBackward{}, dx, y, dy);
+  apply(n, on_thread_stream(stream), ops::TanhBackward{}, dx, y, dy);
 }
 
 void dropout_forward(const float* x, const unsigned* mask, float* y, std::size_t n, float scale,
                      cudaStream_t stream) {
-  apply(n, stream, ops::DropoutForward{scale}, y, x, mask);
+  apply(n, on_thread_stream(stream), ops::DropoutForward{scale}, y, x, mask);
 }
 
 void dropout_backward(const float* dy, const unsigned* mask, float* dx, std::size_t n, float scale,
                       cudaStream_t stream) {
-  apply(n, stream, ops::DropoutBackward{scale}, dx, dy, mask);
+  apply(n, on_thread_stream(stream), ops::DropoutBackward{scale}, dx, dy, mask);
 }
 
 void add(const float* a, const float* b, float* out, std::size_t n, cudaStream_t stream) {
-  apply(n, stream, ops::Add{}, out, a, b);
+  apply(n, on_thread_stream(stream), ops::Add{}, out, a, b);
+}
+
+void subtract(const float* a, const float* b, float* out, std::size_t n, cudaStream_t stream) {
+  apply(n, on_thread_stream(stream), ops::Difference{}, out, a, b);
+}
+
+void multiply(const float* a, const float* b, float* out, std::size_t n, cudaStream_t stream) {
+  apply(n, on_thread_stream(stream), ops::Multiply{}, out, a, b);
+}
+
+void scale_values(const float* x, float scale, float* out, std::size_t n, cudaStream_t stream) {
+  apply(n, on_thread_stream(stream), ops::ScaleBy{scale}, out, x);
 }
 
 void softmax_forward(const float* x, float* y, std::size_t outer, std::size_t channels,
                      std::size_t inner, cudaStream_t stream) {
   const std::size_t positions = outer * inner;
   if (positions == 0 || channels == 0) return;
-  softmax_forward_kernel<<<blocks_for(positions), kThreadsPerBlock, 0, stream>>>(x, y, outer,
-                                                                                 channels, inner);
+  softmax_forward_kernel<<<blocks_for(positions), kThreadsPerBlock, 0, on_thread_stream(stream)>>>(
+      x, y, outer, channels, inner);
   XTRAIN_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -132,72 +121,72 @@ void softmax_backward(const float* y, const float* dy, float* dx, std::size_t ou
                       std::size_t channels, std::size_t inner, cudaStream_t stream) {
   const std::size_t positions = outer * inner;
   if (positions == 0 || channels == 0) return;
-  softmax_backward_kernel<<<blocks_for(positions), kThreadsPerBlock, 0, stream>>>(y, dy, dx, outer,
-                                                                                  channels, inner);
+  softmax_backward_kernel<<<blocks_for(positions), kThreadsPerBlock, 0, on_thread_stream(stream)>>>(
+      y, dy, dx, outer, channels, inner);
   XTRAIN_CUDA_CHECK(cudaGetLastError());
 }
 
 // --- The model zoo's neuron layers -------------------------------------------
 
 void absval_forward(const float* x, float* y, std::size_t n, cudaStream_t stream) {
-  apply(n, stream, ops::AbsForward{}, y, x);
+  apply(n, on_thread_stream(stream), ops::AbsForward{}, y, x);
 }
 
 void absval_backward(const float* x, const float* dy, float* dx, std::size_t n,
                      cudaStream_t stream) {
-  apply(n, stream, ops::AbsBackward{}, dx, x, dy);
+  apply(n, on_thread_stream(stream), ops::AbsBackward{}, dx, x, dy);
 }
 
 void power_forward(const float* x, float* y, std::size_t n, float power, float scale, float shift,
                    cudaStream_t stream) {
-  apply(n, stream, ops::PowerForward{power, scale, shift}, y, x);
+  apply(n, on_thread_stream(stream), ops::PowerForward{power, scale, shift}, y, x);
 }
 
 void power_backward(const float* x, const float* y, const float* dy, float* dx, std::size_t n,
                     float power, float scale, float shift, cudaStream_t stream) {
-  apply(n, stream, ops::PowerBackward{power, scale, shift}, dx, x, y, dy);
+  apply(n, on_thread_stream(stream), ops::PowerBackward{power, scale, shift}, dx, x, y, dy);
 }
 
 void exp_forward(const float* x, float* y, std::size_t n, float inner_scale, float outer_scale,
                  cudaStream_t stream) {
-  apply(n, stream, ops::ExpForward{inner_scale, outer_scale}, y, x);
+  apply(n, on_thread_stream(stream), ops::ExpForward{inner_scale, outer_scale}, y, x);
 }
 
 void exp_backward(const float* y, const float* dy, float* dx, std::size_t n, float inner_scale,
                   cudaStream_t stream) {
-  apply(n, stream, ops::ExpBackward{inner_scale}, dx, y, dy);
+  apply(n, on_thread_stream(stream), ops::ExpBackward{inner_scale}, dx, y, dy);
 }
 
 void log_forward(const float* x, float* y, std::size_t n, float scale, float shift,
                  float base_scale, cudaStream_t stream) {
-  apply(n, stream, ops::LogForward{scale, shift, base_scale}, y, x);
+  apply(n, on_thread_stream(stream), ops::LogForward{scale, shift, base_scale}, y, x);
 }
 
 void log_backward(const float* x, const float* dy, float* dx, std::size_t n, float scale,
                   float shift, float backward_scale, cudaStream_t stream) {
-  apply(n, stream, ops::LogBackward{scale, shift, backward_scale}, dx, x, dy);
+  apply(n, on_thread_stream(stream), ops::LogBackward{scale, shift, backward_scale}, dx, x, dy);
 }
 
 void bnll_forward(const float* x, float* y, std::size_t n, cudaStream_t stream) {
-  apply(n, stream, ops::BnllForward{}, y, x);
+  apply(n, on_thread_stream(stream), ops::BnllForward{}, y, x);
 }
 
 void bnll_backward(const float* x, const float* dy, float* dx, std::size_t n, cudaStream_t stream) {
-  apply(n, stream, ops::BnllBackward{}, dx, x, dy);
+  apply(n, on_thread_stream(stream), ops::BnllBackward{}, dx, x, dy);
 }
 
 void threshold_forward(const float* x, float* y, std::size_t n, float threshold,
                        cudaStream_t stream) {
-  apply(n, stream, ops::ThresholdForward{threshold}, y, x);
+  apply(n, on_thread_stream(stream), ops::ThresholdForward{threshold}, y, x);
 }
 
 void elu_forward(const float* x, float* y, std::size_t n, float alpha, cudaStream_t stream) {
-  apply(n, stream, ops::EluForward{alpha}, y, x);
+  apply(n, on_thread_stream(stream), ops::EluForward{alpha}, y, x);
 }
 
 void elu_backward(const float* x, const float* y, const float* dy, float* dx, std::size_t n,
                   float alpha, cudaStream_t stream) {
-  apply(n, stream, ops::EluBackward{alpha}, dx, x, y, dy);
+  apply(n, on_thread_stream(stream), ops::EluBackward{alpha}, dx, x, y, dy);
 }
 
 namespace {
@@ -261,7 +250,7 @@ void prelu_forward(const float* x, const float* slope, float* y, std::size_t out
                    cudaStream_t stream) {
   const std::size_t n = outer * channels * inner;
   if (n == 0) return;
-  prelu_forward_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream>>>(
+  prelu_forward_kernel<<<blocks_for(n), kThreadsPerBlock, 0, on_thread_stream(stream)>>>(
       n, channels, inner, channels_per_slope, x, slope, y);
   XTRAIN_CUDA_CHECK(cudaGetLastError());
 }
@@ -271,7 +260,7 @@ void prelu_backward(const float* x, const float* slope, const float* dy, float* 
                     std::size_t channels_per_slope, cudaStream_t stream) {
   const std::size_t n = outer * channels * inner;
   if (n == 0) return;
-  prelu_backward_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream>>>(
+  prelu_backward_kernel<<<blocks_for(n), kThreadsPerBlock, 0, on_thread_stream(stream)>>>(
       n, channels, inner, channels_per_slope, x, slope, dy, dx);
   XTRAIN_CUDA_CHECK(cudaGetLastError());
 }
@@ -281,8 +270,9 @@ void prelu_slope_gradient(const float* x, const float* dy, float* slope_diff, st
                           cudaStream_t stream) {
   const std::size_t slopes = channels / channels_per_slope;
   if (slopes == 0 || outer * inner == 0) return;
-  prelu_slope_gradient_kernel<<<static_cast<unsigned>(slopes), kThreadsPerBlock, 0, stream>>>(
-      outer, channels, inner, channels_per_slope, x, dy, slope_diff);
+  prelu_slope_gradient_kernel<<<static_cast<unsigned>(slopes), kThreadsPerBlock, 0,
+                                on_thread_stream(stream)>>>(outer, channels, inner,
+                                                            channels_per_slope, x, dy, slope_diff);
   XTRAIN_CUDA_CHECK(cudaGetLastError());
 }
 

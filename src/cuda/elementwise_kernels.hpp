@@ -1,7 +1,10 @@
 // CUDA launchers for the elementwise layers (ReLU, Sigmoid, TanH, Dropout,
 // Split) and the per-position Softmax. Each applies the functor of
 // src/core/elementwise_ops.hpp that the CPU path also uses. All pointers are
-// device pointers; `out` may alias an input. Compiled only in CUDA builds.
+// device pointers; `out` may alias an input. Each runs on `stream`, by default
+// (nullptr) the calling thread's stream, cuda::stream() of
+// src/cuda/cuda_context.hpp, never the legacy default stream. Compiled only in
+// CUDA builds.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -33,6 +36,15 @@ void dropout_backward(const float* dy, const unsigned* mask, float* dx, std::siz
 
 // out = a + b
 void add(const float* a, const float* b, float* out, std::size_t n, cudaStream_t stream = nullptr);
+// out = a - b
+void subtract(const float* a, const float* b, float* out, std::size_t n,
+              cudaStream_t stream = nullptr);
+// out = a * b
+void multiply(const float* a, const float* b, float* out, std::size_t n,
+              cudaStream_t stream = nullptr);
+// out = scale * x
+void scale_values(const float* x, float scale, float* out, std::size_t n,
+                  cudaStream_t stream = nullptr);
 
 // Softmax over the middle axis of an (outer, channels, inner) array.
 void softmax_forward(const float* x, float* y, std::size_t outer, std::size_t channels,

@@ -14,9 +14,14 @@
 #include <vector>
 
 #include "layers/builtin_layers.hpp"
+#include "layers/loss_ops.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
+
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/loss_kernels.hpp"
+#endif
 
 namespace xtrain {
 namespace {
@@ -70,28 +75,19 @@ class AccuracyLayer : public Layer {
       std::fill_n(class_accuracy, num_classes_, 0.0f);
     }
     const std::size_t sample_stride = static_cast<std::size_t>(num_classes_) * inner_num_;
+    const ops::LabelRule rule{has_ignore_label_, ignore_label_, num_classes_};
     std::size_t correct = 0;
     std::size_t counted = 0;
     for (std::size_t o = 0; o < outer_num_; ++o) {
       for (std::size_t i = 0; i < inner_num_; ++i) {
         const std::size_t position = o * inner_num_ + i;
         const float raw_label = labels[position];
-        const bool representable = raw_label > -2147483648.0f && raw_label < 2147483648.0f;
-        const int label = representable ? static_cast<int>(raw_label) : -1;
-        if (representable && has_ignore_label_ && label == ignore_label_) continue;
-        XTRAIN_CHECK(representable && label >= 0 && label < num_classes_, where(), ": label ",
-                     raw_label, " at position ", position, " is out of range: the scores have ",
-                     num_classes_, " classes, so labels must be in [0, ", num_classes_ - 1,
-                     "]; check the data's labels or set accuracy_param.ignore_label");
+        const int label = rule(raw_label);
+        if (label == ops::kIgnoredLabel) continue;
+        if (label == ops::kInvalidLabel) throw_invalid_label(raw_label, position);
         const float* column = scores + o * sample_stride + i;
-        const float true_score = column[label * inner_num_];
-        // Counts the true class too, hence the start at -1.
-        long at_least_as_high = -1;
-        for (int c = 0; c < num_classes_ && at_least_as_high < static_cast<long>(top_k_); ++c) {
-          at_least_as_high += column[c * inner_num_] >= true_score;
-        }
         if (per_class) class_counts_[label] += 1;
-        if (at_least_as_high < static_cast<long>(top_k_)) {
+        if (ops::in_top_k(column, inner_num_, num_classes_, label, top_k_)) {
           ++correct;
           if (per_class) class_accuracy[label] += 1;
         }
@@ -107,6 +103,27 @@ class AccuracyLayer : public Layer {
     }
   }
 
+#ifdef XTRAIN_USE_CUDA
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    scratch_.reshape(std::vector<int>{cuda::kLossScratchFloats});
+    const cuda::LossTotals totals = cuda::accuracy_forward(
+        bottom[0]->gpu_data(), bottom[1]->gpu_data(), outer_num_, num_classes_, inner_num_, top_k_,
+        has_ignore_label_, ignore_label_, top.size() > 1 ? top[1]->mutable_gpu_data() : nullptr,
+        scratch_.mutable_gpu_data());
+    if (totals.first_invalid >= 0) {
+      const std::size_t position = static_cast<std::size_t>(totals.first_invalid);
+      throw_invalid_label(bottom[1]->cpu_data()[position], position);
+    }
+    top[0]->mutable_cpu_data()[0] =
+        totals.counted == 0 ? 0.0f : totals.sum / static_cast<float>(totals.counted);
+  }
+
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    backward_cpu(top, propagate_down, bottom);  // checks only; touches no data
+  }
+#endif
+
   void backward_cpu(const BlobVec&, const std::vector<bool>& propagate_down,
                     const BlobVec&) override {
     for (std::size_t i = 0; i < propagate_down.size(); ++i) {
@@ -118,6 +135,13 @@ class AccuracyLayer : public Layer {
   }
 
  private:
+  [[noreturn]] void throw_invalid_label(float raw_label, std::size_t position) const {
+    throw Error(detail::concat(where(), ": label ", raw_label, " at position ", position,
+                               " is out of range: the scores have ", num_classes_,
+                               " classes, so labels must be in [0, ", num_classes_ - 1,
+                               "]; check the data's labels or set accuracy_param.ignore_label"));
+  }
+
   unsigned top_k_ = 1;
   bool has_ignore_label_ = false;
   int ignore_label_ = 0;
@@ -125,6 +149,9 @@ class AccuracyLayer : public Layer {
   std::size_t inner_num_ = 0;
   int num_classes_ = 0;
   std::vector<float> class_counts_;
+#ifdef XTRAIN_USE_CUDA
+  Blob scratch_;  // device memory for cuda::LossTotals
+#endif
 };
 
 }  // namespace

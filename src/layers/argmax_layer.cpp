@@ -15,9 +15,14 @@
 #include <vector>
 
 #include "layers/builtin_layers.hpp"
+#include "layers/reduction_ops.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
+
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/reduction_kernels.hpp"
+#endif
 
 namespace xtrain {
 namespace {
@@ -86,8 +91,11 @@ class ArgMaxLayer : public Layer {
       for (std::size_t j = 0; j < candidates_; ++j) {
         ranked_[j] = {line[j * stride_], static_cast<int>(j)};
       }
+      // std::greater<std::pair<float, int>>'s order, which the kernel shares.
       std::partial_sort(ranked_.begin(), ranked_.begin() + top_k_, ranked_.end(),
-                        std::greater<std::pair<float, int>>());
+                        [](const std::pair<float, int>& a, const std::pair<float, int>& b) {
+                          return ops::argmax_ranks_before(a.first, a.second, b.first, b.second);
+                        });
       for (std::size_t j = 0; j < k; ++j) {
         const float index = static_cast<float>(ranked_[j].second);
         if (has_axis_) {
@@ -101,6 +109,20 @@ class ArgMaxLayer : public Layer {
       }
     }
   }
+
+#ifdef XTRAIN_USE_CUDA
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    if (candidates_ == 0) return;
+    cuda::argmax(bottom[0]->gpu_data(), top[0]->mutable_gpu_data(),
+                 bottom[0]->count() / candidates_, candidates_, stride_, top_k_, has_axis_,
+                 out_max_val_);
+  }
+
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    backward_cpu(top, propagate_down, bottom);  // checks only; touches no data
+  }
+#endif
 
   void backward_cpu(const BlobVec&, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/elementwise_ops.hpp"
 #include "core/parallel_loop.hpp"
 #include "layers/broadcast_axes.hpp"
 #include "layers/builtin_layers.hpp"
@@ -29,6 +30,11 @@
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
+
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/broadcast_kernels.hpp"
+#include "cuda/math_gpu.hpp"
+#endif
 
 namespace xtrain {
 namespace {
@@ -101,7 +107,8 @@ class BiasLayer : public Layer {
       const std::size_t offset = static_cast<std::size_t>(row) * inner;
       const float* x = input + offset;
       float* y = output + offset;
-      for (std::size_t i = 0; i < inner; ++i) y[i] = x[i] + shift;
+      const ops::Add add;
+      for (std::size_t i = 0; i < inner; ++i) y[i] = add(x[i], shift);
     });
   }
 
@@ -135,6 +142,29 @@ class BiasLayer : public Layer {
     }
   }
 
+#ifdef XTRAIN_USE_CUDA
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    const float* bias = (bottom.size() > 1 ? bottom[1] : blobs_[0].get())->gpu_data();
+    cuda::bias_forward(bottom[0]->gpu_data(), bias, top[0]->mutable_gpu_data(), axes_.outer,
+                       axes_.dim, axes_.inner);
+  }
+
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    const float* output_diff = top[0]->gpu_diff();
+    const bool learned = bottom.size() == 1;
+    if (learned ? param_propagate_down(0) : static_cast<bool>(propagate_down[1])) {
+      // A learned bias accumulates; a bottom's diff is overwritten.
+      float* bias_diff = (learned ? blobs_[0].get() : bottom[1])->mutable_gpu_diff();
+      cuda::per_dim_sums(output_diff, nullptr, axes_.outer, axes_.dim, axes_.inner, bias_diff,
+                         nullptr, learned);
+    }
+    if (propagate_down[0] && top[0] != bottom[0]) {
+      math::gpu::copy(top[0]->count(), output_diff, bottom[0]->mutable_gpu_diff());
+    }
+  }
+#endif
+
  private:
   // The bias gradient from the rows' sums, by d over o in order.
   void accumulate_row_sums(float* bias_diff) const {
@@ -159,7 +189,8 @@ class BiasLayer : public Layer {
       const std::size_t end = offset + static_cast<std::size_t>(shape.spatial) * kChannelBlock;
       for (std::size_t at = offset; at < end; at += kChannelBlock) {
 #pragma omp simd
-        for (int l = 0; l < kChannelBlock; ++l) output[at + l] = input[at + l] + shift[l];
+        for (int l = 0; l < kChannelBlock; ++l)
+          output[at + l] = ops::Add{}(input[at + l], shift[l]);
       }
     });
   }

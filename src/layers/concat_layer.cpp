@@ -15,6 +15,10 @@
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
 
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/math_gpu.hpp"
+#endif
+
 namespace xtrain {
 namespace {
 
@@ -109,6 +113,38 @@ class ConcatLayer : public Layer {
                      if (diffs[i]) std::copy_n(output_diff + target, length, diffs[i] + source);
                    });
   }
+
+#ifdef XTRAIN_USE_CUDA
+  // Bottom i is `outer` rows of blocks[i] values, at offsets[i] in each top
+  // row of top_block values: one strided copy per bottom.
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    if (bottom.size() == 1) return;
+    float* output = top[0]->mutable_gpu_data();
+    const std::size_t top_block = top[0]->shape(axis_) * inner_;
+    std::size_t offset = 0;
+    for (const Blob* input : bottom) {
+      const std::size_t block = input->shape(axis_) * inner_;
+      math::gpu::copy_rows(outer_, block, input->gpu_data(), block, output + offset, top_block);
+      offset += block;
+    }
+  }
+
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (bottom.size() == 1) return;
+    const float* output_diff = top[0]->gpu_diff();
+    const std::size_t top_block = top[0]->shape(axis_) * inner_;
+    std::size_t offset = 0;
+    for (std::size_t i = 0; i < bottom.size(); ++i) {
+      const std::size_t block = bottom[i]->shape(axis_) * inner_;
+      if (propagate_down[i]) {
+        math::gpu::copy_rows(outer_, block, output_diff + offset, top_block,
+                             bottom[i]->mutable_gpu_diff(), block);
+      }
+      offset += block;
+    }
+  }
+#endif
 
  private:
   // copy(i, source, target, length) for every run of values that bottom i

@@ -17,8 +17,14 @@
 #include "core/math_functions.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/loss_layer.hpp"
+#include "layers/loss_ops.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
+
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/elementwise_kernels.hpp"
+#include "cuda/loss_kernels.hpp"
+#endif
 
 namespace xtrain {
 namespace {
@@ -58,7 +64,8 @@ class ContrastiveLossLayer : public LossLayer {
     const float* b = bottom[1]->cpu_data();
     const float* similar = bottom[2]->cpu_data();
     float* difference = difference_.mutable_cpu_data();
-    for (std::size_t j = 0; j < count; ++j) difference[j] = a[j] - b[j];
+    const ops::Difference subtract;
+    for (std::size_t j = 0; j < count; ++j) difference[j] = subtract(a[j], b[j]);
     const float margin = param_.contrastive_loss_param().margin();
     const bool legacy = param_.contrastive_loss_param().legacy_version();
     float loss = 0;
@@ -66,14 +73,7 @@ class ContrastiveLossLayer : public LossLayer {
       const float* pair_difference = difference + static_cast<std::size_t>(n) * channels_;
       const float d = math::dot(channels_, pair_difference, pair_difference);
       squared_distance_[n] = d;
-      if (is_similar(similar[n])) {
-        loss += d;
-      } else if (legacy) {
-        loss += std::max(margin - d, 0.0f);
-      } else {
-        const float shortfall = std::max(margin - std::sqrt(d), 0.0f);
-        loss += shortfall * shortfall;
-      }
+      loss += ops::ContrastiveTerm{margin, legacy}(d, is_similar(similar[n]));
     }
     top[0]->mutable_cpu_data()[0] = loss / static_cast<float>(num_) / 2.0f;
   }
@@ -92,17 +92,8 @@ class ContrastiveLossLayer : public LossLayer {
       float* diff = bottom[i]->mutable_cpu_diff();
       for (int n = 0; n < num_; ++n) {
         const std::size_t offset = static_cast<std::size_t>(n) * channels_;
-        float scale = alpha;
-        if (!is_similar(similar[n])) {
-          const float d = squared_distance_[n];
-          if (legacy) {
-            scale = margin - d > 0 ? -alpha : 0.0f;
-          } else {
-            const float distance = std::sqrt(d);
-            const float shortfall = margin - distance;
-            scale = shortfall > 0 ? -alpha * shortfall / (distance + 1e-4f) : 0.0f;
-          }
-        }
+        const float scale = ops::ContrastiveGradientScale{margin, legacy, alpha}(
+            squared_distance_[n], is_similar(similar[n]));
         for (int c = 0; c < channels_; ++c) diff[offset + c] = scale * difference[offset + c];
       }
     }
@@ -110,7 +101,43 @@ class ContrastiveLossLayer : public LossLayer {
 
  private:
   // Caffe truncates the stored label to int: 0.5 is "dissimilar".
-  static bool is_similar(float label) { return !label_equals(label, 0); }
+  static bool is_similar(float label) { return ops::contrastive_similar(label); }
+
+#ifdef XTRAIN_USE_CUDA
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    const std::size_t count = bottom[0]->count();
+    float* difference = difference_.mutable_gpu_data();
+    cuda::subtract(bottom[0]->gpu_data(), bottom[1]->gpu_data(), difference, count);
+    squared_distance_gpu_.reshape(std::vector<int>{num_});
+    float* squared_distance = squared_distance_gpu_.mutable_gpu_data();
+    cuda::contrastive_distances(difference, squared_distance, num_, channels_);
+    const cuda::LossTotals totals = cuda::contrastive_forward(
+        squared_distance, bottom[2]->gpu_data(), num_, param_.contrastive_loss_param().margin(),
+        param_.contrastive_loss_param().legacy_version(), scratch());
+    top[0]->mutable_cpu_data()[0] = totals.sum / static_cast<float>(num_) / 2.0f;
+  }
+
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    refuse_gradient_to(propagate_down, 2, "similarity labels");
+    for (int i = 0; i < 2; ++i) {
+      if (static_cast<int>(propagate_down.size()) <= i || !propagate_down[i]) continue;
+      const float sign = i == 0 ? 1.0f : -1.0f;
+      const float alpha = sign * top[0]->cpu_diff()[0] / static_cast<float>(num_);
+      cuda::contrastive_backward(squared_distance_gpu_.gpu_data(), bottom[2]->gpu_data(),
+                                 difference_.gpu_data(), bottom[i]->mutable_gpu_diff(), num_,
+                                 channels_, param_.contrastive_loss_param().margin(),
+                                 param_.contrastive_loss_param().legacy_version(), alpha);
+    }
+  }
+
+  void* scratch() {
+    scratch_.reshape(std::vector<int>{cuda::kLossScratchFloats});
+    return scratch_.mutable_gpu_data();
+  }
+  Blob scratch_;               // device memory for cuda::LossTotals
+  Blob squared_distance_gpu_;  // d_n on the device
+#endif
 
   int num_ = 0;
   int channels_ = 0;

@@ -11,9 +11,15 @@
 #include <vector>
 
 #include "layers/builtin_layers.hpp"
+#include "layers/crop_geometry.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
+
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/copy_kernels.hpp"
+#include "cuda/math_gpu.hpp"
+#endif
 
 namespace xtrain {
 namespace {
@@ -62,8 +68,18 @@ class CropLayer : public Layer {
       offsets_[a] = offset;
     }
     top[0]->reshape(shape);
-    strides_.assign(axes, 1);
-    for (int a = axes - 2; a >= 0; --a) strides_[a] = strides_[a + 1] * input.shape(a + 1);
+    XTRAIN_CHECK(axes >= 1 && axes <= CropGeometry::kMaxAxes, where(), ": the bottoms ",
+                 input.shape_string(), " have ", axes, " axes; Crop takes 1 to ",
+                 CropGeometry::kMaxAxes);
+    geometry_.axes = axes;
+    geometry_.strides[axes - 1] = 1;
+    for (int a = axes - 2; a >= 0; --a) {
+      geometry_.strides[a] = geometry_.strides[a + 1] * input.shape(a + 1);
+    }
+    for (int a = 0; a < axes; ++a) {
+      geometry_.offsets[a] = offsets_[a];
+      geometry_.top_shape[a] = static_cast<std::size_t>(shape[a]);
+    }
   }
 
  protected:
@@ -91,24 +107,29 @@ class CropLayer : public Layer {
   // the last axis of the top, with where it starts in the top and in bottom[0].
   template <typename Copy>
   void for_each_line(const Blob& output, Copy copy) const {
-    const int axes = output.num_axes();
-    const std::size_t line = static_cast<std::size_t>(output.shape(axes - 1));
+    const std::size_t line = geometry_.line_length();
     if (line == 0) return;
     const std::size_t lines = output.count() / line;
-    for (std::size_t l = 0; l < lines; ++l) {
-      std::size_t rest = l;
-      std::size_t bottom_start = offsets_[axes - 1];
-      for (int a = axes - 2; a >= 0; --a) {
-        const std::size_t size = static_cast<std::size_t>(output.shape(a));
-        bottom_start += (rest % size + offsets_[a]) * strides_[a];
-        rest /= size;
-      }
-      copy(l * line, bottom_start, line);
-    }
+    for (std::size_t l = 0; l < lines; ++l) copy(l * line, geometry_.line_start(l), line);
   }
 
+#ifdef XTRAIN_USE_CUDA
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    cuda::crop_forward(bottom[0]->gpu_data(), top[0]->mutable_gpu_data(), top[0]->count(),
+                       geometry_);
+  }
+
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    float* dx = bottom[0]->mutable_gpu_diff();
+    math::gpu::set(bottom[0]->count(), 0.0f, dx);
+    cuda::crop_backward(top[0]->gpu_diff(), dx, top[0]->count(), geometry_);
+  }
+#endif
+
   std::vector<std::size_t> offsets_;  // per axis of bottom[0]
-  std::vector<std::size_t> strides_;  // of bottom[0], in values
+  CropGeometry geometry_;             // where each top line comes from
 };
 
 }  // namespace

@@ -16,8 +16,8 @@
 #include "xtrain/synced_memory.hpp"
 
 #ifdef XTRAIN_USE_CUDA
-#include "cuda/cuda_check.hpp"
 #include "cuda/elementwise_kernels.hpp"
+#include "cuda/math_gpu.hpp"
 #endif
 
 namespace xtrain {
@@ -84,8 +84,7 @@ class DropoutLayer : public NeuronLayer {
       cuda::dropout_forward(bottom[0]->gpu_data(), static_cast<const unsigned*>(mask_->gpu_data()),
                             top[0]->mutable_gpu_data(), count, scale_);
     } else if (top[0] != bottom[0]) {
-      XTRAIN_CUDA_CHECK(cudaMemcpy(top[0]->mutable_gpu_data(), bottom[0]->gpu_data(),
-                                   count * sizeof(float), cudaMemcpyDeviceToDevice));
+      math::gpu::copy(count, bottom[0]->gpu_data(), top[0]->mutable_gpu_data());
     }
   }
 
@@ -97,8 +96,7 @@ class DropoutLayer : public NeuronLayer {
       cuda::dropout_backward(top[0]->gpu_diff(), static_cast<const unsigned*>(mask_->gpu_data()),
                              bottom[0]->mutable_gpu_diff(), count, scale_);
     } else if (top[0] != bottom[0]) {
-      XTRAIN_CUDA_CHECK(cudaMemcpy(bottom[0]->mutable_gpu_diff(), top[0]->gpu_diff(),
-                                   count * sizeof(float), cudaMemcpyDeviceToDevice));
+      math::gpu::copy(count, top[0]->gpu_diff(), bottom[0]->mutable_gpu_diff());
     }
   }
 #endif

@@ -14,14 +14,23 @@
 // takes over the in-place ReLU after it (Layer::absorb_following_relu): it
 // writes ReLU(top), and backward masks dtop by top > 0 in its first sweep.
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "core/elementwise_ops.hpp"
 #include "layers/builtin_layers.hpp"
+#include "layers/eltwise_ops.hpp"
 #include "layers/parallel_blocks.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
+
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/elementwise_kernels.hpp"
+#include "cuda/eltwise_kernels.hpp"
+#include "cuda/math_gpu.hpp"
+#include "xtrain/synced_memory.hpp"
+#endif
 
 namespace xtrain {
 namespace {
@@ -90,23 +99,23 @@ class EltwiseLayer : public Layer {
         for_each_block(top[0]->count(), last, [&](std::size_t begin, std::size_t end) {
           const float* first = inputs[0];
           const float* second = inputs[1];
-          for (std::size_t j = begin; j < end; ++j) output[j] = first[j] * second[j];
+          const ops::Multiply multiply;
+          for (std::size_t j = begin; j < end; ++j) output[j] = multiply(first[j], second[j]);
           for (std::size_t k = 2; k < last; ++k) {
             const float* input = inputs[k];
-            for (std::size_t j = begin; j < end; ++j) output[j] *= input[j];
+            for (std::size_t j = begin; j < end; ++j) output[j] = multiply(output[j], input[j]);
           }
         });
         break;
       case EltwiseParameter::SUM:
         for_each_block(top[0]->count(), 2 * last, [&](std::size_t begin, std::size_t end) {
-          // 0 + c0 * x0 (not c0 * x0 alone) keeps Caffe's +0 for a -0 product.
           const float* first = inputs[0];
-          const float first_coefficient = coefficients_[0];
-          for (std::size_t j = begin; j < end; ++j) output[j] = 0.0f + first_coefficient * first[j];
+          const ops::EltwiseSumFirst sum_first{coefficients_[0]};
+          for (std::size_t j = begin; j < end; ++j) output[j] = sum_first(first[j]);
           for (std::size_t k = 1; k < last; ++k) {
             const float* input = inputs[k];
-            const float coefficient = coefficients_[k];
-            for (std::size_t j = begin; j < end; ++j) output[j] += coefficient * input[j];
+            const ops::EltwiseSumNext sum_next{coefficients_[k]};
+            for (std::size_t j = begin; j < end; ++j) output[j] = sum_next(output[j], input[j]);
           }
           if (fused_relu_) {  // the absorbed ReLU, while the block is in cache
             const ops::ReluForward relu{0.0f};
@@ -123,14 +132,14 @@ class EltwiseLayer : public Layer {
           const float* second = inputs[1];
           int* winner = winner_.data();
           for (std::size_t j = begin; j < end; ++j) {
-            const bool first_wins = first[j] > second[j];
+            const bool first_wins = ops::eltwise_max_takes(first[j], second[j]);
             output[j] = first_wins ? first[j] : second[j];
             winner[j] = first_wins ? 0 : 1;
           }
           for (std::size_t k = 2; k < last; ++k) {
             const float* input = inputs[k];
             for (std::size_t j = begin; j < end; ++j) {
-              if (input[j] > output[j]) {
+              if (ops::eltwise_max_takes(input[j], output[j])) {
                 output[j] = input[j];
                 winner[j] = static_cast<int>(k);
               }
@@ -161,16 +170,21 @@ class EltwiseLayer : public Layer {
           for_each_block(count, inputs.size(), [&](std::size_t begin, std::size_t end) {
             if (stable_prod_grad_) {
               product_of_others(inputs, k, begin, end, input_diff);
-              for (std::size_t j = begin; j < end; ++j) input_diff[j] *= output_diff[j];
-            } else {
+              const ops::Multiply multiply;
               for (std::size_t j = begin; j < end; ++j) {
-                input_diff[j] = output[j] / input[j] * output_diff[j];
+                input_diff[j] = multiply(input_diff[j], output_diff[j]);
+              }
+            } else {
+              const ops::EltwiseProdGradientFromTop gradient;
+              for (std::size_t j = begin; j < end; ++j) {
+                input_diff[j] = gradient(output[j], input[j], output_diff[j]);
               }
             }
           });
           break;
         case EltwiseParameter::SUM: {
           const float coefficient = coefficients_[k];
+          const ops::ScaleBy scale{coefficient};
           if (unmasked_diff) {
             const ops::ReluBackward relu{0.0f};
             for_each_block(count, 2, [&](std::size_t begin, std::size_t end) {
@@ -178,23 +192,23 @@ class EltwiseLayer : public Layer {
               for (std::size_t j = begin; j < end; ++j) {
                 const float masked = relu(output[j], unmasked_diff[j]);
                 unmasked_diff[j] = masked;
-                input_diff[j] = coefficient * masked;
+                input_diff[j] = scale(masked);
               }
             });
             unmasked_diff = nullptr;  // masked now
             break;
           }
           for_each_block(count, 1, [&](std::size_t begin, std::size_t end) {
-            for (std::size_t j = begin; j < end; ++j) input_diff[j] = coefficient * output_diff[j];
+            for (std::size_t j = begin; j < end; ++j) input_diff[j] = scale(output_diff[j]);
           });
           break;
         }
         case EltwiseParameter::MAX: {
           const int* winner = winner_.data();
-          const int self = static_cast<int>(k);
+          const ops::EltwiseMaxGradient gradient{static_cast<int>(k)};
           for_each_block(count, 1, [&](std::size_t begin, std::size_t end) {
             for (std::size_t j = begin; j < end; ++j) {
-              input_diff[j] = winner[j] == self ? output_diff[j] : 0.0f;
+              input_diff[j] = gradient(winner[j], output_diff[j]);
             }
           });
           break;
@@ -202,6 +216,88 @@ class EltwiseLayer : public Layer {
       }
     }
   }
+
+#ifdef XTRAIN_USE_CUDA
+  // The CPU passes' sweeps, one kernel per bottom (plain layout: the GPU net
+  // keeps activations plain).
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    const std::size_t count = top[0]->count();
+    float* output = top[0]->mutable_gpu_data();
+    switch (operation_) {
+      case EltwiseParameter::PROD:
+        cuda::multiply(bottom[0]->gpu_data(), bottom[1]->gpu_data(), output, count);
+        for (std::size_t k = 2; k < bottom.size(); ++k) {
+          cuda::multiply(output, bottom[k]->gpu_data(), output, count);
+        }
+        break;
+      case EltwiseParameter::SUM:
+        cuda::eltwise_sum_first(bottom[0]->gpu_data(), coefficients_[0], output, count);
+        for (std::size_t k = 1; k < bottom.size(); ++k) {
+          cuda::eltwise_sum_next(bottom[k]->gpu_data(), coefficients_[k], output, count);
+        }
+        if (fused_relu_) cuda::relu_forward(output, output, count, 0.0f);
+        break;
+      case EltwiseParameter::MAX: {
+        int* winner = device_winners(count);
+        cuda::eltwise_max_first(bottom[0]->gpu_data(), bottom[1]->gpu_data(), output, winner,
+                                count);
+        for (std::size_t k = 2; k < bottom.size(); ++k) {
+          cuda::eltwise_max_next(bottom[k]->gpu_data(), static_cast<int>(k), output, winner, count);
+        }
+        break;
+      }
+    }
+  }
+
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    const std::size_t count = top[0]->count();
+    const float* output = top[0]->gpu_data();
+    const float* output_diff = top[0]->gpu_diff();
+    if (fused_relu_ && operation_ == EltwiseParameter::SUM) {
+      float* masked = top[0]->mutable_gpu_diff();
+      cuda::relu_backward(output, masked, masked, count, 0.0f);
+    }
+    for (std::size_t k = 0; k < bottom.size(); ++k) {
+      if (!propagate_down[k]) continue;
+      float* input_diff = bottom[k]->mutable_gpu_diff();
+      switch (operation_) {
+        case EltwiseParameter::PROD:
+          if (stable_prod_grad_) {
+            bool started = false;
+            for (std::size_t j = 0; j < bottom.size(); ++j) {
+              if (j == k) continue;
+              if (!started) {
+                math::gpu::copy(count, bottom[j]->gpu_data(), input_diff);
+                started = true;
+              } else {
+                cuda::multiply(input_diff, bottom[j]->gpu_data(), input_diff, count);
+              }
+            }
+            cuda::multiply(input_diff, output_diff, input_diff, count);
+          } else {
+            cuda::eltwise_prod_gradient_from_top(output, bottom[k]->gpu_data(), output_diff,
+                                                 input_diff, count);
+          }
+          break;
+        case EltwiseParameter::SUM:
+          cuda::scale_values(output_diff, coefficients_[k], input_diff, count);
+          break;
+        case EltwiseParameter::MAX:
+          cuda::eltwise_max_backward(device_winners(count), output_diff, static_cast<int>(k),
+                                     input_diff, count);
+          break;
+      }
+    }
+  }
+
+  int* device_winners(std::size_t count) {
+    if (!winner_gpu_ || winner_gpu_->size() != count * sizeof(int)) {
+      winner_gpu_ = std::make_unique<SyncedMemory>(count * sizeof(int));
+    }
+    return static_cast<int*>(winner_gpu_->mutable_gpu_data());
+  }
+#endif
 
  private:
   // result[begin, end) = product of every input but inputs[skip].
@@ -215,7 +311,8 @@ class EltwiseLayer : public Layer {
         std::copy(input + begin, input + end, result + begin);
         started = true;
       } else {
-        for (std::size_t j = begin; j < end; ++j) result[j] *= input[j];
+        const ops::Multiply multiply;
+        for (std::size_t j = begin; j < end; ++j) result[j] = multiply(result[j], input[j]);
       }
     }
   }
@@ -224,7 +321,10 @@ class EltwiseLayer : public Layer {
   bool fused_relu_ = false;  // an in-place ReLU after this SUM is done here
   std::vector<float> coefficients_;
   bool stable_prod_grad_ = true;
-  std::vector<int> winner_;                     // MAX: the bottom each top value came from
+  std::vector<int> winner_;  // MAX: the bottom each top value came from
+#ifdef XTRAIN_USE_CUDA
+  std::unique_ptr<SyncedMemory> winner_gpu_;  // the same, for forward_gpu
+#endif
   MemoryLayout layout_ = MemoryLayout::kPlain;  // of every blob in the last forward pass
 };
 

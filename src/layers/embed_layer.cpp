@@ -14,10 +14,17 @@
 
 #include "core/math_functions.hpp"
 #include "layers/builtin_layers.hpp"
+#include "layers/embed_ops.hpp"
 #include "layers/learnable_blobs.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
+
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/copy_kernels.hpp"
+#include "cuda/loss_kernels.hpp"
+#include "cuda/math_gpu.hpp"
+#endif
 
 namespace xtrain {
 namespace {
@@ -71,9 +78,9 @@ class EmbedLayer : public Layer {
   // write outside the weights.
   int index_at(const Blob& input, const float* indices, std::size_t p) const {
     const float value = indices[p];
-    XTRAIN_CHECK(value >= 0 && value < static_cast<float>(input_dim_) && value == std::floor(value),
-                 where(), ": the bottom ", input.shape_string(), " holds ", value, " at position ",
-                 p, "; every value must be an integer index in [0, input_dim = ", input_dim_, ")");
+    XTRAIN_CHECK(ops::embed_index_valid(value, input_dim_), where(), ": the bottom ",
+                 input.shape_string(), " holds ", value, " at position ", p,
+                 "; every value must be an integer index in [0, input_dim = ", input_dim_, ")");
     return static_cast<int>(value);
   }
 
@@ -103,8 +110,10 @@ class EmbedLayer : public Layer {
       const float* indices = bottom[0]->cpu_data();
       for (std::size_t p = 0; p < positions_; ++p) {
         const int index = index_at(*bottom[0], indices, p);
-        math::axpy(num_output_, 1.0f, dy + p * num_output_,
-                   weight_diff + static_cast<std::size_t>(index) * num_output_);
+        const float* source = dy + p * num_output_;
+        float* target = weight_diff + static_cast<std::size_t>(index) * num_output_;
+        const ops::Add add;  // the functor cuda::embed_weight_backward applies
+        for (int n = 0; n < num_output_; ++n) target[n] = add(target[n], source[n]);
       }
     }
     if (bias_term_ && param_propagate_down(1) && positions_ > 0) {
@@ -112,6 +121,56 @@ class EmbedLayer : public Layer {
                  1.0f, blobs_[1]->mutable_cpu_diff());
     }
   }
+
+#ifdef XTRAIN_USE_CUDA
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    const float* indices = bottom[0]->gpu_data();
+    check_indices_gpu(*bottom[0]);
+    float* y = top[0]->mutable_gpu_data();
+    cuda::embed_forward(indices, blobs_[0]->gpu_data(), y, positions_, num_output_);
+    if (bias_term_ && positions_ > 0) {
+      math::gpu::gemm(Transpose::kNo, Transpose::kNo, static_cast<int>(positions_), num_output_, 1,
+                      1.0f, device_ones(), blobs_[1]->gpu_data(), 1.0f, y);
+    }
+  }
+
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    XTRAIN_CHECK(!propagate_down[0], where(), ": its bottom '",
+                 param_.bottom_size() > 0 ? param_.bottom(0) : std::string("?"),
+                 "' holds indices, which have no gradient; add propagate_down: false");
+    const float* dy = top[0]->gpu_diff();
+    if (param_propagate_down(0)) {  // the indices were checked by forward_gpu
+      cuda::embed_weight_backward(bottom[0]->gpu_data(), dy, blobs_[0]->mutable_gpu_diff(),
+                                  positions_, num_output_);
+    }
+    if (bias_term_ && param_propagate_down(1) && positions_ > 0) {
+      math::gpu::gemv(Transpose::kYes, static_cast<int>(positions_), num_output_, 1.0f, dy,
+                      device_ones(), 1.0f, blobs_[1]->mutable_gpu_diff());
+    }
+  }
+
+  // Throws, naming the first bad value, as index_at does on the CPU.
+  void check_indices_gpu(const Blob& input) {
+    scratch_.reshape(std::vector<int>{cuda::kLossScratchFloats});
+    const long long invalid = cuda::embed_first_invalid_index(
+        input.gpu_data(), positions_, input_dim_, scratch_.mutable_gpu_data());
+    if (invalid >= 0) index_at(input, input.cpu_data(), static_cast<std::size_t>(invalid));
+  }
+
+  const float* device_ones() {
+    if (!device_ones_filled_ || device_ones_.count() != positions_) {
+      device_ones_.reshape(std::vector<int>{static_cast<int>(positions_)});
+      math::gpu::set(positions_, 1.0f, device_ones_.mutable_gpu_data());
+      device_ones_filled_ = true;
+    }
+    return device_ones_.gpu_data();
+  }
+
+  Blob scratch_;      // device memory for the index check
+  Blob device_ones_;  // positions_ ones on the device
+  bool device_ones_filled_ = false;
+#endif
 
  private:
   int num_output_ = 0;  // N

@@ -5,11 +5,17 @@
 // Both bottoms may receive gradients (e.g. for two predictions that should
 // agree), so force_backward reaches both. Each sample of a and b must hold the
 // same number of values; their shapes may differ otherwise.
+#include "core/elementwise_ops.hpp"
 #include "core/math_functions.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/loss_layer.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
+
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/elementwise_kernels.hpp"
+#include "cuda/math_gpu.hpp"
+#endif
 
 namespace xtrain {
 namespace {
@@ -35,7 +41,8 @@ class EuclideanLossLayer : public LossLayer {
     const float* a = bottom[0]->cpu_data();
     const float* b = bottom[1]->cpu_data();
     float* difference = difference_.mutable_cpu_data();
-    for (std::size_t j = 0; j < count; ++j) difference[j] = a[j] - b[j];
+    const ops::Difference subtract;
+    for (std::size_t j = 0; j < count; ++j) difference[j] = subtract(a[j], b[j]);
     const float sum_of_squares = math::dot(count, difference, difference);
     top[0]->mutable_cpu_data()[0] = sum_of_squares / static_cast<float>(bottom[0]->shape(0)) / 2.0f;
   }
@@ -49,9 +56,31 @@ class EuclideanLossLayer : public LossLayer {
       const std::size_t count = bottom[i]->count();
       const float* difference = difference_.cpu_data();
       float* diff = bottom[i]->mutable_cpu_diff();
-      for (std::size_t j = 0; j < count; ++j) diff[j] = scale * difference[j];
+      const ops::ScaleBy scale_by{scale};
+      for (std::size_t j = 0; j < count; ++j) diff[j] = scale_by(difference[j]);
     }
   }
+
+#ifdef XTRAIN_USE_CUDA
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    const std::size_t count = bottom[0]->count();
+    float* difference = difference_.mutable_gpu_data();
+    cuda::subtract(bottom[0]->gpu_data(), bottom[1]->gpu_data(), difference, count);
+    const float sum_of_squares = math::gpu::dot(count, difference, difference);
+    top[0]->mutable_cpu_data()[0] = sum_of_squares / static_cast<float>(bottom[0]->shape(0)) / 2.0f;
+  }
+
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    for (int i = 0; i < 2; ++i) {
+      if (static_cast<int>(propagate_down.size()) <= i || !propagate_down[i]) continue;
+      const float sign = i == 0 ? 1.0f : -1.0f;
+      const float scale = sign * top[0]->cpu_diff()[0] / static_cast<float>(bottom[i]->shape(0));
+      cuda::scale_values(difference_.gpu_data(), scale, bottom[i]->mutable_gpu_diff(),
+                         bottom[i]->count());
+    }
+  }
+#endif
 
  private:
   Blob difference_;  // a - b, kept for backward

@@ -10,8 +10,14 @@
 #include "core/math_functions.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/loss_layer.hpp"
+#include "layers/loss_ops.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
+
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/loss_kernels.hpp"
+#include "cuda/math_gpu.hpp"
+#endif
 
 namespace xtrain {
 namespace {
@@ -40,11 +46,12 @@ class HingeLossLayer : public LossLayer {
     const float* scores = bottom[0]->cpu_data();
     const float* labels = bottom[1]->cpu_data();
     float* margins = margins_.mutable_cpu_data();
-    for (std::size_t j = 0; j < count; ++j) margins[j] = std::max(0.0f, 1 + scores[j]);
+    const ops::HingeMargin margin;
+    for (std::size_t j = 0; j < count; ++j) margins[j] = margin(scores[j], false);
     for (int n = 0; n < num_; ++n) {
       const std::size_t label = checked_label(labels[n], static_cast<int>(classes), n);
       const std::size_t at = n * classes + label;
-      margins[at] = std::max(0.0f, 1 - scores[at]);
+      margins[at] = margin(scores[at], true);
     }
     const float sum = is_l2() ? math::dot(count, margins, margins) : math::asum(count, margins);
     top[0]->mutable_cpu_data()[0] = sum / static_cast<float>(num_);
@@ -60,19 +67,50 @@ class HingeLossLayer : public LossLayer {
     const float* labels = bottom[1]->cpu_data();
     const float weight = top[0]->cpu_diff()[0];
     float* diff = bottom[0]->mutable_cpu_diff();
-    if (is_l2()) {
-      const float scale = weight * 2 / static_cast<float>(num_);
-      for (std::size_t j = 0; j < count; ++j) diff[j] = scale * margins[j];
-    } else {
-      const float scale = weight / static_cast<float>(num_);
-      for (std::size_t j = 0; j < count; ++j) diff[j] = margins[j] > 0 ? scale : 0.0f;
-    }
+    const ops::HingeGradient gradient = hinge_gradient(weight);
+    for (std::size_t j = 0; j < count; ++j) diff[j] = gradient(margins[j], false);
     // The true class's margin falls as its score rises.
     for (int n = 0; n < num_; ++n) {
       const std::size_t at = n * classes + static_cast<std::size_t>(labels[n]);
-      diff[at] = -diff[at];
+      diff[at] = gradient(margins[at], true);
     }
   }
+
+  ops::HingeGradient hinge_gradient(float weight) const {
+    return is_l2() ? ops::HingeGradient{weight * 2 / static_cast<float>(num_), true}
+                   : ops::HingeGradient{weight / static_cast<float>(num_), false};
+  }
+
+#ifdef XTRAIN_USE_CUDA
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    const std::size_t count = bottom[0]->count();
+    const int classes = static_cast<int>(count / num_);
+    const float* labels = bottom[1]->gpu_data();
+    const long long invalid = cuda::first_invalid_label(labels, num_, classes, scratch());
+    if (invalid >= 0) checked_label(bottom[1]->cpu_data()[invalid], classes, invalid);
+    float* margins = margins_.mutable_gpu_data();
+    cuda::hinge_margins(bottom[0]->gpu_data(), labels, margins, num_, classes);
+    const float sum =
+        is_l2() ? math::gpu::dot(count, margins, margins) : math::gpu::asum(count, margins);
+    top[0]->mutable_cpu_data()[0] = sum / static_cast<float>(num_);
+  }
+
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    refuse_gradient_to(propagate_down, 1, "labels");
+    if (propagate_down.empty() || !propagate_down[0]) return;
+    const ops::HingeGradient gradient = hinge_gradient(top[0]->cpu_diff()[0]);
+    cuda::hinge_backward(margins_.gpu_data(), bottom[1]->gpu_data(), bottom[0]->mutable_gpu_diff(),
+                         num_, static_cast<int>(bottom[0]->count() / num_), gradient.scale,
+                         gradient.l2);
+  }
+
+  void* scratch() {
+    scratch_.reshape(std::vector<int>{cuda::kLossScratchFloats});
+    return scratch_.mutable_gpu_data();
+  }
+  Blob scratch_;  // device memory for cuda::LossTotals
+#endif
 
  private:
   bool is_l2() const { return param_.hinge_loss_param().norm() == HingeLossParameter::L2; }

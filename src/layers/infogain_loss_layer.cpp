@@ -17,15 +17,18 @@
 
 #include "layers/builtin_layers.hpp"
 #include "layers/loss_layer.hpp"
+#include "layers/loss_ops.hpp"
 #include "layers/softmax_layer.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
+
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/loss_kernels.hpp"
+#endif
 #include "xtrain/proto_io.hpp"
 
 namespace xtrain {
 namespace {
-
-constexpr float kLogThreshold = 1e-20f;
 
 class InfogainLossLayer : public LossLayer {
  public:
@@ -108,9 +111,8 @@ class InfogainLossLayer : public LossLayer {
         const float* row =
             infogain + checked_label(labels[position], classes_, position) * classes_;
         const float* p = probability + o * sample_stride + i;
-        for (int k = 0; k < classes_; ++k) {
-          loss -= row[k] * std::log(std::max(p[k * inner_num_], kLogThreshold));
-        }
+        const ops::InfogainTerm term;
+        for (int k = 0; k < classes_; ++k) loss -= term(row[k], p[k * inner_num_]);
         ++valid;
       }
     }
@@ -145,9 +147,10 @@ class InfogainLossLayer : public LossLayer {
         }
         const int label = checked_label(labels[position], classes_, position);
         const float* row = infogain + label * classes_;
+        const ops::InfogainGradient gradient;
         for (int k = 0; k < classes_; ++k) {
           const std::size_t at = offset + k * inner_num_;
-          diff[at] = probability[at] * row_sums_[label] - row[k];
+          diff[at] = gradient(probability[at], row_sums_[label], row[k]);
         }
         ++valid;
       }
@@ -157,6 +160,43 @@ class InfogainLossLayer : public LossLayer {
     const std::size_t count = bottom[0]->count();
     for (std::size_t j = 0; j < count; ++j) diff[j] *= scale;
   }
+
+#ifdef XTRAIN_USE_CUDA
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    softmax_->forward(softmax_bottom_, softmax_top_);
+    scratch_.reshape(std::vector<int>{cuda::kLossScratchFloats});
+    const cuda::LossTotals totals = cuda::infogain_forward(
+        probability_.gpu_data(), bottom[1]->gpu_data(), matrix(bottom).gpu_data(), outer_num_,
+        classes_, inner_num_, has_ignore_label_, ignore_label_, scratch_.mutable_gpu_data());
+    if (totals.first_invalid >= 0) {
+      const std::size_t position = static_cast<std::size_t>(totals.first_invalid);
+      checked_label(bottom[1]->cpu_data()[position], classes_, position);
+    }
+    valid_ = static_cast<std::size_t>(totals.counted);
+    // The CPU pass subtracts each term from the running loss.
+    top[0]->mutable_cpu_data()[0] =
+        -totals.sum / loss_normalizer(normalization_, outer_num_, inner_num_, valid_);
+  }
+
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    refuse_gradient_to(propagate_down, 1, "labels");
+    refuse_gradient_to(propagate_down, 2, "infogain matrix");
+    if (propagate_down.empty() || !propagate_down[0]) return;
+    // The labels were checked and counted by forward_gpu.
+    row_sums_gpu_.reshape(std::vector<int>{classes_});
+    const float scale =
+        top[0]->cpu_diff()[0] / loss_normalizer(normalization_, outer_num_, inner_num_, valid_);
+    cuda::infogain_backward(probability_.gpu_data(), bottom[1]->gpu_data(),
+                            matrix(bottom).gpu_data(), row_sums_gpu_.mutable_gpu_data(),
+                            bottom[0]->mutable_gpu_diff(), outer_num_, classes_, inner_num_,
+                            has_ignore_label_, ignore_label_, scale);
+  }
+
+  std::size_t valid_ = 0;  // labelled positions of the last forward_gpu
+  Blob scratch_;           // device memory for cuda::LossTotals
+  Blob row_sums_gpu_;      // sum_k H[l, k]
+#endif
 
  private:
   void read_infogain_file() {

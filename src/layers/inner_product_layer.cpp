@@ -5,15 +5,18 @@
 
 #include "core/math_functions.hpp"
 #include "layers/builtin_layers.hpp"
-#include "xtrain/error.hpp"
 #include "layers/learnable_blobs.hpp"
+#include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
+
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/math_gpu.hpp"
+#endif
 
 namespace xtrain {
 namespace {
 
 using math::Transpose;
-
 
 }  // namespace
 
@@ -46,12 +49,11 @@ void InnerProductLayer::layer_setup(const BlobVec& bottom, const BlobVec& top) {
   std::vector<LearnableBlobSpec> specs = {
       {"weight", weight_shape, &ip.weight_filler(), "weight_filler"}};
   if (bias_term_) specs.push_back({"bias", bias_shape, &ip.bias_filler(), "bias_filler"});
-  setup_learnable_blobs(where(), specs,
-                        std::string(transpose_ ? "(input size K, num_output N)"
-                                               : "(num_output N, input size K)") +
-                            "; check num_output, transpose and the input shape " +
-                            input.shape_string(),
-                        &blobs_, random());
+  setup_learnable_blobs(
+      where(), specs,
+      std::string(transpose_ ? "(input size K, num_output N)" : "(num_output N, input size K)") +
+          "; check num_output, transpose and the input shape " + input.shape_string(),
+      &blobs_, random());
   for (std::size_t i = 0; i < blobs_.size(); ++i) {
     set_param_propagate_down(static_cast<int>(i), true);
   }
@@ -70,6 +72,12 @@ void InnerProductLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   top_shape.push_back(num_output_);
   top[0]->reshape(top_shape);
   if (bias_term_) ones_.assign(rows_, 1.0f);
+#ifdef XTRAIN_USE_CUDA
+  if (bias_term_ && device_ones_.count() != static_cast<std::size_t>(rows_)) {
+    device_ones_.reshape(std::vector<int>{rows_});
+    device_ones_filled_ = false;
+  }
+#endif
 }
 
 void InnerProductLayer::forward_cpu(const BlobVec& bottom, const BlobVec& top) {
@@ -113,6 +121,54 @@ void InnerProductLayer::backward_cpu(const BlobVec& top, const std::vector<bool>
                bottom[0]->mutable_cpu_diff());
   }
 }
+
+#ifdef XTRAIN_USE_CUDA
+const float* InnerProductLayer::device_ones() {
+  if (!device_ones_filled_) {
+    math::gpu::set(device_ones_.count(), 1.0f, device_ones_.mutable_gpu_data());
+    device_ones_filled_ = true;
+  }
+  return device_ones_.gpu_data();
+}
+
+// The CPU passes' calls, on math::gpu (cuBLAS).
+void InnerProductLayer::forward_gpu(const BlobVec& bottom, const BlobVec& top) {
+  if (rows_ == 0) return;
+  float* output = top[0]->mutable_gpu_data();
+  math::gpu::gemm(Transpose::kNo, transpose_ ? Transpose::kNo : Transpose::kYes, rows_, num_output_,
+                  input_size_, 1.0f, bottom[0]->gpu_data(), blobs_[0]->gpu_data(), 0.0f, output);
+  if (bias_term_) {
+    math::gpu::gemm(Transpose::kNo, Transpose::kNo, rows_, num_output_, 1, 1.0f, device_ones(),
+                    blobs_[1]->gpu_data(), 1.0f, output);
+  }
+}
+
+void InnerProductLayer::backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                                     const BlobVec& bottom) {
+  if (rows_ == 0) return;
+  const float* output_diff = top[0]->gpu_diff();
+  if (param_propagate_down(0)) {
+    const float* input = bottom[0]->gpu_data();
+    float* weight_diff = blobs_[0]->mutable_gpu_diff();
+    if (transpose_) {
+      math::gpu::gemm(Transpose::kYes, Transpose::kNo, input_size_, num_output_, rows_, 1.0f, input,
+                      output_diff, 1.0f, weight_diff);
+    } else {
+      math::gpu::gemm(Transpose::kYes, Transpose::kNo, num_output_, input_size_, rows_, 1.0f,
+                      output_diff, input, 1.0f, weight_diff);
+    }
+  }
+  if (bias_term_ && param_propagate_down(1)) {
+    math::gpu::gemv(Transpose::kYes, rows_, num_output_, 1.0f, output_diff, device_ones(), 1.0f,
+                    blobs_[1]->mutable_gpu_diff());
+  }
+  if (propagate_down[0]) {
+    math::gpu::gemm(Transpose::kNo, transpose_ ? Transpose::kYes : Transpose::kNo, rows_,
+                    input_size_, num_output_, 1.0f, output_diff, blobs_[0]->gpu_data(), 0.0f,
+                    bottom[0]->mutable_gpu_diff());
+  }
+}
+#endif
 
 void register_inner_product_layer(LayerRegistry& registry) {
   add_layer<InnerProductLayer>(registry, "InnerProduct");

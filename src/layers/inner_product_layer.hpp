@@ -11,6 +11,7 @@
 
 #include <vector>
 
+#include "xtrain/blob.hpp"
 #include "xtrain/layer.hpp"
 
 namespace xtrain {
@@ -30,6 +31,11 @@ class InnerProductLayer : public Layer {
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;
+#ifdef XTRAIN_USE_CUDA
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+#endif
 
  private:
   int axis_checked(const Blob& input) const;
@@ -40,6 +46,11 @@ class InnerProductLayer : public Layer {
   bool bias_term_ = true;
   bool transpose_ = false;
   std::vector<float> ones_;  // M ones, to add the bias by gemm
+#ifdef XTRAIN_USE_CUDA
+  const float* device_ones();
+  Blob device_ones_;  // the same M ones on the device, filled there on first use
+  bool device_ones_filled_ = false;
+#endif
 };
 
 }  // namespace xtrain

@@ -12,13 +12,17 @@
 
 #include "layers/builtin_layers.hpp"
 #include "layers/loss_layer.hpp"
+#include "layers/loss_ops.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
 
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/loss_kernels.hpp"
+#include "cuda/math_gpu.hpp"
+#endif
+
 namespace xtrain {
 namespace {
-
-constexpr float kLogThreshold = 1e-20f;
 
 class MultinomialLogisticLossLayer : public LossLayer {
  public:
@@ -45,7 +49,7 @@ class MultinomialLogisticLossLayer : public LossLayer {
     for (int n = 0; n < num_; ++n) {
       const int label = checked_label(labels[n], classes_, n);
       const float p = probability[static_cast<std::size_t>(n) * classes_ + label];
-      loss -= std::log(std::max(p, kLogThreshold));
+      loss -= ops::MultinomialLogisticTerm{}(p);
     }
     top[0]->mutable_cpu_data()[0] = loss / static_cast<float>(num_);
   }
@@ -58,13 +62,44 @@ class MultinomialLogisticLossLayer : public LossLayer {
     const float* labels = bottom[1]->cpu_data();
     float* diff = bottom[0]->mutable_cpu_diff();
     std::fill_n(diff, bottom[0]->count(), 0.0f);
-    const float scale = -top[0]->cpu_diff()[0] / static_cast<float>(num_);
+    const ops::MultinomialLogisticGradient gradient{-top[0]->cpu_diff()[0] /
+                                                    static_cast<float>(num_)};
     for (int n = 0; n < num_; ++n) {
       const std::size_t at =
           static_cast<std::size_t>(n) * classes_ + static_cast<std::size_t>(labels[n]);
-      diff[at] = scale / std::max(probability[at], kLogThreshold);
+      diff[at] = gradient(probability[at]);
     }
   }
+
+#ifdef XTRAIN_USE_CUDA
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    const cuda::LossTotals totals = cuda::multinomial_logistic_forward(
+        bottom[0]->gpu_data(), bottom[1]->gpu_data(), num_, classes_, scratch());
+    if (totals.first_invalid >= 0) {
+      const std::size_t n = static_cast<std::size_t>(totals.first_invalid);
+      checked_label(bottom[1]->cpu_data()[n], classes_, n);
+    }
+    // The CPU pass subtracts each term from the running loss.
+    top[0]->mutable_cpu_data()[0] = -totals.sum / static_cast<float>(num_);
+  }
+
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    refuse_gradient_to(propagate_down, 1, "labels");
+    if (propagate_down.empty() || !propagate_down[0]) return;
+    float* diff = bottom[0]->mutable_gpu_diff();
+    math::gpu::set(bottom[0]->count(), 0.0f, diff);
+    cuda::multinomial_logistic_backward(bottom[0]->gpu_data(), bottom[1]->gpu_data(), diff, num_,
+                                        classes_,
+                                        -top[0]->cpu_diff()[0] / static_cast<float>(num_));
+  }
+
+  void* scratch() {
+    scratch_.reshape(std::vector<int>{cuda::kLossScratchFloats});
+    return scratch_.mutable_gpu_data();
+  }
+  Blob scratch_;  // device memory for cuda::LossTotals
+#endif
 
  private:
   int num_ = 1;

@@ -13,9 +13,16 @@
 
 #include "core/math_functions.hpp"
 #include "layers/builtin_layers.hpp"
+#include "layers/reduction_ops.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
+
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/elementwise_kernels.hpp"
+#include "cuda/math_gpu.hpp"
+#include "cuda/reduction_kernels.hpp"
+#endif
 
 namespace xtrain {
 namespace {
@@ -60,17 +67,20 @@ class MVNLayer : public Layer {
     float* y = top[0]->mutable_cpu_data();
     const float inverse_size = static_cast<float>(1.0 / static_cast<double>(row_size_));
     row_sums(x, inverse_size, mean_.data());
+    const ops::Add add;
     for (std::size_t r = 0, i = 0; r < rows_; ++r) {
       const float minus_mean = -mean_[r];
-      for (std::size_t end = i + row_size_; i < end; ++i) y[i] = x[i] + minus_mean;
+      for (std::size_t end = i + row_size_; i < end; ++i) y[i] = add(x[i], minus_mean);
     }
     if (!normalize_variance()) return;
-    for (std::size_t i = 0; i < squares_.size(); ++i) squares_[i] = std::pow(y[i], 2.0f);
+    const ops::MvnSquare square;
+    for (std::size_t i = 0; i < squares_.size(); ++i) squares_[i] = square(y[i]);
     row_sums(squares_.data(), inverse_size, scale_.data());
-    const float eps = param_.mvn_param().eps();
-    for (std::size_t r = 0; r < rows_; ++r) scale_[r] = std::pow(scale_[r], 0.5f) + eps;
+    const ops::MvnStddev stddev{param_.mvn_param().eps()};
+    for (std::size_t r = 0; r < rows_; ++r) scale_[r] = stddev(scale_[r]);
+    const ops::Divide divide;
     for (std::size_t r = 0, i = 0; r < rows_; ++r) {
-      for (std::size_t end = i + row_size_; i < end; ++i) y[i] /= scale_[r];
+      for (std::size_t end = i + row_size_; i < end; ++i) y[i] = divide(y[i], scale_[r]);
     }
   }
 
@@ -83,24 +93,98 @@ class MVNLayer : public Layer {
     const float minus_inverse_size = static_cast<float>(-1.0 / static_cast<double>(row_size_));
     if (!normalize_variance()) {
       row_sums(dy, -minus_inverse_size, mean_.data());
+      const ops::Add add;
       for (std::size_t r = 0, i = 0; r < rows_; ++r) {
         const float minus_mean = -mean_[r];
-        for (std::size_t end = i + row_size_; i < end; ++i) dx[i] = dy[i] + minus_mean;
+        for (std::size_t end = i + row_size_; i < end; ++i) dx[i] = add(dy[i], minus_mean);
       }
       return;
     }
     // sums_ = sum(dy * y) and mean_ = sum(dy) per row, both read before dx is
     // written (in place, dx and dy are one array).
-    for (std::size_t i = 0; i < squares_.size(); ++i) squares_[i] = y[i] * dy[i];
+    const ops::Multiply multiply;
+    for (std::size_t i = 0; i < squares_.size(); ++i) squares_[i] = multiply(y[i], dy[i]);
     row_sums(squares_.data(), 1.0f, sums_.data());
     row_sums(dy, 1.0f, mean_.data());
+    const ops::MvnGradient gradient{minus_inverse_size};
     for (std::size_t r = 0, i = 0; r < rows_; ++r) {
       for (std::size_t end = i + row_size_; i < end; ++i) {
-        const float projection = mean_[r] + y[i] * sums_[r];
-        dx[i] = (dy[i] + minus_inverse_size * projection) / scale_[r];
+        dx[i] = gradient(dy[i], y[i], mean_[r], sums_[r], scale_[r]);
       }
     }
   }
+
+#ifdef XTRAIN_USE_CUDA
+  // The CPU passes step by step: row sums by gemv with a ones vector, the
+  // per-value steps by kernels applying the same functors. In place, dx and
+  // dy are one array: both sums are taken before dx is written, as on the CPU.
+  void row_sums_gpu(const float* values, float alpha, float* out) {
+    math::gpu::gemv(Transpose::kNo, static_cast<int>(rows_), static_cast<int>(row_size_), alpha,
+                    values, device_ones(), 0.0f, out);
+  }
+
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    if (rows_ == 0 || row_size_ == 0) return;
+    reshape_device_buffers();
+    const float* x = bottom[0]->gpu_data();
+    float* y = top[0]->mutable_gpu_data();
+    const float inverse_size = static_cast<float>(1.0 / static_cast<double>(row_size_));
+    float* mean = mean_gpu_.mutable_gpu_data();
+    row_sums_gpu(x, inverse_size, mean);
+    cuda::mvn_subtract_row_values(x, mean, y, rows_, row_size_);
+    if (!normalize_variance()) return;
+    float* squares = squares_gpu_.mutable_gpu_data();
+    cuda::mvn_square(y, squares, rows_ * row_size_);
+    float* stddev = scale_gpu_.mutable_gpu_data();
+    row_sums_gpu(squares, inverse_size, stddev);
+    cuda::mvn_stddev(stddev, rows_, param_.mvn_param().eps());
+    cuda::mvn_divide_by_row_values(y, stddev, rows_, row_size_);
+  }
+
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0] || rows_ == 0 || row_size_ == 0) return;
+    reshape_device_buffers();
+    const float* y = top[0]->gpu_data();
+    const float* dy = top[0]->gpu_diff();
+    float* dx = bottom[0]->mutable_gpu_diff();
+    const float minus_inverse_size = static_cast<float>(-1.0 / static_cast<double>(row_size_));
+    float* dy_sums = mean_gpu_.mutable_gpu_data();
+    if (!normalize_variance()) {
+      row_sums_gpu(dy, -minus_inverse_size, dy_sums);
+      cuda::mvn_subtract_row_values(dy, dy_sums, dx, rows_, row_size_);
+      return;
+    }
+    float* products = squares_gpu_.mutable_gpu_data();
+    cuda::multiply(y, dy, products, rows_ * row_size_);
+    float* dy_y_sums = sums_gpu_.mutable_gpu_data();
+    row_sums_gpu(products, 1.0f, dy_y_sums);
+    row_sums_gpu(dy, 1.0f, dy_sums);
+    cuda::mvn_backward(dy, y, dy_sums, dy_y_sums, scale_gpu_.gpu_data(), dx, rows_, row_size_,
+                       minus_inverse_size);
+  }
+
+  void reshape_device_buffers() {
+    const std::vector<int> rows{static_cast<int>(rows_)};
+    mean_gpu_.reshape(rows);
+    scale_gpu_.reshape(rows);
+    sums_gpu_.reshape(rows);
+    squares_gpu_.reshape(std::vector<int>{static_cast<int>(rows_ * row_size_)});
+  }
+
+  const float* device_ones() {
+    if (!device_ones_filled_ || device_ones_.count() != row_size_) {
+      device_ones_.reshape(std::vector<int>{static_cast<int>(row_size_)});
+      math::gpu::set(row_size_, 1.0f, device_ones_.mutable_gpu_data());
+      device_ones_filled_ = true;
+    }
+    return device_ones_.gpu_data();
+  }
+
+  // The device twins of the vectors below (scale_gpu_ is kept for backward).
+  Blob mean_gpu_, scale_gpu_, sums_gpu_, squares_gpu_, device_ones_;
+  bool device_ones_filled_ = false;
+#endif
 
  private:
   std::size_t rows_ = 0;      // normalised groups: N, or N * C

@@ -17,7 +17,7 @@
 #include "xtrain/layer.hpp"
 
 #ifdef XTRAIN_USE_CUDA
-#include "cuda/cuda_check.hpp"
+#include "cuda/math_gpu.hpp"
 #endif
 
 namespace xtrain {
@@ -55,8 +55,8 @@ class NeuronLayer : public Layer {
   void keep_input_if_in_place_gpu(const BlobVec& bottom, const BlobVec& top) {
     if (!in_place(bottom, top)) return;
     kept_input_.reshape_like(*bottom[0]);
-    XTRAIN_CUDA_CHECK(cudaMemcpy(kept_input_.mutable_gpu_data(), bottom[0]->gpu_data(),
-                                 bottom[0]->count() * sizeof(float), cudaMemcpyDeviceToDevice));
+    // On this thread's stream, before the forward kernel that overwrites x.
+    math::gpu::copy(bottom[0]->count(), bottom[0]->gpu_data(), kept_input_.mutable_gpu_data());
   }
   const float* kept_input_gpu(const BlobVec& bottom, const BlobVec& top) const {
     return in_place(bottom, top) ? kept_input_.gpu_data() : bottom[0]->gpu_data();

@@ -12,9 +12,14 @@
 
 #include "core/math_functions.hpp"
 #include "layers/builtin_layers.hpp"
+#include "layers/reduction_ops.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
+
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/reduction_kernels.hpp"
+#endif
 
 namespace xtrain {
 namespace {
@@ -76,24 +81,52 @@ class ReductionLayer : public Layer {
     const float* x = bottom[0]->cpu_data();
     const float* dy = top[0]->cpu_diff();
     float* dx = bottom[0]->mutable_cpu_diff();
-    for (std::size_t row = 0; row < rows_; ++row, x += row_size_, dx += row_size_) {
-      const float row_coeff = dy[row] * coeff_;
-      switch (operation_) {
-        case ReductionParameter::SUM:
-        case ReductionParameter::MEAN:
-          std::fill_n(dx, row_size_, row_coeff);
-          break;
-        case ReductionParameter::ASUM:
-          for (std::size_t j = 0; j < row_size_; ++j) {
-            dx[j] = static_cast<float>((0.0f < x[j]) - (x[j] < 0.0f)) * row_coeff;
-          }
-          break;
-        case ReductionParameter::SUMSQ:
-          for (std::size_t j = 0; j < row_size_; ++j) dx[j] = 2 * row_coeff * x[j];
-          break;
+    // One loop per kind, each with its functor built from a constant, so the
+    // compiler drops the functor's switch (read inside the loop, it ran 4-8x
+    // slower).
+    const auto fill_rows = [&](const ops::ReductionGradient gradient) {
+      for (std::size_t row = 0; row < rows_; ++row, x += row_size_, dx += row_size_) {
+        const float row_coeff = dy[row] * coeff_;
+        for (std::size_t j = 0; j < row_size_; ++j) dx[j] = gradient(x[j], row_coeff);
       }
+    };
+    switch (kind()) {
+      case ops::ReductionKind::kAbsoluteSum:
+        fill_rows(ops::ReductionGradient{ops::ReductionKind::kAbsoluteSum});
+        break;
+      case ops::ReductionKind::kSumOfSquares:
+        fill_rows(ops::ReductionGradient{ops::ReductionKind::kSumOfSquares});
+        break;
+      case ops::ReductionKind::kSum:
+        fill_rows(ops::ReductionGradient{ops::ReductionKind::kSum});
+        break;
     }
   }
+
+  ops::ReductionKind kind() const {
+    switch (operation_) {
+      case ReductionParameter::ASUM:
+        return ops::ReductionKind::kAbsoluteSum;
+      case ReductionParameter::SUMSQ:
+        return ops::ReductionKind::kSumOfSquares;
+      default:
+        return ops::ReductionKind::kSum;
+    }
+  }
+
+#ifdef XTRAIN_USE_CUDA
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    cuda::reduce_rows(bottom[0]->gpu_data(), rows_, row_size_, kind(), coeff_,
+                      top[0]->mutable_gpu_data());
+  }
+
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    cuda::reduce_rows_backward(bottom[0]->gpu_data(), top[0]->gpu_diff(), rows_, row_size_, kind(),
+                               coeff_, bottom[0]->mutable_gpu_diff());
+  }
+#endif
 
  private:
   ReductionParameter::ReductionOp operation_ = ReductionParameter::SUM;

@@ -35,9 +35,16 @@
 #include "layers/channel_statistics_blocked.hpp"
 #include "layers/learnable_blobs.hpp"
 #include "layers/per_channel_blocked.hpp"
+#include "layers/scale_ops.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
+
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/broadcast_kernels.hpp"
+#include "cuda/elementwise_kernels.hpp"
+#include "cuda/math_gpu.hpp"
+#endif
 
 namespace xtrain {
 namespace {
@@ -153,6 +160,7 @@ class ScaleLayer : public Layer {
                    const std::size_t offset = static_cast<std::size_t>(row) * inner;
                    const float factor = scale[d];
                    const float shift = bias ? bias[d] : 0.0f;
+                   const ops::ScaleShift scale_shift;
                    const float* x = input + offset;
                    float* y = output + offset;
                    if (saved) {
@@ -160,10 +168,11 @@ class ScaleLayer : public Layer {
                      for (std::size_t i = 0; i < inner; ++i) {
                        const float value = x[i];
                        kept[i] = value;
-                       y[i] = value * factor + shift;
+                       y[i] = scale_shift(value, factor, shift);
                      }
                    } else {
-                     for (std::size_t i = 0; i < inner; ++i) y[i] = x[i] * factor + shift;
+                     for (std::size_t i = 0; i < inner; ++i)
+                       y[i] = scale_shift(x[i], factor, shift);
                    }
                    // The absorbed ReLU, while the row is in cache.
                    if (fused_relu_) {
@@ -288,7 +297,7 @@ class ScaleLayer : public Layer {
         for (int l = 0; l < kChannelBlock; ++l) {
           const float value = input[at + l];
           if (saved) saved[at + l] = value;
-          y[l] = value * factor[l] + shift[l];
+          y[l] = ops::ScaleShift{}(value, factor[l], shift[l]);
           output[at + l] = fused_relu ? relu(y[l]) : y[l];
         }
       }
@@ -346,7 +355,7 @@ class ScaleLayer : public Layer {
           for (std::size_t at = begin; at < end; at += kChannelBlock) {
 #pragma omp simd
             for (int l = 0; l < kChannelBlock; ++l) {
-              input_diff[at + l] = output_diff[at + l] * factor[l];
+              input_diff[at + l] = ops::Multiply{}(output_diff[at + l], factor[l]);
             }
           }
         }
@@ -361,8 +370,53 @@ class ScaleLayer : public Layer {
 
   // out = in * factor; out may be in.
   static void scale_row(const float* in, float factor, std::size_t n, float* out) {
-    for (std::size_t i = 0; i < n; ++i) out[i] = in[i] * factor;
+    const ops::Multiply multiply;
+    for (std::size_t i = 0; i < n; ++i) out[i] = multiply(in[i], factor);
   }
+
+#ifdef XTRAIN_USE_CUDA
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    if (in_place_) {  // backward needs x, which the top overwrites
+      saved_input_gpu_.reshape_like(*bottom[0]);
+      math::gpu::copy(bottom[0]->count(), bottom[0]->gpu_data(),
+                      saved_input_gpu_.mutable_gpu_data());
+    }
+    cuda::scale_forward(bottom[0]->gpu_data(), scale_blob(bottom)->gpu_data(),
+                        bias_term_ ? blobs_.back()->gpu_data() : nullptr,
+                        top[0]->mutable_gpu_data(), axes_.outer, axes_.dim, axes_.inner,
+                        fused_relu_);
+  }
+
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    const std::size_t count = top[0]->count();
+    if (fused_relu_) {
+      float* masked = top[0]->mutable_gpu_diff();
+      cuda::relu_backward(top[0]->gpu_data(), masked, masked, count, 0.0f);
+    }
+    const float* output_diff = top[0]->gpu_diff();
+    const int bias_index = static_cast<int>(blobs_.size()) - 1;
+    if (bias_term_ && param_propagate_down(bias_index)) {
+      cuda::per_dim_sums(output_diff, nullptr, axes_.outer, axes_.dim, axes_.inner,
+                         blobs_.back()->mutable_gpu_diff(), nullptr, true);
+    }
+    const bool scale_gradient =
+        learned_scale_ ? param_propagate_down(0) : static_cast<bool>(propagate_down[1]);
+    if (scale_gradient) {
+      const float* input = in_place_ ? saved_input_gpu_.gpu_data() : bottom[0]->gpu_data();
+      // A learned scale accumulates; bottom[1]'s diff is overwritten.
+      cuda::per_dim_sums(output_diff, input, axes_.outer, axes_.dim, axes_.inner, nullptr,
+                         scale_blob(bottom)->mutable_gpu_diff(), learned_scale_);
+    }
+    // After the sums: in place, dx overwrites dy.
+    if (propagate_down[0]) {
+      cuda::scale_backward(output_diff, scale_blob(bottom)->gpu_data(),
+                           bottom[0]->mutable_gpu_diff(), axes_.outer, axes_.dim, axes_.inner);
+    }
+  }
+
+  Blob saved_input_gpu_;  // bottom[0] when in place, for forward_gpu
+#endif
 
   Blob* scale_blob(const BlobVec& bottom) const {
     return learned_scale_ ? blobs_[0].get() : bottom[1];

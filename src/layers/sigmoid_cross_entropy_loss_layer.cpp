@@ -13,8 +13,14 @@
 #include "core/elementwise_ops.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/loss_layer.hpp"
+#include "layers/loss_ops.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
+
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/elementwise_kernels.hpp"
+#include "cuda/loss_kernels.hpp"
+#endif
 
 namespace xtrain {
 namespace {
@@ -53,8 +59,7 @@ class SigmoidCrossEntropyLossLayer : public LossLayer {
       probability[i] = sigmoid(x[i]);
       if (is_ignored(target[i])) continue;
       check_target(target[i], i);
-      const float positive = static_cast<float>(x[i] >= 0);
-      loss -= x[i] * (target[i] - positive) - std::log(1 + std::exp(x[i] - 2 * x[i] * positive));
+      loss -= ops::SigmoidCrossEntropyTerm{}(x[i], target[i]);
       ++valid;
     }
     // Backward divides by the same normaliser.
@@ -71,19 +76,53 @@ class SigmoidCrossEntropyLossLayer : public LossLayer {
     const float* target = bottom[1]->cpu_data();
     const float scale = top[0]->cpu_diff()[0] / normalizer_;
     float* diff = bottom[0]->mutable_cpu_diff();
+    const ops::SigmoidCrossEntropyGradient gradient{scale};
     for (std::size_t i = 0; i < count; ++i) {
-      diff[i] = is_ignored(target[i]) ? 0.0f : scale * (probability[i] - target[i]);
+      diff[i] = gradient(probability[i], target[i], is_ignored(target[i]));
     }
   }
+
+#ifdef XTRAIN_USE_CUDA
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    const std::size_t count = bottom[0]->count();
+    const float* x = bottom[0]->gpu_data();
+    cuda::sigmoid_forward(x, probability_.mutable_gpu_data(), count);
+    const cuda::LossTotals totals = cuda::sigmoid_cross_entropy_forward(
+        x, bottom[1]->gpu_data(), count, has_ignore_label_, ignore_label_, scratch());
+    if (totals.first_invalid >= 0) {
+      const std::size_t position = static_cast<std::size_t>(totals.first_invalid);
+      check_target(bottom[1]->cpu_data()[position], position);
+    }
+    normalizer_ = loss_normalizer(normalization_, bottom[0]->shape(0), bottom[0]->count(1),
+                                  static_cast<std::size_t>(totals.counted));
+    // The CPU pass subtracts each term from the running loss.
+    top[0]->mutable_cpu_data()[0] = -totals.sum / normalizer_;
+  }
+
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    refuse_gradient_to(propagate_down, 1, "targets");
+    if (propagate_down.empty() || !propagate_down[0]) return;
+    cuda::sigmoid_cross_entropy_backward(
+        probability_.gpu_data(), bottom[1]->gpu_data(), bottom[0]->mutable_gpu_diff(),
+        bottom[0]->count(), has_ignore_label_, ignore_label_, top[0]->cpu_diff()[0] / normalizer_);
+  }
+
+  void* scratch() {
+    scratch_.reshape(std::vector<int>{cuda::kLossScratchFloats});
+    return scratch_.mutable_gpu_data();
+  }
+  Blob scratch_;  // device memory for cuda::LossTotals
+#endif
 
  private:
   // Caffe compares the target truncated to int with the ignore label.
   bool is_ignored(float target) const {
-    return has_ignore_label_ && label_equals(target, ignore_label_);
+    return has_ignore_label_ && ops::truncates_to(target, ignore_label_);
   }
 
   void check_target(float target, std::size_t position) const {
-    XTRAIN_CHECK(target >= 0 && target <= 1, where(), ": target ", target, " at position ",
+    XTRAIN_CHECK(ops::sigmoid_target_valid(target), where(), ": target ", target, " at position ",
                  position, " is outside [0, 1]; targets are probabilities",
                  has_ignore_label_ ? "" : " (set loss_param.ignore_label to skip a label value)");
   }

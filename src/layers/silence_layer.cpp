@@ -8,6 +8,10 @@
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
 
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/math_gpu.hpp"
+#endif
+
 namespace xtrain {
 namespace {
 
@@ -29,6 +33,18 @@ class SilenceLayer : public Layer {
       if (propagate_down[i]) std::fill_n(bottom[i]->mutable_cpu_diff(), bottom[i]->count(), 0.0f);
     }
   }
+
+#ifdef XTRAIN_USE_CUDA
+  void forward_gpu(const BlobVec&, const BlobVec&) override {}
+
+  void backward_gpu(const BlobVec&, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    for (std::size_t i = 0; i < bottom.size(); ++i) {
+      if (propagate_down[i])
+        math::gpu::set(bottom[i]->count(), 0.0f, bottom[i]->mutable_gpu_diff());
+    }
+  }
+#endif
 };
 
 }  // namespace

@@ -12,6 +12,10 @@
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
 
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/math_gpu.hpp"
+#endif
+
 namespace xtrain {
 namespace {
 
@@ -112,6 +116,37 @@ class SliceLayer : public Layer {
       offset += block;
     }
   }
+
+#ifdef XTRAIN_USE_CUDA
+  // Top t is `outer` rows of sizes_[t] * inner values, cut from each bottom
+  // row at its offset: one strided copy per top.
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    if (top.size() == 1) return;
+    const float* input = bottom[0]->gpu_data();
+    const std::size_t bottom_block = bottom[0]->shape(axis_) * inner_;
+    std::size_t offset = 0;
+    for (std::size_t t = 0; t < top.size(); ++t) {
+      const std::size_t block = sizes_[t] * inner_;
+      math::gpu::copy_rows(outer_, block, input + offset, bottom_block, top[t]->mutable_gpu_data(),
+                           block);
+      offset += block;
+    }
+  }
+
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0] || top.size() == 1) return;
+    float* input_diff = bottom[0]->mutable_gpu_diff();
+    const std::size_t bottom_block = bottom[0]->shape(axis_) * inner_;
+    std::size_t offset = 0;
+    for (std::size_t t = 0; t < top.size(); ++t) {
+      const std::size_t block = sizes_[t] * inner_;
+      math::gpu::copy_rows(outer_, block, top[t]->gpu_diff(), block, input_diff + offset,
+                           bottom_block);
+      offset += block;
+    }
+  }
+#endif
 
  private:
   int axis_ = 1;

@@ -14,14 +14,20 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/parallel_loop.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/loss_layer.hpp"
+#include "layers/loss_ops.hpp"
 #include "layers/softmax_layer.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
+
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/loss_kernels.hpp"
+#endif
 
 namespace xtrain {
 namespace {
@@ -104,10 +110,11 @@ class SoftmaxWithLossLayer : public Layer {
     for (std::size_t o = 0; o < outer_num_; ++o) {
       for (std::size_t i = 0; i < inner_num_; ++i) {
         const float raw_label = labels[o * inner_num_ + i];
-        if (is_ignored(raw_label)) continue;
-        const int label = checked_label(raw_label, o * inner_num_ + i);
+        const int label = label_rule()(raw_label);
+        if (label == ops::kIgnoredLabel) continue;
+        if (label == ops::kInvalidLabel) throw_invalid_label(raw_label, o * inner_num_ + i);
         const float p = prob[o * sample_stride + label * class_stride + i];
-        loss = static_cast<float>(loss - std::log(static_cast<double>(std::max(p, FLT_MIN))));
+        loss = static_cast<float>(loss + ops::SoftmaxLossTerm{}(p));
         ++valid;
       }
     }
@@ -116,42 +123,80 @@ class SoftmaxWithLossLayer : public Layer {
 
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
-    XTRAIN_CHECK(propagate_down.size() < 2 || !propagate_down[1], where(),
-                 " cannot backpropagate to its label input (bottom 1, '",
-                 param_.bottom_size() > 1 ? param_.bottom(1) : std::string("labels"),
-                 "'); remove propagate_down: true for it");
+    refuse_label_gradient(propagate_down);
     if (propagate_down.empty() || !propagate_down[0]) return;
     const float* labels = bottom[1]->cpu_data();
     // The labels are checked first, outside the thread pool (an error must
     // not be thrown from inside it).
+    const ops::LabelRule rule = label_rule();
+    const std::size_t positions = outer_num_ * inner_num_;
+    label_classes_.resize(positions);
     std::size_t valid = 0;
-    for (std::size_t j = 0; j < outer_num_ * inner_num_; ++j) {
-      if (is_ignored(labels[j])) continue;
-      checked_label(labels[j], j);
+    for (std::size_t j = 0; j < positions; ++j) {
+      const int label = rule(labels[j]);
+      label_classes_[j] = label;
+      if (label == ops::kIgnoredLabel) continue;
+      if (label == ops::kInvalidLabel) throw_invalid_label(labels[j], j);
       ++valid;
     }
-    const float scale = top[0]->cpu_diff()[0] / normalizer(valid);
+    const ops::SoftmaxLossGradient gradient{top[0]->cpu_diff()[0] / normalizer(valid)};
     const float* prob = prob_.cpu_data();
     float* diff = bottom[0]->mutable_cpu_diff();
     const std::size_t sample_stride = static_cast<std::size_t>(num_classes_) * inner_num_;
-    // One sample per task: copy p, subtract 1 at the label (or clear an
-    // ignored position), then scale, while the sample is in cache.
+    // One sample per task, class by class, with the positions' labels decided
+    // above, so the loops vectorise (deciding each value's label inside the
+    // loop ran 20-50x slower than Caffe's copy-and-fix-up loop; this runs as
+    // fast or faster).
     parallel_for(static_cast<std::int64_t>(outer_num_), sample_stride * 3, [&](std::int64_t task) {
       const std::size_t o = static_cast<std::size_t>(task);
-      float* sample = diff + o * sample_stride;
-      std::copy_n(prob + o * sample_stride, sample_stride, sample);
-      for (std::size_t i = 0; i < inner_num_; ++i) {
-        float* position = sample + i;
-        const float raw_label = labels[o * inner_num_ + i];
-        if (is_ignored(raw_label)) {
-          for (int c = 0; c < num_classes_; ++c) position[c * inner_num_] = 0;
-        } else {
-          position[static_cast<std::size_t>(static_cast<int>(raw_label)) * inner_num_] -= 1;
-        }
+      const int* sample_labels = label_classes_.data() + o * inner_num_;
+      if (inner_num_ == 1) {
+        const int label = sample_labels[0];
+        const float* p = prob + o * sample_stride;
+        float* d = diff + o * sample_stride;
+        for (int c = 0; c < num_classes_; ++c) d[c] = gradient(p[c], c, label);
+        return;
       }
-      for (std::size_t j = 0; j < sample_stride; ++j) sample[j] *= scale;
+      for (int c = 0; c < num_classes_; ++c) {
+        const std::size_t offset = o * sample_stride + c * inner_num_;
+        const float* p = prob + offset;
+        float* d = diff + offset;
+        for (std::size_t i = 0; i < inner_num_; ++i) d[i] = gradient(p[i], c, sample_labels[i]);
+      }
     });
   }
+
+#ifdef XTRAIN_USE_CUDA
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    softmax_->forward(softmax_bottom_, softmax_top_);
+    const cuda::LossTotals totals = cuda::softmax_loss_forward(
+        prob_.gpu_data(), bottom[1]->gpu_data(), outer_num_, num_classes_, inner_num_,
+        has_ignore_label_, ignore_label_, loss_scratch());
+    if (totals.first_invalid >= 0) {
+      // Only now, to name the label: the one host read of the labels.
+      const std::size_t position = static_cast<std::size_t>(totals.first_invalid);
+      throw_invalid_label(bottom[1]->cpu_data()[position], position);
+    }
+    valid_ = static_cast<std::size_t>(totals.counted);
+    top[0]->mutable_cpu_data()[0] = totals.sum / normalizer(valid_);
+  }
+
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    refuse_label_gradient(propagate_down);
+    if (propagate_down.empty() || !propagate_down[0]) return;
+    // The labels were checked and counted by forward_gpu.
+    cuda::softmax_loss_backward(prob_.gpu_data(), bottom[1]->gpu_data(),
+                                bottom[0]->mutable_gpu_diff(), outer_num_, num_classes_, inner_num_,
+                                has_ignore_label_, ignore_label_,
+                                top[0]->cpu_diff()[0] / normalizer(valid_));
+  }
+
+  void* loss_scratch() {
+    loss_scratch_.reshape(std::vector<int>{cuda::kLossScratchFloats});
+    return loss_scratch_.mutable_gpu_data();
+  }
+#endif
 
  private:
   void set_default_loss_weights(int tops) {
@@ -160,24 +205,26 @@ class SoftmaxWithLossLayer : public Layer {
     for (int i = 1; i < tops; ++i) param_.add_loss_weight(0.0f);
   }
 
-  // Caffe truncates the stored float label to an int before comparing.
-  bool is_ignored(float raw_label) const {
-    return has_ignore_label_ && in_int_range(raw_label) &&
-           static_cast<int>(raw_label) == ignore_label_;
+  void refuse_label_gradient(const std::vector<bool>& propagate_down) const {
+    XTRAIN_CHECK(propagate_down.size() < 2 || !propagate_down[1], where(),
+                 " cannot backpropagate to its label input (bottom 1, '",
+                 param_.bottom_size() > 1 ? param_.bottom(1) : std::string("labels"),
+                 "'); remove propagate_down: true for it");
   }
 
-  static bool in_int_range(float value) { return value > -2147483648.0f && value < 2147483648.0f; }
+  // Caffe truncates the stored float label to an int before comparing.
+  ops::LabelRule label_rule() const {
+    return ops::LabelRule{has_ignore_label_, ignore_label_, num_classes_};
+  }
 
-  int checked_label(float raw_label, std::size_t position) const {
-    const bool valid = in_int_range(raw_label) && static_cast<int>(raw_label) >= 0 &&
-                       static_cast<int>(raw_label) < num_classes_;
-    XTRAIN_CHECK(valid, where(), ": label ", raw_label, " at position ", position,
-                 " is out of range: the scores have ", num_classes_,
-                 " classes, so labels must be in [0, ", num_classes_ - 1,
-                 "]; check the data's labels or the num_output of the layer that produces the "
-                 "scores",
-                 has_ignore_label_ ? "" : " (or set loss_param.ignore_label to skip a label)");
-    return static_cast<int>(raw_label);
+  [[noreturn]] void throw_invalid_label(float raw_label, std::size_t position) const {
+    throw Error(detail::concat(
+        where(), ": label ", raw_label, " at position ", position,
+        " is out of range: the scores have ", num_classes_, " classes, so labels must be in [0, ",
+        num_classes_ - 1,
+        "]; check the data's labels or the num_output of the layer that produces the "
+        "scores",
+        has_ignore_label_ ? "" : " (or set loss_param.ignore_label to skip a label)"));
   }
 
   float normalizer(std::size_t valid) const {
@@ -195,6 +242,11 @@ class SoftmaxWithLossLayer : public Layer {
   std::size_t outer_num_ = 0;
   std::size_t inner_num_ = 0;
   int num_classes_ = 0;
+  std::vector<int> label_classes_;  // backward_cpu: LabelRule of each position
+#ifdef XTRAIN_USE_CUDA
+  std::size_t valid_ = 0;  // labelled positions of the last forward_gpu
+  Blob loss_scratch_;      // device memory for cuda::LossTotals
+#endif
 };
 
 }  // namespace

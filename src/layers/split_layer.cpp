@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/elementwise_ops.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/parallel_blocks.hpp"
 #include "xtrain/error.hpp"
@@ -12,8 +13,8 @@
 #include "xtrain/layer_registry.hpp"
 
 #ifdef XTRAIN_USE_CUDA
-#include "cuda/cuda_check.hpp"
 #include "cuda/elementwise_kernels.hpp"
+#include "cuda/math_gpu.hpp"
 #endif
 
 namespace xtrain {
@@ -65,10 +66,11 @@ class SplitLayer : public Layer {
       }
       const float* first = top_diffs[0];
       const float* second = top_diffs[1];
-      for (std::size_t j = begin; j < end; ++j) diff[j] = first[j] + second[j];
+      const ops::Add add;  // the functor cuda::add applies
+      for (std::size_t j = begin; j < end; ++j) diff[j] = add(first[j], second[j]);
       for (std::size_t t = 2; t < top_diffs.size(); ++t) {
         const float* more = top_diffs[t];
-        for (std::size_t j = begin; j < end; ++j) diff[j] += more[j];
+        for (std::size_t j = begin; j < end; ++j) diff[j] = add(diff[j], more[j]);
       }
     });
   }
@@ -80,8 +82,7 @@ class SplitLayer : public Layer {
     const std::size_t count = bottom[0]->count();
     float* diff = bottom[0]->mutable_gpu_diff();
     if (top.size() == 1) {
-      XTRAIN_CUDA_CHECK(
-          cudaMemcpy(diff, top[0]->gpu_diff(), count * sizeof(float), cudaMemcpyDeviceToDevice));
+      math::gpu::copy(count, top[0]->gpu_diff(), diff);  // on this thread's stream
       return;
     }
     cuda::add(top[0]->gpu_diff(), top[1]->gpu_diff(), diff, count);

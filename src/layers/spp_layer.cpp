@@ -19,11 +19,17 @@
 #include <string>
 #include <vector>
 
+#include "core/elementwise_ops.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/pooling_layer.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
+
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/elementwise_kernels.hpp"
+#include "cuda/math_gpu.hpp"
+#endif
 
 namespace xtrain {
 namespace {
@@ -68,6 +74,8 @@ class SPPLayer : public Layer {
     XTRAIN_CHECK(top[0] != bottom[0], where(),
                  " cannot run in place; give its top a name different from its bottom");
     if (input.shape() != configured_shape_) configure_levels(bottom);
+    // The levels run where this layer runs (set_device may come after setup).
+    for (auto& pool : pools_) pool->set_device(device());
 
     if (levels_ == 1) {
       pools_[0]->reshape(bottom, top);
@@ -128,9 +136,56 @@ class SPPLayer : public Layer {
       offset += row;
       pools_[l]->backward({&pooled_[l]}, {true}, {&level_input_});
       const float* level_input_diff = level_input_.cpu_diff();
-      for (std::size_t i = 0; i < count; ++i) input_diff[i] += level_input_diff[i];
+      const ops::Add add;  // the functor cuda::add applies
+      for (std::size_t i = 0; i < count; ++i)
+        input_diff[i] = add(input_diff[i], level_input_diff[i]);
     }
   }
+
+#ifdef XTRAIN_USE_CUDA
+  // The CPU passes with device copies; the levels' Pooling layers run their
+  // own GPU paths.
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    if (levels_ == 1) {
+      pools_[0]->forward(bottom, top);
+      return;
+    }
+    const std::size_t num = static_cast<std::size_t>(top[0]->shape(0));
+    const std::size_t top_row = top[0]->count(1);
+    float* output = top[0]->mutable_gpu_data();
+    std::size_t offset = 0;
+    for (int l = 0; l < levels_; ++l) {
+      pools_[l]->forward(bottom, {&pooled_[l]});
+      const std::size_t row = pooled_[l].count(1);
+      math::gpu::copy_rows(num, row, pooled_[l].gpu_data(), row, output + offset, top_row);
+      offset += row;
+    }
+  }
+
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    if (levels_ == 1) {
+      pools_[0]->backward(top, {true}, bottom);
+      return;
+    }
+    const std::size_t count = bottom[0]->count();
+    float* input_diff = bottom[0]->mutable_gpu_diff();
+    math::gpu::set(count, 0.0f, input_diff);
+    const std::size_t num = static_cast<std::size_t>(top[0]->shape(0));
+    const std::size_t top_row = top[0]->count(1);
+    const float* output_diff = top[0]->gpu_diff();
+    std::size_t offset = 0;
+    for (int l = 0; l < levels_; ++l) {
+      const std::size_t row = pooled_[l].count(1);
+      math::gpu::copy_rows(num, row, output_diff + offset, top_row, pooled_[l].mutable_gpu_diff(),
+                           row);
+      offset += row;
+      pools_[l]->backward({&pooled_[l]}, {true}, {&level_input_});
+      cuda::add(input_diff, level_input_.gpu_diff(), input_diff, count);
+    }
+  }
+#endif
 
  private:
   // One Pooling layer per level, sized for this input.
@@ -164,6 +219,7 @@ class SPPLayer : public Layer {
       pooling->set_pad_h(rows.pad);
       pooling->set_pad_w(cols.pad);
       auto layer = std::make_unique<PoolingLayer>(pool);
+      layer->set_device(device());
       layer->setup(bottom, {&pooled_[l]});
       XTRAIN_ASSERT(pooled_[l].shape(2) == bins && pooled_[l].shape(3) == bins, where(), " level ",
                     l, ": ", pooled_[l].shape_string());

@@ -7,11 +7,17 @@
 #include <limits>
 #include <vector>
 
+#include "core/elementwise_ops.hpp"
 #include "core/math_functions.hpp"
 #include "layers/builtin_layers.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
+
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/copy_kernels.hpp"
+#include "cuda/math_gpu.hpp"
+#endif
 
 namespace xtrain {
 namespace {
@@ -65,12 +71,32 @@ class TileLayer : public Layer {
     if (!propagate_down[0]) return;
     const float* dy = top[0]->cpu_diff();
     float* dx = bottom[0]->mutable_cpu_diff();
+    const ops::Add add;  // the functor cuda::tile_backward applies
     for (std::size_t o = 0; o < outer_; ++o, dx += inner_) {
       std::copy_n(dy, inner_, dx);
       dy += inner_;
-      for (int t = 1; t < tiles_; ++t, dy += inner_) math::axpy(inner_, 1.0f, dy, dx);
+      for (int t = 1; t < tiles_; ++t, dy += inner_) {
+        for (std::size_t i = 0; i < inner_; ++i) dx[i] = add(dx[i], dy[i]);
+      }
     }
   }
+
+#ifdef XTRAIN_USE_CUDA
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    // Tile t of every row o: top[o, t, :] = bottom[o, :].
+    const float* x = bottom[0]->gpu_data();
+    float* y = top[0]->mutable_gpu_data();
+    for (int t = 0; t < tiles_; ++t) {
+      math::gpu::copy_rows(outer_, inner_, x, inner_, y + t * inner_, tiles_ * inner_);
+    }
+  }
+
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    cuda::tile_backward(top[0]->gpu_diff(), bottom[0]->mutable_gpu_diff(), outer_, tiles_, inner_);
+  }
+#endif
 
  private:
   int tiles_ = 1;

@@ -1,0 +1,398 @@
+// The kernels of the loss layers: a per-position term (src/layers/loss_ops.hpp)
+// summed by loss_reduce.cuh, and elementwise gradients.
+#include "cuda/loss_kernels.hpp"
+#include "cuda/loss_reduce.cuh"
+#include "layers/loss_ops.hpp"
+
+namespace xtrain::cuda {
+namespace {
+
+// Position p = o * inner + i of a (outer, classes, inner) array of
+// probabilities; the label's probability is at (o * classes + label) * inner + i.
+struct SoftmaxLossPosition {
+  const float* prob;
+  const float* labels;
+  int classes;
+  std::size_t inner;
+  ops::LabelRule rule;
+  __device__ PositionLoss operator()(std::size_t p) const {
+    PositionLoss loss;
+    const int label = rule(labels[p]);
+    if (label == ops::kInvalidLabel) {
+      loss.invalid = true;
+    } else if (label != ops::kIgnoredLabel) {
+      const std::size_t o = p / inner;
+      const std::size_t i = p % inner;
+      const float term =
+          static_cast<float>(ops::SoftmaxLossTerm{}(prob[(o * classes + label) * inner + i]));
+      loss.value = term;
+      loss.counted = true;
+    }
+    return loss;
+  }
+};
+
+__global__ void softmax_loss_backward_kernel(std::size_t n, const float* prob, const float* labels,
+                                             int classes, std::size_t inner, ops::LabelRule rule,
+                                             ops::SoftmaxLossGradient gradient, float* dscores) {
+  for (std::size_t j = grid_start(); j < n; j += grid_stride()) {
+    // j = (o * classes + c) * inner + i
+    const std::size_t i = j % inner;
+    const std::size_t oc = j / inner;
+    const int c = static_cast<int>(oc % classes);
+    const std::size_t o = oc / classes;
+    dscores[j] = gradient(prob[j], c, rule(labels[o * inner + i]));
+  }
+}
+
+struct AccuracyPosition {
+  const float* scores;
+  const float* labels;
+  int classes;
+  std::size_t inner;
+  unsigned top_k;
+  ops::LabelRule rule;
+  __device__ PositionLoss operator()(std::size_t p) const {
+    PositionLoss hit;
+    const int label = rule(labels[p]);
+    if (label == ops::kInvalidLabel) {
+      hit.invalid = true;
+    } else if (label != ops::kIgnoredLabel) {
+      const float* column = scores + (p / inner) * classes * inner + p % inner;
+      hit.value = ops::in_top_k(column, inner, classes, label, top_k) ? 1.0f : 0.0f;
+      hit.counted = true;
+    }
+    return hit;
+  }
+};
+
+// One thread per class walks every position (outer * inner is a batch's
+// labels), in order, as the CPU loop does.
+__global__ void per_class_accuracy_kernel(const float* scores, const float* labels,
+                                          std::size_t positions, int classes, std::size_t inner,
+                                          unsigned top_k, ops::LabelRule rule, float* per_class) {
+  for (std::size_t c = grid_start(); c < static_cast<std::size_t>(classes); c += grid_stride()) {
+    float seen = 0;
+    float hits = 0;
+    for (std::size_t p = 0; p < positions; ++p) {
+      if (rule(labels[p]) != static_cast<int>(c)) continue;
+      seen += 1;
+      const float* column = scores + (p / inner) * classes * inner + p % inner;
+      if (ops::in_top_k(column, inner, classes, static_cast<int>(c), top_k)) hits += 1;
+    }
+    per_class[c] = seen == 0 ? 0.0f : hits / seen;
+  }
+}
+
+struct LabelCheck {
+  const float* labels;
+  ops::LabelRule rule;
+  __device__ PositionLoss operator()(std::size_t p) const {
+    PositionLoss check;
+    check.invalid = rule(labels[p]) == ops::kInvalidLabel;
+    return check;
+  }
+};
+
+struct SigmoidCrossEntropyPosition {
+  const float* x;
+  const float* target;
+  bool has_ignore_label;
+  int ignore_label;
+  __device__ PositionLoss operator()(std::size_t i) const {
+    PositionLoss loss;
+    if (has_ignore_label && ops::truncates_to(target[i], ignore_label)) return loss;
+    if (!ops::sigmoid_target_valid(target[i])) {
+      loss.invalid = true;
+      return loss;
+    }
+    loss.value = ops::SigmoidCrossEntropyTerm{}(x[i], target[i]);
+    loss.counted = true;
+    return loss;
+  }
+};
+
+__global__ void sigmoid_cross_entropy_backward_kernel(std::size_t n, const float* probability,
+                                                      const float* target, bool has_ignore_label,
+                                                      int ignore_label,
+                                                      ops::SigmoidCrossEntropyGradient gradient,
+                                                      float* dx) {
+  for (std::size_t i = grid_start(); i < n; i += grid_stride()) {
+    const bool ignored = has_ignore_label && ops::truncates_to(target[i], ignore_label);
+    dx[i] = gradient(probability[i], target[i], ignored);
+  }
+}
+
+// Element j = n * classes + c of the (num, classes) scores.
+__global__ void hinge_margins_kernel(std::size_t count, int classes, const float* scores,
+                                     const float* labels, float* margins) {
+  const ops::HingeMargin margin;
+  for (std::size_t j = grid_start(); j < count; j += grid_stride()) {
+    const int label = static_cast<int>(labels[j / classes]);
+    margins[j] = margin(scores[j], static_cast<int>(j % classes) == label);
+  }
+}
+
+__global__ void hinge_backward_kernel(std::size_t count, int classes, const float* margins,
+                                      const float* labels, ops::HingeGradient gradient, float* dx) {
+  for (std::size_t j = grid_start(); j < count; j += grid_stride()) {
+    const int label = static_cast<int>(labels[j / classes]);
+    dx[j] = gradient(margins[j], static_cast<int>(j % classes) == label);
+  }
+}
+
+struct MultinomialLogisticPosition {
+  const float* probability;
+  const float* labels;
+  ops::LabelRule rule;
+  __device__ PositionLoss operator()(std::size_t n) const {
+    PositionLoss loss;
+    const int label = rule(labels[n]);
+    if (label < 0) {
+      loss.invalid = true;
+      return loss;
+    }
+    loss.value = ops::MultinomialLogisticTerm{}(probability[n * rule.classes + label]);
+    loss.counted = true;
+    return loss;
+  }
+};
+
+__global__ void multinomial_logistic_backward_kernel(std::size_t num, int classes,
+                                                     const float* probability, const float* labels,
+                                                     ops::MultinomialLogisticGradient gradient,
+                                                     float* dx) {
+  for (std::size_t n = grid_start(); n < num; n += grid_stride()) {
+    const std::size_t at = n * classes + static_cast<std::size_t>(labels[n]);
+    dx[at] = gradient(probability[at]);
+  }
+}
+
+// One thread per pair, the channels in order.
+__global__ void contrastive_distances_kernel(std::size_t num, int channels, const float* difference,
+                                             float* squared_distance) {
+  for (std::size_t n = grid_start(); n < num; n += grid_stride()) {
+    const float* row = difference + n * channels;
+    float d = 0;
+    for (int c = 0; c < channels; ++c) d += row[c] * row[c];
+    squared_distance[n] = d;
+  }
+}
+
+struct ContrastivePosition {
+  const float* squared_distance;
+  const float* similar;
+  ops::ContrastiveTerm term;
+  __device__ PositionLoss operator()(std::size_t n) const {
+    PositionLoss loss;
+    loss.value = term(squared_distance[n], ops::contrastive_similar(similar[n]));
+    loss.counted = true;
+    return loss;
+  }
+};
+
+__global__ void contrastive_backward_kernel(std::size_t count, int channels,
+                                            const float* squared_distance, const float* similar,
+                                            const float* difference,
+                                            ops::ContrastiveGradientScale gradient_scale,
+                                            float* dx) {
+  for (std::size_t j = grid_start(); j < count; j += grid_stride()) {
+    const std::size_t n = j / channels;
+    dx[j] =
+        gradient_scale(squared_distance[n], ops::contrastive_similar(similar[n])) * difference[j];
+  }
+}
+
+struct InfogainPosition {
+  const float* prob;
+  const float* labels;
+  const float* infogain;
+  std::size_t inner;
+  ops::LabelRule rule;
+  __device__ PositionLoss operator()(std::size_t p) const {
+    PositionLoss loss;
+    const int label = rule(labels[p]);
+    if (label == ops::kInvalidLabel) {
+      loss.invalid = true;
+      return loss;
+    }
+    if (label == ops::kIgnoredLabel) return loss;
+    const int classes = rule.classes;
+    const float* row = infogain + static_cast<std::size_t>(label) * classes;
+    const float* column = prob + (p / inner) * classes * inner + p % inner;
+    const ops::InfogainTerm term;
+    for (int k = 0; k < classes; ++k) loss.value += term(row[k], column[k * inner]);
+    loss.counted = true;
+    return loss;
+  }
+};
+
+__global__ void infogain_row_sums_kernel(int classes, const float* infogain, float* row_sums) {
+  for (std::size_t row = grid_start(); row < static_cast<std::size_t>(classes);
+       row += grid_stride()) {
+    float sum = 0;
+    for (int k = 0; k < classes; ++k) sum += infogain[row * classes + k];
+    row_sums[row] = sum;
+  }
+}
+
+// Element j = (o * classes + k) * inner + i.
+__global__ void infogain_backward_kernel(std::size_t n, int classes, std::size_t inner,
+                                         const float* prob, const float* labels,
+                                         const float* infogain, const float* row_sums,
+                                         ops::LabelRule rule, float scale, float* dx) {
+  const ops::InfogainGradient gradient;
+  for (std::size_t j = grid_start(); j < n; j += grid_stride()) {
+    const std::size_t i = j % inner;
+    const std::size_t ok = j / inner;
+    const int k = static_cast<int>(ok % classes);
+    const std::size_t o = ok / classes;
+    const int label = rule(labels[o * inner + i]);
+    const float value = label < 0
+                            ? 0.0f
+                            : gradient(prob[j], row_sums[label],
+                                       infogain[static_cast<std::size_t>(label) * classes + k]);
+    dx[j] = value * scale;
+  }
+}
+
+}  // namespace
+
+LossTotals infogain_forward(const float* prob, const float* labels, const float* infogain,
+                            std::size_t outer, int classes, std::size_t inner,
+                            bool has_ignore_label, int ignore_label, void* scratch) {
+  return sum_positions(outer * inner,
+                       InfogainPosition{prob, labels, infogain, inner,
+                                        ops::LabelRule{has_ignore_label, ignore_label, classes}},
+                       scratch);
+}
+
+void infogain_backward(const float* prob, const float* labels, const float* infogain,
+                       float* row_sums, float* dx, std::size_t outer, int classes,
+                       std::size_t inner, bool has_ignore_label, int ignore_label, float scale) {
+  if (classes <= 0) return;
+  infogain_row_sums_kernel<<<blocks_for(classes), kThreadsPerBlock, 0, stream()>>>(
+      classes, infogain, row_sums);
+  check_launch();
+  const std::size_t n = outer * static_cast<std::size_t>(classes) * inner;
+  if (n == 0) return;
+  infogain_backward_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream()>>>(
+      n, classes, inner, prob, labels, infogain, row_sums,
+      ops::LabelRule{has_ignore_label, ignore_label, classes}, scale, dx);
+  check_launch();
+}
+
+long long first_invalid_label(const float* labels, std::size_t positions, int classes,
+                              void* scratch) {
+  return sum_positions(positions, LabelCheck{labels, ops::LabelRule{false, 0, classes}}, scratch)
+      .first_invalid;
+}
+
+LossTotals sigmoid_cross_entropy_forward(const float* x, const float* target, std::size_t count,
+                                         bool has_ignore_label, int ignore_label, void* scratch) {
+  return sum_positions(
+      count, SigmoidCrossEntropyPosition{x, target, has_ignore_label, ignore_label}, scratch);
+}
+
+void sigmoid_cross_entropy_backward(const float* probability, const float* target, float* dx,
+                                    std::size_t count, bool has_ignore_label, int ignore_label,
+                                    float scale) {
+  if (count == 0) return;
+  sigmoid_cross_entropy_backward_kernel<<<blocks_for(count), kThreadsPerBlock, 0, stream()>>>(
+      count, probability, target, has_ignore_label, ignore_label,
+      ops::SigmoidCrossEntropyGradient{scale}, dx);
+  check_launch();
+}
+
+void hinge_margins(const float* scores, const float* labels, float* margins, std::size_t num,
+                   int classes) {
+  const std::size_t count = num * static_cast<std::size_t>(classes);
+  if (count == 0) return;
+  hinge_margins_kernel<<<blocks_for(count), kThreadsPerBlock, 0, stream()>>>(count, classes, scores,
+                                                                             labels, margins);
+  check_launch();
+}
+
+void hinge_backward(const float* margins, const float* labels, float* dx, std::size_t num,
+                    int classes, float scale, bool l2) {
+  const std::size_t count = num * static_cast<std::size_t>(classes);
+  if (count == 0) return;
+  hinge_backward_kernel<<<blocks_for(count), kThreadsPerBlock, 0, stream()>>>(
+      count, classes, margins, labels, ops::HingeGradient{scale, l2}, dx);
+  check_launch();
+}
+
+LossTotals multinomial_logistic_forward(const float* probability, const float* labels,
+                                        std::size_t num, int classes, void* scratch) {
+  return sum_positions(
+      num, MultinomialLogisticPosition{probability, labels, ops::LabelRule{false, 0, classes}},
+      scratch);
+}
+
+void multinomial_logistic_backward(const float* probability, const float* labels, float* dx,
+                                   std::size_t num, int classes, float scale) {
+  if (num == 0) return;
+  multinomial_logistic_backward_kernel<<<blocks_for(num), kThreadsPerBlock, 0, stream()>>>(
+      num, classes, probability, labels, ops::MultinomialLogisticGradient{scale}, dx);
+  check_launch();
+}
+
+void contrastive_distances(const float* difference, float* squared_distance, std::size_t num,
+                           int channels) {
+  if (num == 0) return;
+  contrastive_distances_kernel<<<blocks_for(num), kThreadsPerBlock, 0, stream()>>>(
+      num, channels, difference, squared_distance);
+  check_launch();
+}
+
+LossTotals contrastive_forward(const float* squared_distance, const float* similar, std::size_t num,
+                               float margin, bool legacy, void* scratch) {
+  return sum_positions(
+      num, ContrastivePosition{squared_distance, similar, ops::ContrastiveTerm{margin, legacy}},
+      scratch);
+}
+
+void contrastive_backward(const float* squared_distance, const float* similar,
+                          const float* difference, float* dx, std::size_t num, int channels,
+                          float margin, bool legacy, float alpha) {
+  const std::size_t count = num * static_cast<std::size_t>(channels);
+  if (count == 0) return;
+  contrastive_backward_kernel<<<blocks_for(count), kThreadsPerBlock, 0, stream()>>>(
+      count, channels, squared_distance, similar, difference,
+      ops::ContrastiveGradientScale{margin, legacy, alpha}, dx);
+  check_launch();
+}
+
+LossTotals accuracy_forward(const float* scores, const float* labels, std::size_t outer,
+                            int classes, std::size_t inner, unsigned top_k, bool has_ignore_label,
+                            int ignore_label, float* per_class, void* scratch) {
+  const ops::LabelRule rule{has_ignore_label, ignore_label, classes};
+  if (per_class && classes > 0) {
+    per_class_accuracy_kernel<<<blocks_for(classes), kThreadsPerBlock, 0, stream()>>>(
+        scores, labels, outer * inner, classes, inner, top_k, rule, per_class);
+    check_launch();
+  }
+  return sum_positions(outer * inner, AccuracyPosition{scores, labels, classes, inner, top_k, rule},
+                       scratch);
+}
+
+LossTotals softmax_loss_forward(const float* prob, const float* labels, std::size_t outer,
+                                int classes, std::size_t inner, bool has_ignore_label,
+                                int ignore_label, void* scratch) {
+  const SoftmaxLossPosition term{prob, labels, classes, inner,
+                                 ops::LabelRule{has_ignore_label, ignore_label, classes}};
+  return sum_positions(outer * inner, term, scratch);
+}
+
+void softmax_loss_backward(const float* prob, const float* labels, float* dscores,
+                           std::size_t outer, int classes, std::size_t inner, bool has_ignore_label,
+                           int ignore_label, float scale) {
+  const std::size_t n = outer * static_cast<std::size_t>(classes) * inner;
+  if (n == 0) return;
+  softmax_loss_backward_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream()>>>(
+      n, prob, labels, classes, inner, ops::LabelRule{has_ignore_label, ignore_label, classes},
+      ops::SoftmaxLossGradient{scale}, dscores);
+  check_launch();
+}
+
+}  // namespace xtrain::cuda
