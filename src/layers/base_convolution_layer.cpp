@@ -7,6 +7,10 @@
 #include "layers/learnable_blobs.hpp"
 #include "xtrain/error.hpp"
 
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/cudnn_convolution.hpp"
+#endif
+
 namespace xtrain {
 namespace {
 
@@ -35,6 +39,11 @@ std::array<int, 2> per_axis(const std::string& where, const char* repeated_name,
 }
 
 }  // namespace
+
+BaseConvolutionLayer::BaseConvolutionLayer(const LayerParameter& param) : Layer(param) {}
+
+// Out of line: the cuDNN members are complete types only here.
+BaseConvolutionLayer::~BaseConvolutionLayer() = default;
 
 void BaseConvolutionLayer::layer_setup(const BlobVec& bottom, const BlobVec& top) {
   (void)top;
@@ -178,6 +187,13 @@ void BaseConvolutionLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   XTRAIN_ASSERT(view.input_dim() == (reverses_convolution() ? top_dim_ : bottom_dim_) &&
                     view.output_dim() == (reverses_convolution() ? bottom_dim_ : top_dim_),
                 where());
+#ifdef XTRAIN_USE_CUDA
+  if (device().is_gpu()) {
+    if (!cudnn_) cudnn_ = std::make_unique<cuda::CudnnConvolution>(where());
+    cudnn_->set_shape(view);  // re-sets the descriptors when the shape changed
+    return;
+  }
+#endif
   if (!engine_ || engine_->shape() != view) {
     engine_.reset();  // free the old engine's buffers first
     engine_ = make_convolution_engine(view, param_.convolution_param(), where());

@@ -17,6 +17,10 @@
 // the convolution view of each new input shape: oneDNN's where that is
 // faster, else im2col + GEMM. Parameter gradients accumulate into the diffs
 // (the solver clears them).
+//
+// On a GPU device the same view is computed by cuDNN instead
+// (cuda/cudnn_convolution.hpp; its descriptors are made once and re-set for
+// each new input shape); no CPU engine is made there.
 #pragma once
 
 #include <memory>
@@ -28,9 +32,14 @@
 
 namespace xtrain {
 
+namespace cuda {
+class CudnnConvolution;
+}  // namespace cuda
+
 class BaseConvolutionLayer : public Layer {
  public:
-  explicit BaseConvolutionLayer(const LayerParameter& param) : Layer(param) {}
+  explicit BaseConvolutionLayer(const LayerParameter& param);
+  ~BaseConvolutionLayer() override;
 
   void layer_setup(const BlobVec& bottom, const BlobVec& top) override;
   void reshape(const BlobVec& bottom, const BlobVec& top) override;
@@ -54,6 +63,10 @@ class BaseConvolutionLayer : public Layer {
   ConvolutionEngine& engine() { return *engine_; }
   const ConvolutionEngine& engine() const { return *engine_; }
   bool has_engine() const { return engine_ != nullptr; }
+#ifdef XTRAIN_USE_CUDA
+  // The cuDNN convolution of the current shape (GPU devices; set by reshape()).
+  cuda::CudnnConvolution& cudnn() { return *cudnn_; }
+#endif
   // Whether the blobs are (num, channels, height, width), the only shape the
   // channel-blocked layout describes.
   bool blobs_are_nchw() const { return channel_axis_ == 1 && geometry_.height > 0; }
@@ -83,6 +96,10 @@ class BaseConvolutionLayer : public Layer {
   std::size_t bottom_dim_ = 0;
   std::size_t top_dim_ = 0;
   std::unique_ptr<ConvolutionEngine> engine_;
+#ifdef XTRAIN_USE_CUDA
+  // GPU only: cuDNN's descriptors of the view, its algorithms and workspace.
+  std::unique_ptr<cuda::CudnnConvolution> cudnn_;
+#endif
 };
 
 }  // namespace xtrain

@@ -30,11 +30,20 @@
 // each of them a ParamSpec with lr_mult 0 (a user ParamSpec with another
 // lr_mult is an error; three ParamSpecs, the pre-1.0 way of freezing them, are
 // replaced, as Caffe's net upgrade does), so the solver never changes them.
+//
+// On a GPU: our own kernels (cuda/batch_norm_gpu_kernels.hpp), built from the
+// functors of batch_norm_math.hpp that the CPU loops call too. Not cuDNN's
+// batch normalisation: it keeps exponential running averages (Caffe keeps
+// weighted sums and a weight), returns the batch's 1 / sqrt(var + eps) but not
+// the variance the running sum needs (recovering it loses precision when var
+// is small against eps), and wants a scale and a bias tensor the layer does
+// not have.
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
 #include "core/parallel_loop.hpp"
+#include "layers/batch_norm_math.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/channel_statistics.hpp"
 #include "layers/channel_statistics_blocked.hpp"
@@ -43,6 +52,12 @@
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
+
+#ifdef XTRAIN_USE_CUDA
+#include <memory>
+
+#include "cuda/batch_norm_gpu_kernels.hpp"
+#endif
 
 namespace xtrain {
 namespace {
@@ -99,7 +114,10 @@ class BatchNormLayer : public Layer {
     num_ = input.shape(0);
     spatial_ =
         num_ * channels_ == 0 ? 0 : input.count() / (static_cast<std::size_t>(num_) * channels_);
-    x_norm_.resize(use_global_stats_ ? 0 : input.count());
+    x_norm_.resize(use_global_stats_ || device().is_gpu() ? 0 : input.count());
+#ifdef XTRAIN_USE_CUDA
+    if (device().is_gpu()) reshape_gpu(input.count());
+#endif
     mean_.resize(channels_);
     variance_.resize(channels_);
     std_.resize(channels_);
@@ -158,12 +176,13 @@ class BatchNormLayer : public Layer {
       if (kept) {
         float* y_kept = kept + offset;
         for (std::size_t s = 0; s < spatial_; ++s) {
-          const float normalised = (x[s] - mean) / deviation;
+          const float normalised = batch_norm::normalize(x[s], mean, deviation);
           y[s] = normalised;
           y_kept[s] = normalised;
         }
       } else {
-        for (std::size_t s = 0; s < spatial_; ++s) y[s] = (x[s] - mean) / deviation;
+        for (std::size_t s = 0; s < spatial_; ++s)
+          y[s] = batch_norm::normalize(x[s], mean, deviation);
       }
     });
   }
@@ -188,7 +207,8 @@ class BatchNormLayer : public Layer {
         const float deviation = std_[c];
         const float* dy = output_diff + offset;
         float* dx = input_diff + offset;
-        for (std::size_t s = 0; s < spatial_; ++s) dx[s] = dy[s] / deviation;
+        for (std::size_t s = 0; s < spatial_; ++s)
+          dx[s] = batch_norm::global_gradient(dy[s], deviation);
       });
       return;
     }
@@ -212,11 +232,82 @@ class BatchNormLayer : public Layer {
       const float* y = normalised + offset;
       float* dx = input_diff + offset;
       for (std::size_t s = 0; s < spatial_; ++s)
-        dx[s] = (dy[s] - mean - y[s] * dot_mean) / deviation;
+        dx[s] = batch_norm::batch_gradient(dy[s], y[s], mean, dot_mean, deviation);
     });
   }
 
+#ifdef XTRAIN_USE_CUDA
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    if (!gpu_statistics_) reshape_gpu(bottom[0]->count());  // device set after reshape
+    const cuda::BatchNormShape shape = gpu_shape();
+    const float* input = bottom[0]->gpu_data();
+    float* output = top[0]->mutable_gpu_data();
+    float* mean = gpu_channel_values(0);
+    float* variance = gpu_channel_values(1);
+    float* deviation = gpu_channel_values(2);
+    if (use_global_stats_) {
+      // The kernel only reads the stored blobs in this mode: read access
+      // keeps their host copies valid.
+      cuda::batch_norm_finish_statistics_gpu(
+          shape, true, moving_average_fraction_, eps_, const_cast<float*>(blobs_[0]->gpu_data()),
+          const_cast<float*>(blobs_[1]->gpu_data()), const_cast<float*>(blobs_[2]->gpu_data()),
+          mean, variance, deviation);
+      cuda::batch_norm_normalize_gpu(shape, input, mean, deviation, output, nullptr);
+      return;
+    }
+    cuda::batch_norm_statistics_gpu(shape, input, mean, variance);
+    cuda::batch_norm_finish_statistics_gpu(
+        shape, false, moving_average_fraction_, eps_, blobs_[0]->mutable_gpu_data(),
+        blobs_[1]->mutable_gpu_data(), blobs_[2]->mutable_gpu_data(), mean, variance, deviation);
+    cuda::batch_norm_normalize_gpu(shape, input, mean, deviation, output,
+                                   static_cast<float*>(gpu_x_norm_->mutable_gpu_data()));
+  }
+
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    const cuda::BatchNormShape shape = gpu_shape();
+    const float* output_diff = top[0]->gpu_diff();
+    float* input_diff = bottom[0]->mutable_gpu_diff();
+    const float* deviation = gpu_channel_values(2);
+    if (use_global_stats_) {
+      cuda::batch_norm_global_backward_gpu(shape, output_diff, deviation, input_diff);
+      return;
+    }
+    cuda::batch_norm_backward_gpu(shape, output_diff,
+                                  static_cast<const float*>(gpu_x_norm_->gpu_data()), deviation,
+                                  gpu_channel_values(3), gpu_channel_values(4), input_diff);
+  }
+#endif
+
  private:
+#ifdef XTRAIN_USE_CUDA
+  // Device memory: five per-channel arrays (mean, variance, deviation, and
+  // backward's two gradient means), and the kept output with batch statistics.
+  void reshape_gpu(std::size_t count) {
+    const std::size_t statistics_bytes = 5 * static_cast<std::size_t>(channels_) * sizeof(float);
+    if (!gpu_statistics_ || gpu_statistics_->size() < statistics_bytes) {
+      gpu_statistics_ = std::make_unique<SyncedMemory>(statistics_bytes);
+    }
+    const std::size_t kept_bytes = use_global_stats_ ? 0 : count * sizeof(float);
+    if (kept_bytes > 0 && (!gpu_x_norm_ || gpu_x_norm_->size() < kept_bytes)) {
+      gpu_x_norm_ = std::make_unique<SyncedMemory>(kept_bytes);
+    }
+  }
+  float* gpu_channel_values(int which) {
+    return static_cast<float*>(gpu_statistics_->mutable_gpu_data()) +
+           static_cast<std::size_t>(which) * channels_;
+  }
+  cuda::BatchNormShape gpu_shape() const { return {num_, channels_, spatial_}; }
+
+  std::unique_ptr<SyncedMemory> gpu_statistics_;
+  std::unique_ptr<SyncedMemory> gpu_x_norm_;
+#endif
+
+  unsigned long long sample_count() const {
+    return static_cast<unsigned long long>(num_) * static_cast<unsigned long long>(spatial_);
+  }
+
   static int channels_of(const Blob& input) { return input.num_axes() == 1 ? 1 : input.shape(1); }
 
   // Caffe 1.0 masks the statistics from the solver through ParamSpecs with
@@ -285,8 +376,7 @@ class BatchNormLayer : public Layer {
 
   // mean = blob0 / blob2[0], var = blob1 / blob2[0] (0 when blob2[0] is 0).
   void stored_statistics() {
-    const float stored = blobs_[2]->cpu_data()[0];
-    const float factor = stored == 0 ? 0.0f : 1.0f / stored;
+    const float factor = batch_norm::stored_factor(blobs_[2]->cpu_data()[0]);
     for (int c = 0; c < channels_; ++c) {
       mean_[c] = factor * blobs_[0]->cpu_data()[c];
       variance_[c] = factor * blobs_[1]->cpu_data()[c];
@@ -294,7 +384,7 @@ class BatchNormLayer : public Layer {
   }
 
   void compute_deviations() {
-    for (int c = 0; c < channels_; ++c) std_[c] = std::sqrt(variance_[c] + eps_);
+    for (int c = 0; c < channels_; ++c) std_[c] = batch_norm::deviation(variance_[c], eps_);
   }
 
   // Backward with batch statistics, from the planes' sums of dtop and
@@ -355,7 +445,7 @@ class BatchNormLayer : public Layer {
         for (std::size_t at = offset; at < end; at += kChannelBlock) {
 #pragma omp simd
           for (int l = 0; l < kChannelBlock; ++l) {
-            const float normalised = (input[at + l] - mean[l]) / deviation[l];
+            const float normalised = batch_norm::normalize(input[at + l], mean[l], deviation[l]);
             output[at + l] = normalised;
             kept[at + l] = normalised;
           }
@@ -364,7 +454,7 @@ class BatchNormLayer : public Layer {
         for (std::size_t at = offset; at < end; at += kChannelBlock) {
 #pragma omp simd
           for (int l = 0; l < kChannelBlock; ++l) {
-            output[at + l] = (input[at + l] - mean[l]) / deviation[l];
+            output[at + l] = batch_norm::normalize(input[at + l], mean[l], deviation[l]);
           }
         }
       }
@@ -403,15 +493,15 @@ class BatchNormLayer : public Layer {
 #pragma omp simd
           for (int l = 0; l < kChannelBlock; ++l) {
             input_diff[at + l] =
-                (output_diff[at + l] - diff_mean[l] - normalised[at + l] * diff_dot_y_mean[l]) /
-                deviation[l];
+                batch_norm::batch_gradient(output_diff[at + l], normalised[at + l], diff_mean[l],
+                                           diff_dot_y_mean[l], deviation[l]);
           }
         }
       } else {
         for (std::size_t at = offset; at < end; at += kChannelBlock) {
 #pragma omp simd
           for (int l = 0; l < kChannelBlock; ++l) {
-            input_diff[at + l] = output_diff[at + l] / deviation[l];
+            input_diff[at + l] = batch_norm::global_gradient(output_diff[at + l], deviation[l]);
           }
         }
       }
@@ -419,16 +509,15 @@ class BatchNormLayer : public Layer {
   }
 
   void update_running_statistics() {
-    const float f = moving_average_fraction_;
-    const std::size_t m = static_cast<std::size_t>(num_) * spatial_;
-    const float bias_correction = m > 1 ? static_cast<float>(m) / static_cast<float>(m - 1) : 1.0f;
+    const batch_norm::RunningSums sums{moving_average_fraction_,
+                                       batch_norm::RunningSums::correction_for(sample_count())};
     float* mean_sum = blobs_[0]->mutable_cpu_data();
     float* variance_sum = blobs_[1]->mutable_cpu_data();
     float* weight = blobs_[2]->mutable_cpu_data();
-    weight[0] = weight[0] * f + 1.0f;
+    weight[0] = sums.weight(weight[0]);
     for (int c = 0; c < channels_; ++c) {
-      mean_sum[c] = mean_[c] + f * mean_sum[c];
-      variance_sum[c] = bias_correction * variance_[c] + f * variance_sum[c];
+      mean_sum[c] = sums.mean_sum(mean_sum[c], mean_[c]);
+      variance_sum[c] = sums.variance_sum(variance_sum[c], variance_[c]);
     }
   }
 

@@ -43,6 +43,14 @@ class ConvolutionLayer : public BaseConvolutionLayer {
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;
+#ifdef XTRAIN_USE_CUDA
+  // cuDNN (see base_convolution_layer.hpp): bias by cudnnAddTensor, its
+  // gradient by cudnnConvolutionBackwardBias, both parameter gradients
+  // accumulated (beta = 1), the bottom gradient overwritten.
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+#endif
 };
 
 }  // namespace xtrain

@@ -12,13 +12,19 @@
 // Computed by the convolution engine of the transposed view (see
 // base_convolution_layer.hpp): forward is its backward-data, the bottom
 // gradient its forward, and the weight gradient its backward-weights with
-// the top gradient as the view's input.
+// the top gradient as the view's input. On a GPU the same three passes of
+// the view run on cuDNN, the bias (over the view's input) by cudnnAddTensor
+// and cudnnConvolutionBackwardBias.
 #include <vector>
 
 #include "layers/base_convolution_layer.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/channel_bias.hpp"
 #include "xtrain/layer_registry.hpp"
+
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/cudnn_convolution.hpp"
+#endif
 
 namespace xtrain {
 namespace {
@@ -74,6 +80,40 @@ class DeconvolutionLayer : public BaseConvolutionLayer {
       }
     }
   }
+
+#ifdef XTRAIN_USE_CUDA
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    const float* weights = blobs_[0]->gpu_data();
+    for (std::size_t i = 0; i < bottom.size(); ++i) {
+      float* output = top[i]->mutable_gpu_data();
+      cudnn().backward_data(bottom[i]->gpu_data(), weights, output);
+      if (bias_term()) {
+        cudnn().add_bias(cuda::CudnnConvolution::Side::kInput, blobs_[1]->gpu_data(), output);
+      }
+    }
+  }
+
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    const float* weights = blobs_[0]->gpu_data();
+    float* weight_diff = param_propagate_down(0) ? blobs_[0]->mutable_gpu_diff() : nullptr;
+    float* bias_diff =
+        bias_term() && param_propagate_down(1) ? blobs_[1]->mutable_gpu_diff() : nullptr;
+    for (std::size_t i = 0; i < top.size(); ++i) {
+      const float* output_diff = top[i]->gpu_diff();
+      if (bias_diff) {
+        cudnn().accumulate_bias_gradient(cuda::CudnnConvolution::Side::kInput, output_diff,
+                                         bias_diff);
+      }
+      // The view's input is the top: its "x" is the top gradient, its "dy"
+      // the bottom's values.
+      if (weight_diff) cudnn().backward_filter(output_diff, bottom[i]->gpu_data(), weight_diff);
+      if (propagate_down[i]) {
+        cudnn().forward(output_diff, weights, nullptr, bottom[i]->mutable_gpu_diff());
+      }
+    }
+  }
+#endif
 
  private:
   ChannelBias top_bias_;  // over the top's pixels

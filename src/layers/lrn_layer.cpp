@@ -19,6 +19,19 @@
 //
 // The kernels (a reference and a fast, parallel one) are in lrn_kernels.hpp.
 // Not in place: backward reads both bottom and top.
+//
+// On a GPU, ACROSS_CHANNELS runs on cuDNN (cudnnLRNCrossChannelForward and
+// Backward, CUDNN_LRN_CROSS_CHANNEL_DIM1 over an NCHW tensor) when its
+// parameters are in cuDNN's range (local_size <= 16, k >= 1e-5, beta >= 0.01).
+// cuDNN computes y = x * (k + alpha / n * sum of x^2 over the window)^-beta,
+// dividing its lrnAlpha by lrnN itself, with the window [c - (n-1)/2,
+// c + n - 1 - (n-1)/2], which for odd n is Caffe's [c - p, c + p]: so Caffe's
+// alpha is passed unchanged (passing alpha / n would divide twice), as Caffe's
+// own cuDNN LRN layer does. WITHIN_CHANNEL runs our own kernels
+// (cuda/lrn_gpu_kernels.hpp; cuDNN's divisive normalisation is another
+// formula), which share lrn_math.hpp with the CPU kernels. ACROSS_CHANNELS
+// outside cuDNN's range runs the CPU kernels on host copies (correct through
+// the blobs' lazy sync, but slow; one INFO line says so).
 #include <vector>
 
 #include "layers/builtin_layers.hpp"
@@ -26,6 +39,16 @@
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
+
+#ifdef XTRAIN_USE_CUDA
+#include <memory>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/cuda_context.hpp"
+#include "cuda/cudnn_descriptors.hpp"
+#include "cuda/lrn_gpu_kernels.hpp"
+#include "xtrain/logging.hpp"
+#endif
 
 namespace xtrain {
 namespace {
@@ -58,6 +81,12 @@ class LRNLayer : public Layer {
                  "its top a name different from its bottom");
     shape_ = {input.shape(0), input.shape(1), input.shape(2), input.shape(3)};
     top[0]->reshape_like(input);
+#ifdef XTRAIN_USE_CUDA
+    if (device().is_gpu()) {
+      reshape_gpu();
+      return;  // the host scratch is only needed by the CPU kernels
+    }
+#endif
     scale_.resize(input.count());
     power_.resize(input.count());
   }
@@ -75,7 +104,116 @@ class LRNLayer : public Layer {
                  scale_.data(), power_.data(), bottom[0]->mutable_cpu_diff());
   }
 
+#ifdef XTRAIN_USE_CUDA
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    if (!gpu_) reshape_gpu();  // the device was set after reshape
+    switch (gpu_->engine) {
+      case GpuEngine::kCudnn:
+        // y = 1 * lrn(x) + 0 * y.
+        XTRAIN_CUDNN_CHECK(cudnnLRNCrossChannelForward(
+            cuda::cudnn_handle(), gpu_->lrn.get(), CUDNN_LRN_CROSS_CHANNEL_DIM1, cuda::cudnn_one(),
+            gpu_->tensor.get(), bottom[0]->gpu_data(), cuda::cudnn_zero(), gpu_->tensor.get(),
+            top[0]->mutable_gpu_data()));
+        return;
+      case GpuEngine::kOwnKernels:
+        cuda::lrn_within_channel_forward_gpu(lrn_, shape_, bottom[0]->gpu_data(),
+                                             gpu_values(kScratch), gpu_values(kScale),
+                                             gpu_values(kPower), top[0]->mutable_gpu_data());
+        return;
+      case GpuEngine::kHost:
+        host_fallback();
+        forward_cpu(bottom, top);
+        return;
+    }
+  }
+
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    switch (gpu_->engine) {
+      case GpuEngine::kCudnn:
+        // dx = 1 * lrn'(x, y, dy) + 0 * dx; all four tensors have one shape.
+        XTRAIN_CUDNN_CHECK(cudnnLRNCrossChannelBackward(
+            cuda::cudnn_handle(), gpu_->lrn.get(), CUDNN_LRN_CROSS_CHANNEL_DIM1, cuda::cudnn_one(),
+            gpu_->tensor.get(), top[0]->gpu_data(), gpu_->tensor.get(), top[0]->gpu_diff(),
+            gpu_->tensor.get(), bottom[0]->gpu_data(), cuda::cudnn_zero(), gpu_->tensor.get(),
+            bottom[0]->mutable_gpu_diff()));
+        return;
+      case GpuEngine::kOwnKernels:
+        cuda::lrn_within_channel_backward_gpu(lrn_, shape_, bottom[0]->gpu_data(),
+                                              top[0]->gpu_data(), top[0]->gpu_diff(),
+                                              gpu_values(kScale), gpu_values(kPower),
+                                              gpu_values(kScratch), bottom[0]->mutable_gpu_diff());
+        return;
+      case GpuEngine::kHost:
+        host_fallback();
+        backward_cpu(top, propagate_down, bottom);
+        return;
+    }
+  }
+#endif
+
  private:
+#ifdef XTRAIN_USE_CUDA
+  // kCudnn: ACROSS_CHANNELS within cuDNN's range; kOwnKernels: WITHIN_CHANNEL;
+  // kHost: the CPU kernels on host copies (ACROSS_CHANNELS outside cuDNN's range).
+  enum class GpuEngine { kCudnn, kOwnKernels, kHost };
+  // The three arrays of the own kernels, each of the input's size.
+  enum GpuArray { kScale = 0, kPower = 1, kScratch = 2 };
+
+  GpuEngine choose_gpu_engine() const {
+    if (!lrn_.across_channels) return GpuEngine::kOwnKernels;
+    const bool cudnn_accepts = lrn_.size >= CUDNN_LRN_MIN_N && lrn_.size <= CUDNN_LRN_MAX_N &&
+                               lrn_.k >= CUDNN_LRN_MIN_K && lrn_.beta >= CUDNN_LRN_MIN_BETA;
+    return cudnn_accepts ? GpuEngine::kCudnn : GpuEngine::kHost;
+  }
+
+  void reshape_gpu() {
+    if (!gpu_) {
+      gpu_ = std::make_unique<GpuState>();
+      gpu_->engine = choose_gpu_engine();
+      if (gpu_->engine == GpuEngine::kCudnn) {
+        gpu_->lrn.set(static_cast<unsigned>(lrn_.size), lrn_.alpha, lrn_.beta, lrn_.k);
+      } else if (gpu_->engine == GpuEngine::kHost) {
+        XLOG(INFO) << where()
+                   << ": cuDNN's LRN does not take local_size > 16, k < 1e-5 or beta < 0.01; "
+                      "the GPU runs the CPU kernels on host copies";
+      }
+    }
+    const std::size_t count = values();
+    if (gpu_->engine == GpuEngine::kCudnn && count > 0) {
+      gpu_->tensor.set(shape_.num, shape_.channels, shape_.height, shape_.width);
+    }
+    const std::size_t bytes = 3 * count * sizeof(float);
+    if (gpu_->engine == GpuEngine::kOwnKernels && bytes > 0 &&
+        (!gpu_->arrays || gpu_->arrays->size() < bytes)) {
+      gpu_->arrays = std::make_unique<SyncedMemory>(bytes);
+    }
+  }
+
+  float* gpu_values(GpuArray which) {
+    return static_cast<float*>(gpu_->arrays->mutable_gpu_data()) + which * values();
+  }
+
+  // The CPU kernels' scratch, which a GPU reshape leaves unsized.
+  void host_fallback() {
+    scale_.resize(values());
+    power_.resize(values());
+  }
+
+  std::size_t values() const {
+    return static_cast<std::size_t>(shape_.num) * shape_.channels * shape_.height * shape_.width;
+  }
+
+  struct GpuState {
+    GpuEngine engine = GpuEngine::kHost;
+    cuda::CudnnLrnDescriptor lrn;
+    cuda::CudnnTensor tensor;              // (num, channels, height, width)
+    std::unique_ptr<SyncedMemory> arrays;  // scale, power, scratch
+  };
+  std::unique_ptr<GpuState> gpu_;
+#endif
+
   LrnParameters lrn_;
   LrnShape shape_;
   std::vector<float> scale_;  // the denominator base, one per input value

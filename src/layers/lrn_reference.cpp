@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "layers/lrn_kernels.hpp"
+#include "layers/lrn_math.hpp"
 #include "layers/lrn_steps.hpp"
 
 namespace xtrain {
@@ -103,12 +104,9 @@ void lrn_power(float beta, const float* scale, std::size_t count, float* power) 
   if (beta == 0.75f) {
     // scale^-0.75 = 1 / (sqrt(s) * sqrt(sqrt(s))): two square roots (vector
     // instructions under -fno-math-errno) beat pow().
-    for (std::size_t i = 0; i < count; ++i) {
-      const float root = std::sqrt(scale[i]);
-      power[i] = 1.0f / (root * std::sqrt(root));
-    }
+    for (std::size_t i = 0; i < count; ++i) power[i] = lrn_math::power_three_quarters(scale[i]);
   } else {
-    for (std::size_t i = 0; i < count; ++i) power[i] = std::pow(scale[i], -beta);
+    for (std::size_t i = 0; i < count; ++i) power[i] = lrn_math::power(scale[i], beta);
   }
 }
 
@@ -118,7 +116,9 @@ void lrn_within_channel_scale_plane(const LrnParameters& lrn, int height, int wi
   const float window_area = static_cast<float>(lrn.size * lrn.size);
   for (std::size_t i = 0; i < plane; ++i) squares[i] = input[i] * input[i];
   lrn_window_sum(squares, height, width, (lrn.size - 1) / 2, rows, scale);
-  for (std::size_t i = 0; i < plane; ++i) scale[i] = 1.0f + lrn.alpha * (scale[i] / window_area);
+  for (std::size_t i = 0; i < plane; ++i) {
+    scale[i] = lrn_math::within_channel_scale(scale[i], lrn.alpha, window_area);
+  }
 }
 
 void lrn_within_channel_backward_plane(const LrnParameters& lrn, int height, int width,
@@ -127,9 +127,13 @@ void lrn_within_channel_backward_plane(const LrnParameters& lrn, int height, int
                                        float* rows, float* sums, float* input_diff) {
   const std::size_t plane = static_cast<std::size_t>(height) * width;
   const float factor = 2.0f * lrn.alpha * lrn.beta / static_cast<float>(lrn.size * lrn.size);
-  for (std::size_t i = 0; i < plane; ++i) ratios[i] = output_diff[i] * output[i] / scale[i];
+  for (std::size_t i = 0; i < plane; ++i) {
+    ratios[i] = lrn_math::gradient_ratio(output_diff[i], output[i], scale[i]);
+  }
   lrn_window_sum(ratios, height, width, (lrn.size - 1) / 2, rows, sums);
-  for (std::size_t i = 0; i < plane; ++i) input_diff[i] -= factor * input[i] * sums[i];
+  for (std::size_t i = 0; i < plane; ++i) {
+    input_diff[i] = lrn_math::subtract_window_term(input_diff[i], factor, input[i], sums[i]);
+  }
 }
 
 void lrn_forward_reference(const LrnParameters& lrn, const LrnShape& shape, const float* input,

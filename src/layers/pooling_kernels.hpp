@@ -9,7 +9,7 @@
 // every input gradient receives its contributions in the same order.
 #pragma once
 
-#include <algorithm>
+#include "layers/pooling_window.hpp"
 
 namespace xtrain {
 
@@ -33,22 +33,6 @@ struct PoolingGeometry {
 // start past the input when stride > kernel; it comes out empty: -FLT_MAX for
 // MAX, 0 or NaN for AVE. We keep that too, as trained nets rely on shapes.)
 int pooled_size(int input, int kernel, int pad, int stride, bool any_padding);
-
-// One window along one axis: [begin, end) clipped to the image, and the
-// extent Caffe's average pooling divides by (clipped to input + pad only).
-struct PoolingWindow {
-  int begin;
-  int end;
-  int divisor_extent;
-};
-// Inline: the kernels call it per window, and an exported function of a
-// shared library is not inlined (it could be interposed), costing a call
-// through the PLT each time.
-inline PoolingWindow pooling_window(int index, int kernel, int pad, int stride, int input) {
-  const int start = index * stride - pad;
-  const int padded_end = std::min(start + kernel, input + pad);
-  return {std::max(start, 0), std::min(padded_end, input), padded_end - start};
-}
 
 // MAX: output = the first largest input of each window (-FLT_MAX when none
 // exceeds it) and its index y * width + x within the plane (-1 for none),

@@ -5,7 +5,45 @@
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
 
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/cuda_check.hpp"
+#include "cuda/cuda_context.hpp"
+#include "cuda/cudnn_descriptors.hpp"
+#include "cuda/pooling_gpu_kernels.hpp"
+#endif
+
 namespace xtrain {
+
+bool cudnn_average_pooling_is_caffes(const PoolingGeometry& g) {
+  auto axis_agrees = [](int input, int kernel, int pad, int stride, int pooled) {
+    return input + 2 * pad >= kernel && pad < kernel &&
+           pooled == (input + 2 * pad - kernel) / stride + 1;
+  };
+  return axis_agrees(g.height, g.kernel_h, g.pad_h, g.stride_h, g.pooled_h) &&
+         axis_agrees(g.width, g.kernel_w, g.pad_w, g.stride_w, g.pooled_w);
+}
+
+#ifdef XTRAIN_USE_CUDA
+// MAX always runs our kernels: cuDNN's max-pooling backward finds the argmax
+// again by comparing x with y, so it would route a gradient differently from
+// Caffe on ties (Caffe: the first maximum, row-major) and wrongly once a
+// later in-place layer (Dropout, Scale, ...) has changed y; an all -inf
+// window would give -inf instead of Caffe's -FLT_MAX. Our forward stores
+// Caffe's argmax and backward gathers by it.
+struct PoolingLayer::GpuState {
+  bool cudnn_average = false;  // AVE through cuDNN (see cudnn_average_pooling_is_caffes)
+  cuda::CudnnPoolingDescriptor pooling;
+  cuda::CudnnTensor input;
+  cuda::CudnnTensor output;
+  // MAX's argmax when it is not a top: int, one per output.
+  std::unique_ptr<SyncedMemory> max_index;
+};
+#endif
+
+PoolingLayer::PoolingLayer(const LayerParameter& param) : Layer(param) {}
+
+// Out of line: GpuState is complete only here.
+PoolingLayer::~PoolingLayer() = default;
 
 void PoolingLayer::layer_setup(const BlobVec& bottom, const BlobVec& top) {
   (void)bottom;
@@ -79,6 +117,7 @@ void PoolingLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
                "; use a smaller kernel or more padding");
   XTRAIN_ASSERT(!any_padding || ((pooled_h - 1) * stride_h_ < height + pad_h_ &&
                                  (pooled_w - 1) * stride_w_ < width + pad_w_));
+  channels_of_input_ = input.shape(1);
   geometry_ = {input.shape(0) * input.shape(1),
                height,
                width,
@@ -95,8 +134,74 @@ void PoolingLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   top[0]->reshape(top_shape);
   if (top.size() > 1) top[1]->reshape(top_shape);
   mask_is_top_ = top.size() > 1;
+#ifdef XTRAIN_USE_CUDA
+  if (device().is_gpu()) {
+    reshape_gpu_state(top[0]->count());
+    return;
+  }
+#endif
   if (method_ == PoolingParameter::MAX && !mask_is_top_) max_index_.resize(top[0]->count());
 }
+
+#ifdef XTRAIN_USE_CUDA
+void PoolingLayer::reshape_gpu_state(std::size_t outputs) {
+  if (!gpu_) gpu_ = std::make_unique<GpuState>();
+  GpuState& state = *gpu_;
+  state.cudnn_average = method_ == PoolingParameter::AVE && geometry_.planes > 0 &&
+                        cudnn_average_pooling_is_caffes(geometry_);
+  if (state.cudnn_average) {
+    const int num = geometry_.planes / channels_of_input_;
+    state.pooling.set(CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, geometry_.kernel_h,
+                      geometry_.kernel_w, geometry_.pad_h, geometry_.pad_w, geometry_.stride_h,
+                      geometry_.stride_w);
+    state.input.set(num, channels_of_input_, geometry_.height, geometry_.width);
+    state.output.set(num, channels_of_input_, geometry_.pooled_h, geometry_.pooled_w);
+  }
+  const std::size_t bytes = outputs * sizeof(int);
+  if (method_ == PoolingParameter::MAX && !mask_is_top_ &&
+      (!state.max_index || state.max_index->size() < bytes)) {
+    state.max_index = std::make_unique<SyncedMemory>(bytes);
+  }
+}
+
+void PoolingLayer::forward_gpu(const BlobVec& bottom, const BlobVec& top) {
+  if (!gpu_) reshape_gpu_state(top[0]->count());  // the device was set after reshape
+  const float* input = bottom[0]->gpu_data();
+  float* output = top[0]->mutable_gpu_data();
+  if (method_ == PoolingParameter::MAX) {
+    float* mask_top = top.size() > 1 ? top[1]->mutable_gpu_data() : nullptr;
+    int* mask = mask_top ? nullptr : static_cast<int*>(gpu_->max_index->mutable_gpu_data());
+    cuda::max_pool_forward_gpu(geometry_, input, output, mask_top, mask);
+  } else if (gpu_->cudnn_average) {
+    XTRAIN_CUDNN_CHECK(cudnnPoolingForward(cuda::cudnn_handle(), gpu_->pooling.get(),
+                                           cuda::cudnn_one(), gpu_->input.get(), input,
+                                           cuda::cudnn_zero(), gpu_->output.get(), output));
+  } else {
+    cuda::average_pool_forward_gpu(geometry_, input, output);
+  }
+}
+
+void PoolingLayer::backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                                const BlobVec& bottom) {
+  if (!propagate_down[0]) return;
+  const float* output_diff = top[0]->gpu_diff();
+  float* input_diff = bottom[0]->mutable_gpu_diff();
+  if (method_ == PoolingParameter::MAX) {
+    const float* mask_top = top.size() > 1 ? top[1]->gpu_data() : nullptr;
+    const int* mask = mask_top ? nullptr : static_cast<const int*>(gpu_->max_index->gpu_data());
+    cuda::max_pool_backward_gpu(geometry_, output_diff, mask_top, mask, input_diff);
+  } else if (gpu_->cudnn_average) {
+    // Average pooling's gradient does not depend on x and y; the API takes
+    // them anyway.
+    XTRAIN_CUDNN_CHECK(cudnnPoolingBackward(
+        cuda::cudnn_handle(), gpu_->pooling.get(), cuda::cudnn_one(), gpu_->output.get(),
+        top[0]->gpu_data(), gpu_->output.get(), output_diff, gpu_->input.get(),
+        bottom[0]->gpu_data(), cuda::cudnn_zero(), gpu_->input.get(), input_diff));
+  } else {
+    cuda::average_pool_backward_gpu(geometry_, output_diff, input_diff);
+  }
+}
+#endif
 
 bool PoolingLayer::reads_channel_blocked_bottom(int bottom_index) const {
   (void)bottom_index;

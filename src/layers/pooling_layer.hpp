@@ -18,9 +18,12 @@
 // global_pooling makes the window the whole input (pad 0, stride 1).
 //
 // The kernels (a reference and a fast, parallel one) are in
-// pooling_kernels.hpp.
+// pooling_kernels.hpp. On a GPU: AVE through cuDNN where its result is
+// Caffe's (see cudnn_average_pooling_is_caffes), our own kernels
+// (cuda/pooling_gpu_kernels.hpp) for MAX and the other AVE geometries.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "layers/pooling_kernels.hpp"
@@ -28,9 +31,22 @@
 
 namespace xtrain {
 
+// Whether cuDNN's average pooling (CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING)
+// computes exactly Caffe's AVE for geometry `g`: true when, on both axes, the
+// padded input holds the kernel (in + 2p >= k, p < k) and Caffe's ceil-mode
+// output size equals cuDNN's floor((in + 2p - k) / s) + 1. Then every window
+// y starts at y*s - p >= -p and, as y <= (in + 2p - k) / s, ends at
+// y*s - p + k <= in + p: no window hangs past the padded input, so Caffe's
+// divisor (the window clipped to [-p, in + p)) is the whole k_h * k_w, which
+// is what cuDNN divides by, and both sum the same inputs (padding adds 0).
+// Otherwise Caffe has a last, clipped window that cuDNN does not compute
+// (cuDNN sizes its output by the floor formula).
+bool cudnn_average_pooling_is_caffes(const PoolingGeometry& g);
+
 class PoolingLayer : public Layer {
  public:
-  explicit PoolingLayer(const LayerParameter& param) : Layer(param) {}
+  explicit PoolingLayer(const LayerParameter& param);
+  ~PoolingLayer() override;
 
   void layer_setup(const BlobVec& bottom, const BlobVec& top) override;
   void reshape(const BlobVec& bottom, const BlobVec& top) override;
@@ -54,6 +70,11 @@ class PoolingLayer : public Layer {
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;
+#ifdef XTRAIN_USE_CUDA
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+#endif
 
  private:
   PoolingParameter::PoolMethod method_ = PoolingParameter::MAX;
@@ -66,6 +87,7 @@ class PoolingLayer : public Layer {
   int stride_w_ = 1;
 
   PoolingGeometry geometry_;  // the kernel, pad and stride above, and the shapes
+  int channels_of_input_ = 0;
   // The argmax of each output when there is no mask top.
   std::vector<int> max_index_;
   bool mask_is_top_ = false;
@@ -73,6 +95,12 @@ class PoolingLayer : public Layer {
   // indices are stored in the output's order).
   bool forward_was_blocked_ = false;
   MemoryLayout forward_output_layout_ = MemoryLayout::kPlain;
+#ifdef XTRAIN_USE_CUDA
+  // The cuDNN descriptors and the device argmax (defined in pooling_layer.cpp).
+  struct GpuState;
+  std::unique_ptr<GpuState> gpu_;
+  void reshape_gpu_state(std::size_t outputs);
+#endif
 };
 
 }  // namespace xtrain

@@ -14,10 +14,27 @@
 #include "xtrain/layer_registry.hpp"
 
 #ifdef XTRAIN_USE_CUDA
+#include <climits>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/cuda_context.hpp"
+#include "cuda/cudnn_descriptors.hpp"
 #include "cuda/elementwise_kernels.hpp"
 #endif
 
 namespace xtrain {
+
+#ifdef XTRAIN_USE_CUDA
+struct SoftmaxLayer::CudnnState {
+  bool usable = false;       // the sizes fit cuDNN's int dimensions
+  cuda::CudnnTensor tensor;  // (outer, channels, inner, 1)
+};
+#endif
+
+SoftmaxLayer::SoftmaxLayer(const LayerParameter& param) : Layer(param) {}
+
+// Out of line: CudnnState is complete only here.
+SoftmaxLayer::~SoftmaxLayer() = default;
 
 namespace {
 
@@ -34,6 +51,17 @@ void SoftmaxLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   inner_num_ = input.count(axis_ + 1);
   top[0]->reshape_like(input);
   per_position_.resize(outer_num_ * inner_num_);
+#ifdef XTRAIN_USE_CUDA
+  if (device().is_gpu()) {
+    if (!cudnn_) cudnn_ = std::make_unique<CudnnState>();
+    const std::size_t count = input.count();
+    cudnn_->usable = count > 0 && count <= static_cast<std::size_t>(INT_MAX);
+    if (cudnn_->usable) {
+      cudnn_->tensor.set(static_cast<int>(outer_num_), static_cast<int>(channels_),
+                         static_cast<int>(inner_num_), 1);
+    }
+  }
+#endif
 }
 
 template <typename Body>
@@ -108,15 +136,36 @@ void SoftmaxLayer::backward_cpu(const BlobVec& top, const std::vector<bool>& pro
 
 #ifdef XTRAIN_USE_CUDA
 void SoftmaxLayer::forward_gpu(const BlobVec& bottom, const BlobVec& top) {
-  cuda::softmax_forward(bottom[0]->gpu_data(), top[0]->mutable_gpu_data(), outer_num_, channels_,
-                        inner_num_);
+  const float* x = bottom[0]->gpu_data();
+  float* y = top[0]->mutable_gpu_data();
+  // cudnn_ is null if the device was set after reshape (a layer run inside
+  // another, like SoftmaxWithLoss's).
+  if (!cudnn_ || !cudnn_->usable || x == y) {
+    cuda::softmax_forward(x, y, outer_num_, channels_, inner_num_, cuda::stream());
+    return;
+  }
+  // MODE_CHANNEL: over C for each (n, h, w), i.e. over the softmax axis for
+  // each (outer, inner) position. y = 1 * softmax(x) + 0 * y.
+  XTRAIN_CUDNN_CHECK(cudnnSoftmaxForward(
+      cuda::cudnn_handle(), CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_CHANNEL, cuda::cudnn_one(),
+      cudnn_->tensor.get(), x, cuda::cudnn_zero(), cudnn_->tensor.get(), y));
 }
 
 void SoftmaxLayer::backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                 const BlobVec& bottom) {
   if (!propagate_down[0]) return;
-  cuda::softmax_backward(top[0]->gpu_data(), top[0]->gpu_diff(), bottom[0]->mutable_gpu_diff(),
-                         outer_num_, channels_, inner_num_);
+  const float* y = top[0]->gpu_data();
+  const float* dy = top[0]->gpu_diff();
+  float* dx = bottom[0]->mutable_gpu_diff();
+  if (!cudnn_ || !cudnn_->usable || dx == dy) {
+    cuda::softmax_backward(y, dy, dx, outer_num_, channels_, inner_num_, cuda::stream());
+    return;
+  }
+  // dx = 1 * (dy - sum_c dy * y) * y + 0 * dx.
+  XTRAIN_CUDNN_CHECK(cudnnSoftmaxBackward(cuda::cudnn_handle(), CUDNN_SOFTMAX_ACCURATE,
+                                          CUDNN_SOFTMAX_MODE_CHANNEL, cuda::cudnn_one(),
+                                          cudnn_->tensor.get(), y, cudnn_->tensor.get(), dy,
+                                          cuda::cudnn_zero(), cudnn_->tensor.get(), dx));
 }
 #endif
 

@@ -4,8 +4,15 @@
 // where m[o, i] = max_c x[o, c, i] keeps exp() from overflowing. Backward:
 //   dE/dx[o, c, i] = (dE/dy[o, c, i] - sum_c' dE/dy[o, c', i] * y[o, c', i]) * y[o, c, i]
 // Works in place. SoftmaxWithLoss runs one of these inside itself.
+//
+// On a GPU: cuDNN (cudnnSoftmaxForward/Backward, CUDNN_SOFTMAX_ACCURATE, which
+// subtracts the max as above, in CUDNN_SOFTMAX_MODE_CHANNEL over a tensor
+// (N, C, H, W) = (outer, C, inner, 1)); the own kernels of
+// cuda/elementwise_kernels.hpp when the layer runs in place (cuDNN does not
+// document in-place softmax) or a size does not fit cuDNN's int dimensions.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "xtrain/layer.hpp"
@@ -14,7 +21,8 @@ namespace xtrain {
 
 class SoftmaxLayer : public Layer {
  public:
-  using Layer::Layer;
+  explicit SoftmaxLayer(const LayerParameter& param);
+  ~SoftmaxLayer() override;
   const char* type() const override { return "Softmax"; }
   int exact_num_bottom_blobs() const override { return 1; }
   int exact_num_top_blobs() const override { return 1; }
@@ -49,6 +57,10 @@ class SoftmaxLayer : public Layer {
   // One value per (outer, inner) position: the running max (forward), the sum
   // of exponentials (forward) or the dot product dy . y (backward).
   std::vector<float> per_position_;
+#ifdef XTRAIN_USE_CUDA
+  struct CudnnState;  // the tensor descriptor (softmax_layer.cpp)
+  std::unique_ptr<CudnnState> cudnn_;
+#endif
 };
 
 }  // namespace xtrain
