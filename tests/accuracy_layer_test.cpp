@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -20,7 +21,7 @@ namespace {
 std::unique_ptr<Layer> make_accuracy(const std::string& extra) {
   LayerParameter param;
   read_proto_from_text_string("name: 'acc' type: 'Accuracy' " + extra, &param);
-  return LayerRegistry::global().create(param);
+  return testing::create_layer(param);
 }
 
 std::string error_of(const std::function<void()>& action) {
@@ -62,20 +63,20 @@ struct Fixture {
   }
 };
 
-TEST(AccuracyLayerTest, TopOneByHand) {
+XTRAIN_DEVICE_TEST(AccuracyLayerTest, TopOneByHand) {
   Fixture f;
   EXPECT_FLOAT_EQ(f.run(""), 2.0f / 4.0f);
   EXPECT_EQ(f.accuracy.num_axes(), 0);
   EXPECT_EQ(f.accuracy.count(), 1u);
 }
 
-TEST(AccuracyLayerTest, TopTwoByHand) {
+XTRAIN_DEVICE_TEST(AccuracyLayerTest, TopTwoByHand) {
   Fixture f;
   EXPECT_FLOAT_EQ(f.run("accuracy_param { top_k: 2 }"), 3.0f / 4.0f);
   EXPECT_FLOAT_EQ(f.run("accuracy_param { top_k: 3 }"), 1.0f);
 }
 
-TEST(AccuracyLayerTest, IgnoreLabelSkipsSamples) {
+XTRAIN_DEVICE_TEST(AccuracyLayerTest, IgnoreLabelSkipsSamples) {
   Fixture f;
   // Without the two label-1 samples: sample 0 right, sample 2 wrong.
   EXPECT_FLOAT_EQ(f.run("accuracy_param { ignore_label: 1 }"), 1.0f / 2.0f);
@@ -83,7 +84,7 @@ TEST(AccuracyLayerTest, IgnoreLabelSkipsSamples) {
   EXPECT_FLOAT_EQ(f.run("accuracy_param { ignore_label: 5 }"), 0.0f);
 }
 
-TEST(AccuracyLayerTest, PerClassTop) {
+XTRAIN_DEVICE_TEST(AccuracyLayerTest, PerClassTop) {
   Fixture f;
   f.run("", true);
   ASSERT_EQ(f.per_class.shape(), std::vector<int>{3});
@@ -97,7 +98,7 @@ TEST(AccuracyLayerTest, PerClassTop) {
   EXPECT_FLOAT_EQ(f.per_class.cpu_data()[2], 1.0f);
 }
 
-TEST(AccuracyLayerTest, TiesCountAgainstThePrediction) {
+XTRAIN_DEVICE_TEST(AccuracyLayerTest, TiesCountAgainstThePrediction) {
   // Caffe 1.0 counts every other class scoring >= the true one as better.
   Blob scores({2, 3});
   const float values[] = {0.5f, 0.5f, 0.0f,   // label 0 ties with class 1
@@ -141,7 +142,7 @@ float naive_accuracy(const Blob& scores, const Blob& labels, int axis, int k) {
   return static_cast<float>(correct) / static_cast<float>(outer * inner);
 }
 
-TEST(AccuracyLayerTest, ClassesOnAnInnerAxisMatchNaive) {
+XTRAIN_DEVICE_TEST(AccuracyLayerTest, ClassesOnAnInnerAxisMatchNaive) {
   // 3 x 5 x 2 x 2 scores, classes on axis 1: 12 labelled positions.
   Blob scores({3, 5, 2, 2});
   Blob labels({3, 2, 2});
@@ -157,7 +158,7 @@ TEST(AccuracyLayerTest, ClassesOnAnInnerAxisMatchNaive) {
   }
 }
 
-TEST(AccuracyLayerTest, LabelOutOfRangeIsAnError) {
+XTRAIN_DEVICE_TEST(AccuracyLayerTest, LabelOutOfRangeIsAnError) {
   Fixture f;
   f.labels.mutable_cpu_data()[2] = 3;
   const std::string message = error_of([&] { f.run(""); });
@@ -166,7 +167,7 @@ TEST(AccuracyLayerTest, LabelOutOfRangeIsAnError) {
   EXPECT_NE(message.find("3 classes"), std::string::npos) << message;
 }
 
-TEST(AccuracyLayerTest, LabelCountMismatchIsAnError) {
+XTRAIN_DEVICE_TEST(AccuracyLayerTest, LabelCountMismatchIsAnError) {
   Fixture f;
   f.labels.reshape({5});
   const std::string message = error_of([&] { f.run(""); });
@@ -174,13 +175,13 @@ TEST(AccuracyLayerTest, LabelCountMismatchIsAnError) {
   EXPECT_NE(message.find(f.labels.shape_string()), std::string::npos) << message;
 }
 
-TEST(AccuracyLayerTest, TopKAboveClassCountIsAnError) {
+XTRAIN_DEVICE_TEST(AccuracyLayerTest, TopKAboveClassCountIsAnError) {
   Fixture f;
   const std::string message = error_of([&] { f.run("accuracy_param { top_k: 4 }"); });
   EXPECT_NE(message.find("top_k"), std::string::npos) << message;
 }
 
-TEST(AccuracyLayerTest, HasNoGradient) {
+XTRAIN_DEVICE_TEST(AccuracyLayerTest, HasNoGradient) {
   Fixture f;
   auto layer = make_accuracy("");
   layer->setup({&f.scores, &f.labels}, {&f.accuracy});

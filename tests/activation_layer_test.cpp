@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -19,7 +20,7 @@ namespace {
 std::unique_ptr<Layer> make_layer(const std::string& text) {
   LayerParameter param;
   read_proto_from_text_string(text, &param);
-  return LayerRegistry::global().create(param);
+  return testing::create_layer(param);
 }
 
 void fill_uniform(Blob& blob, float low, float high, std::uint64_t seed) {
@@ -39,7 +40,7 @@ float leaky_relu(float x) { return x > 0 ? x : 0.1f * x; }
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 float tanh_reference(float x) { return std::tanh(x); }
 
-class ActivationLayerTest : public ::testing::TestWithParam<ActivationCase> {};
+class ActivationLayerTest : public testing::DeviceTestWithParam<ActivationCase> {};
 
 TEST_P(ActivationLayerTest, ForwardMatchesFormula) {
   Blob bottom({2, 3, 4, 5});
@@ -114,8 +115,8 @@ TEST_P(ActivationLayerTest, NoPropagateDownLeavesBottomDiffAlone) {
   for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(bottom.cpu_diff()[i], 42.0f);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Layers, ActivationLayerTest,
+XTRAIN_INSTANTIATE_ON_DEVICES(
+    ActivationLayerTest,
     ::testing::Values(ActivationCase{"name: 'relu' type: 'ReLU'", relu, true},
                       ActivationCase{
                           "name: 'leaky' type: 'ReLU' relu_param { negative_slope: 0.1 }",
@@ -129,7 +130,7 @@ INSTANTIATE_TEST_SUITE_P(
                                            : "TanH");
     });
 
-TEST(ReLULayerTest, HandComputedValuesAndGradient) {
+XTRAIN_DEVICE_TEST(ReLULayerTest, HandComputedValuesAndGradient) {
   Blob bottom({5});
   const float values[] = {-2.0f, -0.5f, 0.0f, 0.5f, 3.0f};
   std::copy_n(values, 5, bottom.mutable_cpu_data());
@@ -146,7 +147,7 @@ TEST(ReLULayerTest, HandComputedValuesAndGradient) {
   for (int i = 0; i < 5; ++i) EXPECT_FLOAT_EQ(bottom.cpu_diff()[i], expected_diff[i]);
 }
 
-TEST(SigmoidLayerTest, StaysFiniteForLargeInputs) {
+XTRAIN_DEVICE_TEST(SigmoidLayerTest, StaysFiniteForLargeInputs) {
   Blob bottom({2});
   bottom.mutable_cpu_data()[0] = -200.0f;
   bottom.mutable_cpu_data()[1] = 200.0f;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "solver_test_net.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/proto_io.hpp"
@@ -49,7 +50,7 @@ void expect_weights(Solver& solver, const std::vector<double>& expected, double 
 // The scalar net: w = 1, x = 1, 2, -1, ...; loss (w x)^2 / 2, so with
 // weight_decay 0.1 (L2) the gradient is g = w x^2 + 0.1 w.
 
-TEST(NesterovSolver, ByHand) {
+XTRAIN_DEVICE_TEST(NesterovSolver, ByHand) {
   // lr 0.1, momentum 0.9; step = 1.9 v' - 0.9 v:
   //   it 0: g = 1.1,     v' = 0.11,                  step = 0.209,     w = 0.791
   //   it 1: g = 3.2431,  v' = 0.099 + 0.32431,       step = 0.705289,  w = 0.085711
@@ -58,7 +59,7 @@ TEST(NesterovSolver, ByHand) {
   expect_weights(*solver, {0.791, 0.085711, -0.275083699}, 1e-6);
 }
 
-TEST(AdaGradSolver, ByHand) {
+XTRAIN_DEVICE_TEST(AdaGradSolver, ByHand) {
   // lr 0.1, delta 1e-8 (default); step = 0.1 g / sqrt(h), h = sum of g^2:
   //   it 0: g = 1.1,       h = 1.21,        step = 0.1,          w = 0.9
   //   it 1: g = 3.69,      h = 14.8261,     step = 0.369/3.8505, w = 0.80416748
@@ -67,7 +68,7 @@ TEST(AdaGradSolver, ByHand) {
   expect_weights(*solver, {0.9, 0.8041674822, 0.7817773135}, 1e-6);
 }
 
-TEST(RMSPropSolver, ByHand) {
+XTRAIN_DEVICE_TEST(RMSPropSolver, ByHand) {
   // lr 0.1, rms_decay 0.9; h = 0.9 h + 0.1 g^2, step = 0.1 g / sqrt(h):
   //   it 0: g = 1.1,       h = 0.121,       step = 0.11/0.347851, w = 0.68377224
   //   it 1: g = 2.8034662, h = 0.89484227,  step = 0.2963617,     w = 0.38741055
@@ -76,7 +77,7 @@ TEST(RMSPropSolver, ByHand) {
   expect_weights(*solver, {0.6837722431, 0.3874105457, 0.3404506177}, 1e-6);
 }
 
-TEST(AdaDeltaSolver, ByHand) {
+XTRAIN_DEVICE_TEST(AdaDeltaSolver, ByHand) {
   // lr 1, rho (momentum) 0.9, delta 1e-6:
   //   it 0: g = 1.1: h_g = 0.121, u = 1.1 sqrt(1e-6 / 0.121001) = 0.00316226,
   //         h_u = 1e-6, w = 0.99683774
@@ -87,7 +88,7 @@ TEST(AdaDeltaSolver, ByHand) {
   expect_weights(*solver, {0.9968377354, 0.9925046274, 0.9908869272}, 1e-6);
 }
 
-TEST(AdamSolver, ByHand) {
+XTRAIN_DEVICE_TEST(AdamSolver, ByHand) {
   // lr 0.1, beta1 0.9, beta2 0.999, eps 1e-8; t = iter + 1:
   //   it 0: g = 1.1: m = 0.11, v = 0.00121; the corrected ratio is exactly
   //         sign(g), so step = 0.1, w = 0.9
@@ -229,7 +230,7 @@ void expect_matches(const Solver& solver, const ReferenceSolver& reference, doub
   }
 }
 
-class ReferenceRuleTest : public ::testing::TestWithParam<RuleCase> {};
+class ReferenceRuleTest : public testing::DeviceTestWithParam<RuleCase> {};
 
 void PrintTo(const RuleCase& c, std::ostream* out) { *out << c.name; }
 
@@ -379,8 +380,8 @@ TEST_P(ReferenceRuleTest, ResumingFromASnapshotEqualsAStraightRun) {
   EXPECT_NE(all_weights(*forgetful), all_weights(*straight));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Rules, ReferenceRuleTest,
+XTRAIN_INSTANTIATE_ON_DEVICES(
+    ReferenceRuleTest,
     ::testing::Values(RuleCase{"SGD", "type: 'SGD' momentum: 0.9", 1, sgd_rule(0.9)},
                       RuleCase{"Nesterov", "type: 'Nesterov' momentum: 0.9", 1, nesterov_rule(0.9)},
                       RuleCase{"AdaGrad", "type: 'AdaGrad' delta: 1e-6", 1, adagrad_rule(1e-6)},

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "layer_test_support.hpp"
 
 namespace xtrain {
@@ -24,7 +25,7 @@ std::unique_ptr<Layer> setup_argmax(const std::string& param, Blob& bottom, Blob
   return layer;
 }
 
-TEST(ArgMaxLayerTest, TopOneOverEachItem) {
+XTRAIN_DEVICE_TEST(ArgMaxLayerTest, TopOneOverEachItem) {
   Blob bottom({2, 2, 2});
   set_data(bottom, {1, 5, 3, 2, /**/ 0, -1, 7, 6});
   Blob top;
@@ -33,7 +34,7 @@ TEST(ArgMaxLayerTest, TopOneOverEachItem) {
   EXPECT_EQ(data_of(top), (std::vector<float>{1, 2}));
 }
 
-TEST(ArgMaxLayerTest, TopKWithValuesWithoutAxis) {
+XTRAIN_DEVICE_TEST(ArgMaxLayerTest, TopKWithValuesWithoutAxis) {
   Blob bottom({2, 4});
   set_data(bottom, {1, 5, 3, 2, /**/ 0, -1, 7, 6});
   Blob top;
@@ -43,7 +44,7 @@ TEST(ArgMaxLayerTest, TopKWithValuesWithoutAxis) {
   EXPECT_EQ(data_of(top), (std::vector<float>{1, 2, 5, 3, /**/ 2, 3, 7, 6}));
 }
 
-TEST(ArgMaxLayerTest, KeepsTrailingAxesOfAHighRankBottom) {
+XTRAIN_DEVICE_TEST(ArgMaxLayerTest, KeepsTrailingAxesOfAHighRankBottom) {
   Blob bottom({2, 3, 1, 1, 2});
   testing::fill_uniform(bottom, 51);
   Blob top;
@@ -51,7 +52,7 @@ TEST(ArgMaxLayerTest, KeepsTrailingAxesOfAHighRankBottom) {
   EXPECT_EQ(top.shape(), (std::vector<int>{2, 1, 3, 1, 1}));
 }
 
-TEST(ArgMaxLayerTest, AlongAnAxisMatchesANaiveSearch) {
+XTRAIN_DEVICE_TEST(ArgMaxLayerTest, AlongAnAxisMatchesANaiveSearch) {
   Blob bottom({2, 4, 3});
   testing::fill_uniform(bottom, 52);
   for (bool values : {false, true}) {
@@ -73,7 +74,7 @@ TEST(ArgMaxLayerTest, AlongAnAxisMatchesANaiveSearch) {
   }
 }
 
-TEST(ArgMaxLayerTest, NegativeAxisCountsFromTheEnd) {
+XTRAIN_DEVICE_TEST(ArgMaxLayerTest, NegativeAxisCountsFromTheEnd) {
   Blob bottom({2, 3});
   set_data(bottom, {1, 9, 2, /**/ 8, 0, 3});
   Blob top;
@@ -82,7 +83,7 @@ TEST(ArgMaxLayerTest, NegativeAxisCountsFromTheEnd) {
   EXPECT_EQ(data_of(top), (std::vector<float>{1, 0}));
 }
 
-TEST(ArgMaxLayerTest, TiesRankTheHigherIndexFirstAsCaffe) {
+XTRAIN_DEVICE_TEST(ArgMaxLayerTest, TiesRankTheHigherIndexFirstAsCaffe) {
   Blob bottom({1, 4});
   set_data(bottom, {2, 7, 7, 1});
   Blob top;
@@ -101,7 +102,7 @@ TEST(ArgMaxLayerTest, TopKLargerThanTheSearchIsAnError) {
                {"layer 'argmax' (ArgMax)", "top_k 3", "axis 0"});
 }
 
-TEST(ArgMaxLayerTest, HasNoGradient) {
+XTRAIN_DEVICE_TEST(ArgMaxLayerTest, HasNoGradient) {
   Blob bottom({2, 3});
   Blob top;
   auto layer = setup_argmax("", bottom, top);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "layer_test_support.hpp"
 #include "solver_test_net.hpp"
@@ -41,7 +42,7 @@ class BatchNormTest : public ::testing::Test {
   Blob output_;
 };
 
-TEST_F(BatchNormTest, TrainingNormalisesWithBatchStatistics) {
+XTRAIN_DEVICE_TEST_F(BatchNormTest, TrainingNormalisesWithBatchStatistics) {
   fill_by_hand();
   auto layer = make_layer(bn_text());
   layer->setup({&input_}, {&output_});
@@ -50,7 +51,7 @@ TEST_F(BatchNormTest, TrainingNormalisesWithBatchStatistics) {
   testing::expect_near_all(data_of(output_), {-3 / s, -1 / s, 0, 0, 1 / s, 3 / s, 0, 0}, 1e-6f);
 }
 
-TEST_F(BatchNormTest, TrainingUpdatesCaffesRunningSums) {
+XTRAIN_DEVICE_TEST_F(BatchNormTest, TrainingUpdatesCaffesRunningSums) {
   fill_by_hand();
   auto layer = make_layer(bn_text("batch_norm_param { moving_average_fraction: 0.5 }"));
   layer->setup({&input_}, {&output_});
@@ -71,7 +72,7 @@ TEST_F(BatchNormTest, TrainingUpdatesCaffesRunningSums) {
   EXPECT_FLOAT_EQ(layer->blobs()[2]->cpu_data()[0], 1.5f);
 }
 
-TEST_F(BatchNormTest, TestPhaseUsesStoredStatisticsDividedByTheWeight) {
+XTRAIN_DEVICE_TEST_F(BatchNormTest, TestPhaseUsesStoredStatisticsDividedByTheWeight) {
   fill_by_hand();
   auto layer = make_layer(bn_text(), TEST);
   layer->setup({&input_}, {&output_});
@@ -90,7 +91,7 @@ TEST_F(BatchNormTest, TestPhaseUsesStoredStatisticsDividedByTheWeight) {
   EXPECT_NEAR(output_.cpu_data()[1], 3 / std::sqrt(kEps), 1e-2f);
 }
 
-TEST_F(BatchNormTest, UseGlobalStatsOverridesThePhase) {
+XTRAIN_DEVICE_TEST_F(BatchNormTest, UseGlobalStatsOverridesThePhase) {
   fill_by_hand();
   auto frozen = make_layer(bn_text("batch_norm_param { use_global_stats: true }"));
   frozen->setup({&input_}, {&output_});
@@ -105,7 +106,7 @@ TEST_F(BatchNormTest, UseGlobalStatsOverridesThePhase) {
   EXPECT_NEAR(output_.cpu_data()[0], -3 / std::sqrt(5.25f), 1e-6f);
 }
 
-TEST_F(BatchNormTest, TwoAndOneAxisInputs) {
+XTRAIN_DEVICE_TEST_F(BatchNormTest, TwoAndOneAxisInputs) {
   // (N, C): each column is a channel.
   input_.reshape({3, 2});
   set_data(input_, {1, 10, 2, 20, 3, 30});
@@ -124,7 +125,7 @@ TEST_F(BatchNormTest, TwoAndOneAxisInputs) {
   EXPECT_NEAR(output_.cpu_data()[3], 1.5f / std::sqrt(1.25f + kEps), 1e-6f);
 }
 
-TEST_F(BatchNormTest, InPlaceMatchesOutOfPlace) {
+XTRAIN_DEVICE_TEST_F(BatchNormTest, InPlaceMatchesOutOfPlace) {
   input_.reshape({3, 4, 2, 3});
   fill_uniform(input_, 21);
   Blob in_place;
@@ -147,7 +148,7 @@ TEST_F(BatchNormTest, InPlaceMatchesOutOfPlace) {
   testing::expect_near_all(testing::diff_of(in_place), testing::diff_of(input_), 1e-5f);
 }
 
-TEST_F(BatchNormTest, GradientWithBatchStatistics) {
+XTRAIN_DEVICE_TEST_F(BatchNormTest, GradientWithBatchStatistics) {
   input_.reshape({3, 2, 2, 3});
   fill_uniform(input_, 7);
   auto layer = make_layer(bn_text());
@@ -156,7 +157,7 @@ TEST_F(BatchNormTest, GradientWithBatchStatistics) {
   testing::GradientChecker().check(*layer, {&input_}, {&output_});
 }
 
-TEST_F(BatchNormTest, GradientWithStoredStatistics) {
+XTRAIN_DEVICE_TEST_F(BatchNormTest, GradientWithStoredStatistics) {
   input_.reshape({2, 3, 2, 2});
   fill_uniform(input_, 8);
   auto layer = make_layer(bn_text(), TEST);
@@ -192,7 +193,7 @@ TEST_F(BatchNormTest, StatisticsGetFrozenParamSpecs) {
   EXPECT_EQ(written.param_size(), 3);
 }
 
-TEST_F(BatchNormTest, RejectsChangedChannelsAndWrongStoredBlobs) {
+XTRAIN_DEVICE_TEST_F(BatchNormTest, RejectsChangedChannelsAndWrongStoredBlobs) {
   fill_by_hand();
   auto layer = make_layer(bn_text());
   layer->setup({&input_}, {&output_});
@@ -204,7 +205,7 @@ TEST_F(BatchNormTest, RejectsChangedChannelsAndWrongStoredBlobs) {
   Blob stat({2});
   stat.to_proto(two_blobs.add_blobs());
   stat.to_proto(two_blobs.add_blobs());
-  expect_error([&] { LayerRegistry::global().create(two_blobs)->setup({&input_}, {&output_}); },
+  expect_error([&] { testing::create_layer(two_blobs)->setup({&input_}, {&output_}); },
                {"layer 'bn' (BatchNorm)", "2 stored blobs", "3"});
 
   LayerParameter wrong_shape = testing::layer_param_from(bn_text());
@@ -212,11 +213,11 @@ TEST_F(BatchNormTest, RejectsChangedChannelsAndWrongStoredBlobs) {
   for (int i = 0; i < 2; ++i) five.to_proto(wrong_shape.add_blobs());
   Blob one({1});
   one.to_proto(wrong_shape.add_blobs());
-  expect_error([&] { LayerRegistry::global().create(wrong_shape)->setup({&input_}, {&output_}); },
+  expect_error([&] { testing::create_layer(wrong_shape)->setup({&input_}, {&output_}); },
                {"layer 'bn' (BatchNorm)", "mean", "(5)", "(2)"});
 }
 
-TEST_F(BatchNormTest, KeepsStoredStatistics) {
+XTRAIN_DEVICE_TEST_F(BatchNormTest, KeepsStoredStatistics) {
   fill_by_hand();
   LayerParameter param = testing::layer_param_from(bn_text(), TEST);
   Blob mean({2}), variance({2}), weight({1});
@@ -226,7 +227,7 @@ TEST_F(BatchNormTest, KeepsStoredStatistics) {
   mean.to_proto(param.add_blobs());
   variance.to_proto(param.add_blobs());
   weight.to_proto(param.add_blobs());
-  auto layer = LayerRegistry::global().create(param);
+  auto layer = testing::create_layer(param);
   layer->setup({&input_}, {&output_});
   layer->forward({&input_}, {&output_});
   EXPECT_NEAR(output_.cpu_data()[1], 2 / std::sqrt(4.0f + kEps), 1e-6f);
@@ -251,7 +252,7 @@ NetParameter batch_norm_net(const std::string& bn_extra = "") {
   return param;
 }
 
-TEST(BatchNormNet, SolverStepLeavesTheStatisticsAsForwardSetThem) {
+XTRAIN_DEVICE_TEST(BatchNormNet, SolverStepLeavesTheStatisticsAsForwardSetThem) {
   auto solver =
       create_solver(testing::solver_param(batch_norm_net(), "momentum: 0.9 weight_decay: 0.1"),
                     testing::quiet_solver_options());

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "layer_test_support.hpp"
 
@@ -38,7 +39,7 @@ class ConcatSliceTest : public ::testing::Test {
   Blob output_;
 };
 
-TEST_F(ConcatSliceTest, ConcatChannelsByDefault) {
+XTRAIN_DEVICE_TEST_F(ConcatSliceTest, ConcatChannelsByDefault) {
   auto layer = make_layer("name: 'cat' type: 'Concat'");
   layer->setup({&a_, &b_}, {&output_});
   ASSERT_EQ(output_.shape(), (std::vector<int>{2, 8, 2, 3}));
@@ -55,7 +56,7 @@ TEST_F(ConcatSliceTest, ConcatChannelsByDefault) {
   }
 }
 
-TEST_F(ConcatSliceTest, ConcatNumViaLegacyConcatDimAndNegativeAxis) {
+XTRAIN_DEVICE_TEST_F(ConcatSliceTest, ConcatNumViaLegacyConcatDimAndNegativeAxis) {
   auto layer = make_layer("name: 'cat' type: 'Concat' concat_param { concat_dim: 0 }");
   layer->setup({&a_, &c_}, {&output_});
   ASSERT_EQ(output_.shape(), (std::vector<int>{4, 3, 2, 3}));
@@ -73,7 +74,7 @@ TEST_F(ConcatSliceTest, ConcatNumViaLegacyConcatDimAndNegativeAxis) {
   EXPECT_EQ(at(output_, 1, 2, 1, 2), at(a_, 1, 2, 1, 2));
 }
 
-TEST_F(ConcatSliceTest, SingleBottomConcatIsAView) {
+XTRAIN_DEVICE_TEST_F(ConcatSliceTest, SingleBottomConcatIsAView) {
   auto layer = make_layer("name: 'cat' type: 'Concat'");
   layer->setup({&a_}, {&output_});
   layer->forward({&a_}, {&output_});
@@ -81,7 +82,7 @@ TEST_F(ConcatSliceTest, SingleBottomConcatIsAView) {
   EXPECT_EQ(output_.cpu_diff(), a_.cpu_diff());
 }
 
-TEST_F(ConcatSliceTest, GradientConcat) {
+XTRAIN_DEVICE_TEST_F(ConcatSliceTest, GradientConcat) {
   auto layer = make_layer("name: 'cat' type: 'Concat'");
   layer->setup({&a_, &b_, &c_}, {&output_});
   testing::GradientChecker().check(*layer, {&a_, &b_, &c_}, {&output_});
@@ -117,7 +118,7 @@ TEST_F(ConcatSliceTest, ConcatRejectsMismatchedShapes) {
       {"layer 'cat' (Concat)", "concat_dim 4", "out of range"});
 }
 
-TEST_F(ConcatSliceTest, SliceAtPointsAndEqually) {
+XTRAIN_DEVICE_TEST_F(ConcatSliceTest, SliceAtPointsAndEqually) {
   Blob t0, t1, t2;
   auto layer =
       make_layer("name: 'sl' type: 'Slice' slice_param { axis: 1 slice_point: 1 slice_point: 4 }");
@@ -137,7 +138,7 @@ TEST_F(ConcatSliceTest, SliceAtPointsAndEqually) {
   EXPECT_EQ(at(t1, 1, 1, 1, 0), at(a_, 1, 1, 1, 1));
 }
 
-TEST_F(ConcatSliceTest, SliceThenConcatRestoresTheBlob) {
+XTRAIN_DEVICE_TEST_F(ConcatSliceTest, SliceThenConcatRestoresTheBlob) {
   Blob t0, t1;
   auto slice = make_layer("name: 'sl' type: 'Slice' slice_param { axis: 0 slice_point: 1 }");
   slice->setup({&b_}, {&t0, &t1});
@@ -148,7 +149,7 @@ TEST_F(ConcatSliceTest, SliceThenConcatRestoresTheBlob) {
   expect_near_all(data_of(output_), data_of(b_), 0);
 }
 
-TEST_F(ConcatSliceTest, GradientSlice) {
+XTRAIN_DEVICE_TEST_F(ConcatSliceTest, GradientSlice) {
   Blob t0, t1, t2;
   auto layer =
       make_layer("name: 'sl' type: 'Slice' slice_param { axis: 1 slice_point: 2 slice_point: 3 }");

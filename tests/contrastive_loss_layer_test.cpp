@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "loss_layer_test_helpers.hpp"
 
@@ -34,7 +35,7 @@ struct Fixture {
   BlobVec top() { return {&loss}; }
 };
 
-TEST(ContrastiveLossLayer, ByHand) {
+XTRAIN_DEVICE_TEST(ContrastiveLossLayer, ByHand) {
   // loss = (1 + (1 - 0.5)^2) / (2 * 2) = 0.3125.
   // dE/da: pair 0: (a - b) / 2 = (0.5, 0);
   //        pair 1: -1/2 * (1 - 0.5) / (0.5 + 1e-4) * (-0.3, -0.4).
@@ -53,7 +54,7 @@ TEST(ContrastiveLossLayer, ByHand) {
   }
 }
 
-TEST(ContrastiveLossLayer, LegacyByHand) {
+XTRAIN_DEVICE_TEST(ContrastiveLossLayer, LegacyByHand) {
   // loss = (1 + max(1 - 0.25, 0)) / 4 = 0.4375; dissimilar gradient -(a - b) / 2.
   Fixture f;
   auto layer =
@@ -66,7 +67,7 @@ TEST(ContrastiveLossLayer, LegacyByHand) {
   for (int j = 0; j < 4; ++j) EXPECT_NEAR(f.a.cpu_diff()[j], expected[j], 1e-6) << j;
 }
 
-TEST(ContrastiveLossLayer, PairsBeyondTheMarginCostNothing) {
+XTRAIN_DEVICE_TEST(ContrastiveLossLayer, PairsBeyondTheMarginCostNothing) {
   Fixture f;
   auto layer = make_loss_layer("ContrastiveLoss", "contrastive_loss_param { margin: 0.4 }");
   layer->setup(f.bottom(), f.top());
@@ -112,7 +113,7 @@ struct RandomPairs {
   }
 };
 
-class ContrastiveVersionTest : public ::testing::TestWithParam<bool> {};
+class ContrastiveVersionTest : public testing::DeviceTestWithParam<bool> {};
 
 TEST_P(ContrastiveVersionTest, LossMatchesTheReference) {
   RandomPairs p;
@@ -139,12 +140,12 @@ TEST_P(ContrastiveVersionTest, GradientsOfBothFeatureBottoms) {
   testing::GradientChecker(options).check(*layer, p.bottom(), p.top());
 }
 
-INSTANTIATE_TEST_SUITE_P(Versions, ContrastiveVersionTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return std::string(info.param ? "Legacy" : "Current");
-                         });
+XTRAIN_INSTANTIATE_ON_DEVICES(ContrastiveVersionTest, ::testing::Bool(),
+                              [](const ::testing::TestParamInfo<bool>& info) {
+                                return std::string(info.param ? "Legacy" : "Current");
+                              });
 
-TEST(ContrastiveLossLayer, UserErrors) {
+XTRAIN_DEVICE_TEST(ContrastiveLossLayer, UserErrors) {
   Blob a({2, 3}), b({2, 4}), spatial({2, 3, 2, 1}), similar({2}), three({3}), loss;
   auto layer = make_loss_layer("ContrastiveLoss", "bottom: 'f1' bottom: 'f2' bottom: 'sim'");
   const std::string channels = error_of([&] { layer->setup({&a, &b, &similar}, {&loss}); });

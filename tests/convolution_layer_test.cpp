@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -145,7 +146,7 @@ class ConvolutionTest : public ::testing::Test {
   std::unique_ptr<Layer> make(const LayerParameter& param, const std::vector<int>& input_shape) {
     input_.reshape(input_shape);
     fill_random(input_, 3);
-    auto layer = LayerRegistry::global().create(param);
+    auto layer = testing::create_layer(param);
     layer->setup({&input_}, {&output_});
     return layer;
   }
@@ -190,7 +191,7 @@ ConvSpec spec(std::vector<int> input, int num_output, int kernel_h, int kernel_w
   return s;
 }
 
-TEST_F(ConvolutionTest, ForwardPlain) { check_forward(spec({2, 3, 5, 6}, 4, 3, 3)); }
+XTRAIN_DEVICE_TEST_F(ConvolutionTest, ForwardPlain) { check_forward(spec({2, 3, 5, 6}, 4, 3, 3)); }
 
 TEST_F(ConvolutionTest, ForwardPadAndStride) {
   ConvSpec s = spec({2, 3, 7, 6}, 3, 3, 3);
@@ -199,7 +200,7 @@ TEST_F(ConvolutionTest, ForwardPadAndStride) {
   check_forward(s);
 }
 
-TEST_F(ConvolutionTest, ForwardDilation) {
+XTRAIN_DEVICE_TEST_F(ConvolutionTest, ForwardDilation) {
   ConvSpec s = spec({1, 2, 9, 8}, 3, 3, 3);
   s.dilation_h = s.dilation_w = 2;
   s.pad_h = s.pad_w = 1;
@@ -209,7 +210,7 @@ TEST_F(ConvolutionTest, ForwardDilation) {
   check_forward(s);
 }
 
-TEST_F(ConvolutionTest, ForwardGroups) {
+XTRAIN_DEVICE_TEST_F(ConvolutionTest, ForwardGroups) {
   ConvSpec s = spec({2, 4, 5, 5}, 6, 3, 3);
   s.group = 2;
   s.pad_h = s.pad_w = 1;
@@ -219,7 +220,7 @@ TEST_F(ConvolutionTest, ForwardGroups) {
   check_forward(s);
 }
 
-TEST_F(ConvolutionTest, ForwardRectangularKernelPadStride) {
+XTRAIN_DEVICE_TEST_F(ConvolutionTest, ForwardRectangularKernelPadStride) {
   ConvSpec s = spec({2, 2, 7, 6}, 3, 3, 2);
   s.pad_h = 0;
   s.pad_w = 1;  // per-axis repeated pad
@@ -228,7 +229,7 @@ TEST_F(ConvolutionTest, ForwardRectangularKernelPadStride) {
   check_forward(s);
 }
 
-TEST_F(ConvolutionTest, ForwardOneByOneKernelWithoutBias) {
+XTRAIN_DEVICE_TEST_F(ConvolutionTest, ForwardOneByOneKernelWithoutBias) {
   ConvSpec s = spec({2, 5, 3, 4}, 3, 1, 1);
   s.bias = false;
   check_forward(s);
@@ -236,7 +237,7 @@ TEST_F(ConvolutionTest, ForwardOneByOneKernelWithoutBias) {
   check_forward(s);
 }
 
-TEST_F(ConvolutionTest, ForwardKernelOverhangingTheEdgeAsCaffe) {
+XTRAIN_DEVICE_TEST_F(ConvolutionTest, ForwardKernelOverhangingTheEdgeAsCaffe) {
   // (2 - 3) / 2 + 1 == 1 in integer division: Caffe makes one output whose
   // window hangs over the edge and reads zeros there.
   ConvSpec s = spec({1, 1, 2, 2}, 1, 3, 3);
@@ -274,8 +275,8 @@ TEST_F(ConvolutionTest, DefaultFillersAreZeroAndFillersAreSeeded) {
   // The same seed gives the same weights.
   const LayerParameter param = parse_layer(R"(name: "c" type: "Convolution"
       convolution_param { num_output: 2 kernel_size: 2 weight_filler { type: "xavier" } })");
-  auto first = LayerRegistry::global().create(param);
-  auto second = LayerRegistry::global().create(param);
+  auto first = testing::create_layer(param);
+  auto second = testing::create_layer(param);
   first->seed(5);
   second->seed(5);
   Blob top2;
@@ -287,14 +288,14 @@ TEST_F(ConvolutionTest, DefaultFillersAreZeroAndFillersAreSeeded) {
   }
 }
 
-TEST_F(ConvolutionTest, SeveralBottomsShareTheWeights) {
+XTRAIN_DEVICE_TEST_F(ConvolutionTest, SeveralBottomsShareTheWeights) {
   const ConvSpec s = spec({2, 2, 4, 5}, 3, 2, 3);
   Blob second_input({2, 2, 4, 5});
   Blob second_output;
   fill_random(second_input, 99);
   input_.reshape(s.input);
   fill_random(input_, 3);
-  auto layer = LayerRegistry::global().create(conv_param(s));
+  auto layer = testing::create_layer(conv_param(s));
   layer->setup({&input_, &second_input}, {&output_, &second_output});
   layer->forward({&input_, &second_input}, {&output_, &second_output});
   const auto expected_first =
@@ -307,13 +308,13 @@ TEST_F(ConvolutionTest, SeveralBottomsShareTheWeights) {
   }
 }
 
-TEST_F(ConvolutionTest, ChannelAxisOtherThanOne) {
+XTRAIN_DEVICE_TEST_F(ConvolutionTest, ChannelAxisOtherThanOne) {
   // axis: 2 on (2, 3, C=2, 4, 4) is a batch of 6 images of 2 channels.
   LayerParameter param = conv_param(spec({6, 2, 4, 4}, 3, 3, 3));
   param.mutable_convolution_param()->set_axis(2);
   input_.reshape({2, 3, 2, 4, 4});
   fill_random(input_, 3);
-  auto layer = LayerRegistry::global().create(param);
+  auto layer = testing::create_layer(param);
   layer->setup({&input_}, {&output_});
   EXPECT_EQ(output_.shape(), (std::vector<int>{2, 3, 3, 2, 2}));
   layer->forward({&input_}, {&output_});
@@ -326,7 +327,7 @@ TEST_F(ConvolutionTest, ChannelAxisOtherThanOne) {
   }
 }
 
-TEST_F(ConvolutionTest, GradientPadStride) {
+XTRAIN_DEVICE_TEST_F(ConvolutionTest, GradientPadStride) {
   ConvSpec s = spec({2, 3, 5, 5}, 2, 3, 3);
   s.pad_h = s.pad_w = 1;
   s.stride_h = s.stride_w = 2;
@@ -334,7 +335,7 @@ TEST_F(ConvolutionTest, GradientPadStride) {
   testing::GradientChecker().check(*layer, {&input_}, {&output_});
 }
 
-TEST_F(ConvolutionTest, GradientGroupsDilationRectangular) {
+XTRAIN_DEVICE_TEST_F(ConvolutionTest, GradientGroupsDilationRectangular) {
   ConvSpec s = spec({2, 4, 6, 5}, 4, 2, 3);
   s.group = 2;
   s.dilation_h = 2;
@@ -344,25 +345,25 @@ TEST_F(ConvolutionTest, GradientGroupsDilationRectangular) {
   testing::GradientChecker().check(*layer, {&input_}, {&output_});
 }
 
-TEST_F(ConvolutionTest, GradientOneByOne) {
+XTRAIN_DEVICE_TEST_F(ConvolutionTest, GradientOneByOne) {
   ConvSpec s = spec({2, 3, 3, 4}, 2, 1, 1);
   auto layer = make(conv_param(s), s.input);
   testing::GradientChecker().check(*layer, {&input_}, {&output_});
 }
 
-TEST_F(ConvolutionTest, GradientTwoBottoms) {
+XTRAIN_DEVICE_TEST_F(ConvolutionTest, GradientTwoBottoms) {
   const ConvSpec s = spec({1, 2, 4, 4}, 2, 3, 3);
   Blob second_input({1, 2, 4, 4});
   Blob second_output;
   fill_random(second_input, 17);
   input_.reshape(s.input);
   fill_random(input_, 3);
-  auto layer = LayerRegistry::global().create(conv_param(s));
+  auto layer = testing::create_layer(conv_param(s));
   layer->setup({&input_, &second_input}, {&output_, &second_output});
   testing::GradientChecker().check(*layer, {&input_, &second_input}, {&output_, &second_output});
 }
 
-TEST_F(ConvolutionTest, ParamGradientsAccumulate) {
+XTRAIN_DEVICE_TEST_F(ConvolutionTest, ParamGradientsAccumulate) {
   auto layer = make(conv_param(spec({2, 2, 4, 4}, 2, 3, 3)), {2, 2, 4, 4});
   layer->forward({&input_}, {&output_});
   fill_random(output_, 0);
@@ -471,7 +472,7 @@ TEST_F(ConvolutionTest, RejectsInconsistentKernelParams) {
       {"num_output must be > 0"});
 }
 
-TEST_F(ConvolutionTest, RejectsNdAndChangedChannels) {
+XTRAIN_DEVICE_TEST_F(ConvolutionTest, RejectsNdAndChangedChannels) {
   expect_error(
       [&] {
         make(conv_param(spec({1, 1, 5}, 2, 3, 3)), {2, 1, 5});
@@ -483,7 +484,7 @@ TEST_F(ConvolutionTest, RejectsNdAndChangedChannels) {
                {"layer 'conv' (Convolution)", "1 3 5 5", "3 channels", "expect 2"});
 }
 
-TEST_F(ConvolutionTest, ReshapesWithTheInput) {
+XTRAIN_DEVICE_TEST_F(ConvolutionTest, ReshapesWithTheInput) {
   const ConvSpec s = spec({1, 2, 5, 5}, 2, 3, 3);
   auto layer = make(conv_param(s), s.input);
   ConvSpec bigger = s;

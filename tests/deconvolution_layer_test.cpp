@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "layer_test_support.hpp"
 
@@ -123,7 +124,7 @@ DeconvSpec spec(std::vector<int> input, int num_output, int kernel) {
   return s;
 }
 
-TEST_F(DeconvolutionTest, ForwardPlain) { check_forward(spec({2, 3, 4, 5}, 4, 3)); }
+XTRAIN_DEVICE_TEST_F(DeconvolutionTest, ForwardPlain) { check_forward(spec({2, 3, 4, 5}, 4, 3)); }
 
 TEST_F(DeconvolutionTest, ForwardStridePadAndRectangular) {
   DeconvSpec s = spec({2, 2, 3, 4}, 3, 4);
@@ -137,7 +138,7 @@ TEST_F(DeconvolutionTest, ForwardStridePadAndRectangular) {
   check_forward(s);
 }
 
-TEST_F(DeconvolutionTest, ForwardGroupsDilationAndOneByOne) {
+XTRAIN_DEVICE_TEST_F(DeconvolutionTest, ForwardGroupsDilationAndOneByOne) {
   DeconvSpec s = spec({2, 4, 3, 3}, 6, 3);
   s.group = 2;
   check_forward(s);
@@ -169,7 +170,7 @@ TEST_F(DeconvolutionTest, KnownShapes) {
   EXPECT_EQ(up32->blobs()[0]->shape(), (std::vector<int>{2, 3, 64, 64}));
 }
 
-TEST_F(DeconvolutionTest, BilinearFillerUpsamplesAConstantToAConstant) {
+XTRAIN_DEVICE_TEST_F(DeconvolutionTest, BilinearFillerUpsamplesAConstantToAConstant) {
   input_.reshape({1, 2, 4, 4});
   for (std::size_t i = 0; i < input_.count(); ++i) input_.mutable_cpu_data()[i] = 3.0f;
   auto layer = make_layer(
@@ -188,7 +189,7 @@ TEST_F(DeconvolutionTest, BilinearFillerUpsamplesAConstantToAConstant) {
   }
 }
 
-TEST_F(DeconvolutionTest, GradientStridePad) {
+XTRAIN_DEVICE_TEST_F(DeconvolutionTest, GradientStridePad) {
   DeconvSpec s = spec({2, 2, 3, 3}, 3, 3);
   s.stride_h = s.stride_w = 2;
   s.pad_h = s.pad_w = 1;
@@ -196,7 +197,7 @@ TEST_F(DeconvolutionTest, GradientStridePad) {
   testing::GradientChecker().check(*layer, {&input_}, {&output_});
 }
 
-TEST_F(DeconvolutionTest, GradientGroupsDilationRectangular) {
+XTRAIN_DEVICE_TEST_F(DeconvolutionTest, GradientGroupsDilationRectangular) {
   DeconvSpec s = spec({1, 4, 3, 2}, 2, 2);
   s.kernel_w = 3;
   s.group = 2;
@@ -206,7 +207,7 @@ TEST_F(DeconvolutionTest, GradientGroupsDilationRectangular) {
   testing::GradientChecker().check(*layer, {&input_}, {&output_});
 }
 
-TEST_F(DeconvolutionTest, GradientOneByOneAndTwoBottoms) {
+XTRAIN_DEVICE_TEST_F(DeconvolutionTest, GradientOneByOneAndTwoBottoms) {
   auto layer = make(spec({2, 3, 2, 3}, 2, 1));
   testing::GradientChecker().check(*layer, {&input_}, {&output_});
   Blob second_input({2, 3, 2, 3}), second_output;
@@ -231,7 +232,7 @@ TEST_F(DeconvolutionTest, RejectsBadInput) {
   conv_layout.to_proto(param.add_blobs());
   bias.to_proto(param.add_blobs());
   input_.reshape({1, 2, 2, 2});
-  expect_error([&] { LayerRegistry::global().create(param)->setup({&input_}, {&output_}); },
+  expect_error([&] { testing::create_layer(param)->setup({&input_}, {&output_}); },
                {"layer 'up' (Deconvolution)", "(3, 2, 2, 2)", "(2, 3, 2, 2)",
                 "(input channels, num_output / group"});
 }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/error.hpp"
@@ -21,7 +22,7 @@ std::unique_ptr<Layer> make_dropout(const std::string& extra, Phase phase) {
   LayerParameter param;
   read_proto_from_text_string("name: 'drop' type: 'Dropout' " + extra, &param);
   param.set_phase(phase);
-  return LayerRegistry::global().create(param);
+  return testing::create_layer(param);
 }
 
 void fill_away_from_zero(Blob& blob, std::uint64_t seed) {
@@ -29,7 +30,7 @@ void fill_away_from_zero(Blob& blob, std::uint64_t seed) {
   random.uniform(blob.count(), 0.5f, 2.0f, blob.mutable_cpu_data());
 }
 
-TEST(DropoutLayerTest, TrainZeroesAboutRatioAndScalesTheRest) {
+XTRAIN_DEVICE_TEST(DropoutLayerTest, TrainZeroesAboutRatioAndScalesTheRest) {
   for (float ratio : {0.5f, 0.2f, 0.8f}) {
     Blob bottom({10, 20, 10});
     Blob top;
@@ -54,7 +55,7 @@ TEST(DropoutLayerTest, TrainZeroesAboutRatioAndScalesTheRest) {
   }
 }
 
-TEST(DropoutLayerTest, TrainBackwardUsesTheForwardMask) {
+XTRAIN_DEVICE_TEST(DropoutLayerTest, TrainBackwardUsesTheForwardMask) {
   Blob bottom({4, 50});
   Blob top;
   fill_away_from_zero(bottom, 4);
@@ -69,7 +70,7 @@ TEST(DropoutLayerTest, TrainBackwardUsesTheForwardMask) {
   }
 }
 
-TEST(DropoutLayerTest, SameSeedSameMaskNewDrawEachForward) {
+XTRAIN_DEVICE_TEST(DropoutLayerTest, SameSeedSameMaskNewDrawEachForward) {
   Blob bottom({1000});
   fill_away_from_zero(bottom, 5);
   Blob first, second, third;
@@ -88,7 +89,7 @@ TEST(DropoutLayerTest, SameSeedSameMaskNewDrawEachForward) {
   EXPECT_GT(differ, 100u);
 }
 
-TEST(DropoutLayerTest, TestPhaseIsIdentity) {
+XTRAIN_DEVICE_TEST(DropoutLayerTest, TestPhaseIsIdentity) {
   Blob bottom({3, 4, 5});
   Blob top;
   fill_away_from_zero(bottom, 6);
@@ -103,7 +104,7 @@ TEST(DropoutLayerTest, TestPhaseIsIdentity) {
   for (std::size_t i = 0; i < bottom.count(); ++i) EXPECT_EQ(bottom.cpu_diff()[i], 0.5f * i);
 }
 
-TEST(DropoutLayerTest, InPlaceTrain) {
+XTRAIN_DEVICE_TEST(DropoutLayerTest, InPlaceTrain) {
   Blob original({200});
   fill_away_from_zero(original, 7);
   Blob blob({200});
@@ -124,7 +125,7 @@ TEST(DropoutLayerTest, InPlaceTrain) {
   }
 }
 
-TEST(DropoutLayerTest, TrainGradient) {
+XTRAIN_DEVICE_TEST(DropoutLayerTest, TrainGradient) {
   Blob bottom({2, 3, 4});
   Blob top;
   RandomStream random(8);
@@ -134,7 +135,7 @@ TEST(DropoutLayerTest, TrainGradient) {
   testing::GradientChecker().check(*layer, {&bottom}, {&top});
 }
 
-TEST(DropoutLayerTest, TestGradient) {
+XTRAIN_DEVICE_TEST(DropoutLayerTest, TestGradient) {
   Blob bottom({2, 3, 4});
   Blob top;
   RandomStream random(9);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "layer_test_support.hpp"
 
@@ -34,7 +35,7 @@ class EltwiseTest : public ::testing::Test {
   Blob output_;
 };
 
-TEST_F(EltwiseTest, SumDefaultsToPlainSum) {
+XTRAIN_DEVICE_TEST_F(EltwiseTest, SumDefaultsToPlainSum) {
   auto layer = make_layer("name: 'e' type: 'Eltwise'");
   layer->setup(bottoms(), {&output_});
   layer->forward(bottoms(), {&output_});
@@ -45,7 +46,7 @@ TEST_F(EltwiseTest, SumDefaultsToPlainSum) {
   }
 }
 
-TEST_F(EltwiseTest, SumWithCoefficientsByHand) {
+XTRAIN_DEVICE_TEST_F(EltwiseTest, SumWithCoefficientsByHand) {
   Blob a({2}), b({2});
   set_data(a, {1, 2});
   set_data(b, {10, 20});
@@ -60,7 +61,7 @@ TEST_F(EltwiseTest, SumWithCoefficientsByHand) {
   expect_near_all(diff_of(b), {-1, -1}, 0);
 }
 
-TEST_F(EltwiseTest, ProdAndMaxByHand) {
+XTRAIN_DEVICE_TEST_F(EltwiseTest, ProdAndMaxByHand) {
   Blob a({4}), b({4}), c({4});
   set_data(a, {1, 5, -2, 3});
   set_data(b, {2, 5, -1, 3});
@@ -83,14 +84,14 @@ TEST_F(EltwiseTest, ProdAndMaxByHand) {
   expect_near_all(diff_of(c), {0, 0, 0, 0}, 0);
 }
 
-TEST_F(EltwiseTest, GradientSum) {
+XTRAIN_DEVICE_TEST_F(EltwiseTest, GradientSum) {
   auto layer =
       make_layer("name: 'e' type: 'Eltwise' eltwise_param { coeff: 1 coeff: -2 coeff: 0.5 }");
   layer->setup(bottoms(), {&output_});
   testing::GradientChecker().check(*layer, bottoms(), {&output_});
 }
 
-TEST_F(EltwiseTest, GradientProdStableAndUnstable) {
+XTRAIN_DEVICE_TEST_F(EltwiseTest, GradientProdStableAndUnstable) {
   for (const char* stable : {"true", "false"}) {
     SCOPED_TRACE(std::string("stable_prod_grad: ") + stable);
     auto layer = make_layer(std::string("name: 'e' type: 'Eltwise' eltwise_param { operation: PROD "
@@ -104,7 +105,7 @@ TEST_F(EltwiseTest, GradientProdStableAndUnstable) {
   }
 }
 
-TEST_F(EltwiseTest, UnstableProdGradientDividesByZeroAsCaffe) {
+XTRAIN_DEVICE_TEST_F(EltwiseTest, UnstableProdGradientDividesByZeroAsCaffe) {
   Blob a({1}), b({1});
   set_data(a, {0});
   set_data(b, {3});
@@ -122,7 +123,7 @@ TEST_F(EltwiseTest, UnstableProdGradientDividesByZeroAsCaffe) {
   EXPECT_EQ(a.cpu_diff()[0], 3.0f);
 }
 
-TEST_F(EltwiseTest, GradientMax) {
+XTRAIN_DEVICE_TEST_F(EltwiseTest, GradientMax) {
   auto layer = make_layer("name: 'e' type: 'Eltwise' eltwise_param { operation: MAX }");
   layer->setup(bottoms(), {&output_});
   // Random inputs have no ties; a step of 1e-3 keeps the winner fixed.

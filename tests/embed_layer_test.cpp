@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "layer_test_support.hpp"
 
@@ -25,7 +26,7 @@ const char* const kEmbed =
     "weight_filler { type: 'uniform' min: -1 max: 1 } "
     "bias_filler { type: 'uniform' min: -1 max: 1 } }";
 
-TEST(EmbedLayerTest, LooksUpRowsAndAddsTheBias) {
+XTRAIN_DEVICE_TEST(EmbedLayerTest, LooksUpRowsAndAddsTheBias) {
   Blob bottom({2, 2});
   set_data(bottom, {3, 0, 3, 1});
   Blob top;
@@ -46,7 +47,7 @@ TEST(EmbedLayerTest, LooksUpRowsAndAddsTheBias) {
   }
 }
 
-TEST(EmbedLayerTest, WithoutBiasCopiesRowsExactly) {
+XTRAIN_DEVICE_TEST(EmbedLayerTest, WithoutBiasCopiesRowsExactly) {
   Blob bottom({3});
   set_data(bottom, {1, 1, 0});
   Blob top;
@@ -65,7 +66,7 @@ TEST(EmbedLayerTest, WithoutBiasCopiesRowsExactly) {
   EXPECT_EQ(diff_of(*layer->blobs()[0]), (std::vector<float>{100, 100, 11, 11}));
 }
 
-TEST(EmbedLayerTest, WeightAndBiasGradientsMatchFiniteDifferences) {
+XTRAIN_DEVICE_TEST(EmbedLayerTest, WeightAndBiasGradientsMatchFiniteDifferences) {
   Blob bottom({2, 3});
   set_data(bottom, {0, 3, 2, 2, 1, 3});
   Blob top;
@@ -76,7 +77,7 @@ TEST(EmbedLayerTest, WeightAndBiasGradientsMatchFiniteDifferences) {
   testing::GradientChecker(options).check(*layer, {&bottom}, {&top});
 }
 
-TEST(EmbedLayerTest, IndicesHaveNoGradient) {
+XTRAIN_DEVICE_TEST(EmbedLayerTest, IndicesHaveNoGradient) {
   Blob bottom({2});
   set_data(bottom, {0, 1});
   Blob top;
@@ -88,7 +89,7 @@ TEST(EmbedLayerTest, IndicesHaveNoGradient) {
                {"layer 'embed' (Embed)", "'words'", "no gradient", "propagate_down: false"});
 }
 
-TEST(EmbedLayerTest, BadIndicesNameTheValue) {
+XTRAIN_DEVICE_TEST(EmbedLayerTest, BadIndicesNameTheValue) {
   for (float bad : {4.0f, -1.0f, 1.5f}) {
     Blob bottom({2});
     set_data(bottom, {0, bad});

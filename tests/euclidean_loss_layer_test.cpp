@@ -3,6 +3,7 @@
 // weights, and the errors for mismatched bottoms.
 #include <gtest/gtest.h>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "loss_layer_test_helpers.hpp"
 
@@ -15,7 +16,7 @@ using testing::fill_uniform;
 using testing::fill_values;
 using testing::make_loss_layer;
 
-TEST(EuclideanLossLayer, ByHand) {
+XTRAIN_DEVICE_TEST(EuclideanLossLayer, ByHand) {
   // a - b = (1, 0, 2, 3): sum of squares 14, N = 2 -> loss 14 / 4 = 3.5;
   // dE/da = (a - b) / 2, dE/db = -(a - b) / 2.
   Blob a({2, 2}), b({2, 2}), loss;
@@ -36,7 +37,7 @@ TEST(EuclideanLossLayer, ByHand) {
   }
 }
 
-TEST(EuclideanLossLayer, LossWeightScalesLossAndGradient) {
+XTRAIN_DEVICE_TEST(EuclideanLossLayer, LossWeightScalesLossAndGradient) {
   Blob a({2, 2}), b({2, 2}), loss;
   fill_values(a, {1, 2, 3, 4});
   fill_values(b, {0, 2, 1, 1});
@@ -48,7 +49,7 @@ TEST(EuclideanLossLayer, LossWeightScalesLossAndGradient) {
   EXPECT_FLOAT_EQ(a.cpu_diff()[3], 3 * 1.5f);
 }
 
-TEST(EuclideanLossLayer, GradientsOfBothBottoms) {
+XTRAIN_DEVICE_TEST(EuclideanLossLayer, GradientsOfBothBottoms) {
   // Shapes differ but each sample holds 6 values.
   Blob a({3, 2, 3, 1}), b({3, 6}), loss;
   fill_uniform(a, -1, 1, 5);

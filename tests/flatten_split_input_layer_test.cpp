@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/error.hpp"
@@ -21,7 +22,7 @@ namespace {
 std::unique_ptr<Layer> make_layer(const std::string& text) {
   LayerParameter param;
   read_proto_from_text_string(text, &param);
-  return LayerRegistry::global().create(param);
+  return testing::create_layer(param);
 }
 
 std::string error_of(const std::function<void()>& action) {
@@ -45,7 +46,7 @@ struct FlattenCase {
   std::vector<int> expected_shape;
 };
 
-class FlattenShapeTest : public ::testing::TestWithParam<FlattenCase> {};
+class FlattenShapeTest : public testing::DeviceTestWithParam<FlattenCase> {};
 
 TEST_P(FlattenShapeTest, CollapsesTheAxisRangeAndSharesMemory) {
   Blob bottom({2, 3, 4, 5});
@@ -60,15 +61,15 @@ TEST_P(FlattenShapeTest, CollapsesTheAxisRangeAndSharesMemory) {
   EXPECT_EQ(top.cpu_diff(), bottom.cpu_diff());
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Axes, FlattenShapeTest,
+XTRAIN_INSTANTIATE_ON_DEVICES(
+    FlattenShapeTest,
     ::testing::Values(FlattenCase{"", {2, 60}}, FlattenCase{"flatten_param { axis: 0 }", {120}},
                       FlattenCase{"flatten_param { axis: 1 end_axis: 2 }", {2, 12, 5}},
                       FlattenCase{"flatten_param { axis: 2 }", {2, 3, 20}},
                       FlattenCase{"flatten_param { axis: -2 end_axis: -2 }", {2, 3, 4, 5}},
                       FlattenCase{"flatten_param { axis: 0 end_axis: 1 }", {6, 4, 5}}));
 
-TEST(FlattenLayerTest, FollowsTheBottomWhenItGrows) {
+XTRAIN_DEVICE_TEST(FlattenLayerTest, FollowsTheBottomWhenItGrows) {
   Blob bottom({2, 3});
   Blob top;
   auto layer = make_layer("name: 'flat' type: 'Flatten' flatten_param { axis: 0 }");
@@ -80,7 +81,7 @@ TEST(FlattenLayerTest, FollowsTheBottomWhenItGrows) {
   EXPECT_EQ(top.cpu_data(), bottom.cpu_data());
 }
 
-TEST(FlattenLayerTest, Gradient) {
+XTRAIN_DEVICE_TEST(FlattenLayerTest, Gradient) {
   Blob bottom({2, 3, 2});
   fill_uniform(bottom, 53);
   Blob top;
@@ -103,7 +104,7 @@ TEST(FlattenLayerTest, Errors) {
 
 // ------------------------------------------------------------------ Split
 
-TEST(SplitLayerTest, TopsShareTheBottomsData) {
+XTRAIN_DEVICE_TEST(SplitLayerTest, TopsShareTheBottomsData) {
   Blob bottom({2, 3, 4});
   fill_uniform(bottom, 54);
   Blob a, b, c;
@@ -116,7 +117,7 @@ TEST(SplitLayerTest, TopsShareTheBottomsData) {
   }
 }
 
-TEST(SplitLayerTest, BackwardSumsTheTopDiffs) {
+XTRAIN_DEVICE_TEST(SplitLayerTest, BackwardSumsTheTopDiffs) {
   Blob bottom({7});
   Blob a, b, c;
   auto layer = make_layer("name: 'split' type: 'Split'");
@@ -137,7 +138,7 @@ TEST(SplitLayerTest, BackwardSumsTheTopDiffs) {
   for (int i = 0; i < 7; ++i) EXPECT_FLOAT_EQ(bottom.cpu_diff()[i], 1.0f * i);
 }
 
-TEST(SplitLayerTest, Gradient) {
+XTRAIN_DEVICE_TEST(SplitLayerTest, Gradient) {
   Blob bottom({2, 3, 2});
   fill_uniform(bottom, 55);
   Blob a, b;
@@ -166,7 +167,7 @@ TEST(InputLayerTest, OneShapeForEveryTop) {
   EXPECT_EQ(b.shape(), (std::vector<int>{4, 3, 2}));
 }
 
-TEST(InputLayerTest, OneShapePerTopAndForwardLeavesDataAlone) {
+XTRAIN_DEVICE_TEST(InputLayerTest, OneShapePerTopAndForwardLeavesDataAlone) {
   Blob data, label;
   auto layer = make_layer(
       "name: 'in' type: 'Input' input_param { shape { dim: 2 dim: 1 dim: 5 dim: 5 } "

@@ -6,6 +6,11 @@
 // compared against the central difference (f(x + h) - f(x - h)) / 2h.
 // The layer is reseeded before every forward, so a layer with randomness
 // (Dropout) sees the same mask in all evaluations.
+//
+// On a GPU layer every read and write here goes through cpu_data() /
+// mutable_cpu_data(): a perturbation moves the blob's head to the host, so the
+// next forward_gpu uploads the perturbed values, and reading a top downloads
+// it (SyncedMemory's lazy copies). Slow, but the same check on every device.
 #pragma once
 
 #include <gtest/gtest.h>

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "loss_layer_test_helpers.hpp"
 
@@ -32,7 +33,7 @@ struct Fixture {
   BlobVec top() { return {&loss}; }
 };
 
-TEST(HingeLossLayer, L1ByHand) {
+XTRAIN_DEVICE_TEST(HingeLossLayer, L1ByHand) {
   // (0.5 + 0 + 1.2 + 2.5 + 1.3 + 1.4) / 2 = 3.45; the gradient is +-1/N where
   // the margin is positive, negative for the true class.
   Fixture f;
@@ -46,7 +47,7 @@ TEST(HingeLossLayer, L1ByHand) {
   for (int j = 0; j < 6; ++j) EXPECT_FLOAT_EQ(f.scores.cpu_diff()[j], expected[j]) << j;
 }
 
-TEST(HingeLossLayer, L2ByHand) {
+XTRAIN_DEVICE_TEST(HingeLossLayer, L2ByHand) {
   // (0.25 + 0 + 1.44 + 6.25 + 1.69 + 1.96) / 2 = 5.795; the gradient is
   // +-2 m / N = +-m, negative for the true class.
   Fixture f;
@@ -69,7 +70,7 @@ void fill_away_from_hinges(Blob& scores) {
   }
 }
 
-class HingeNormTest : public ::testing::TestWithParam<const char*> {};
+class HingeNormTest : public testing::DeviceTestWithParam<const char*> {};
 
 TEST_P(HingeNormTest, GradientMatchesFiniteDifferences) {
   Blob scores({4, 5, 1, 1}), labels({4}), loss;
@@ -82,11 +83,10 @@ TEST_P(HingeNormTest, GradientMatchesFiniteDifferences) {
   testing::GradientChecker(options).check(*layer, {&scores, &labels}, {&loss});
 }
 
-INSTANTIATE_TEST_SUITE_P(Norms, HingeNormTest,
-                         ::testing::Values("", "hinge_loss_param { norm: L1 }",
-                                           "hinge_loss_param { norm: L2 }"));
+XTRAIN_INSTANTIATE_ON_DEVICES(HingeNormTest, ::testing::Values("", "hinge_loss_param { norm: L1 }",
+                                                               "hinge_loss_param { norm: L2 }"));
 
-TEST(HingeLossLayer, UserErrors) {
+XTRAIN_DEVICE_TEST(HingeLossLayer, UserErrors) {
   Fixture f;
   f.labels.mutable_cpu_data()[1] = 3;
   auto layer = make_loss_layer("HingeLoss");

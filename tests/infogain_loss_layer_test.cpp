@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "loss_layer_test_helpers.hpp"
 
@@ -45,7 +46,7 @@ class MatrixFile {
   std::string path_;
 };
 
-TEST(InfogainLossLayer, ByHand) {
+XTRAIN_DEVICE_TEST(InfogainLossLayer, ByHand) {
   // One sample, scores (0, ln 3): p = (1/4, 3/4). H = [[1, 0.5], [0.2, 2]],
   // label 1:  loss = -(0.2 ln(1/4) + 2 ln(3/4)),
   //           dE/dx = p * (0.2 + 2) - H[1] = (0.55 - 0.2, 1.65 - 2) = (0.35, -0.35).
@@ -121,7 +122,7 @@ struct NormalizationCase {
   double (*normalizer)(int valid);
 };
 
-class InfogainNormalizationTest : public ::testing::TestWithParam<NormalizationCase> {};
+class InfogainNormalizationTest : public testing::DeviceTestWithParam<NormalizationCase> {};
 
 void PrintTo(const NormalizationCase& c, std::ostream* out) { *out << c.name; }
 
@@ -150,8 +151,8 @@ double valid_count(int valid) { return std::max(valid, 1); }
 double three(int) { return 3; }
 double one(int) { return 1; }
 
-INSTANTIATE_TEST_SUITE_P(
-    Modes, InfogainNormalizationTest,
+XTRAIN_INSTANTIATE_ON_DEVICES(
+    InfogainNormalizationTest,
     ::testing::Values(
         NormalizationCase{"DefaultIsValid", "", -100, valid_count},
         NormalizationCase{"ValidIgnoring", "loss_param { ignore_label: 1 }", 1, valid_count},
@@ -163,7 +164,7 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(info.param.name);
     });
 
-TEST(InfogainLossLayer, IdentityMatrixIsSoftmaxWithLoss) {
+XTRAIN_DEVICE_TEST(InfogainLossLayer, IdentityMatrixIsSoftmaxWithLoss) {
   Fixture f;
   std::vector<float> identity(kClasses * kClasses, 0.0f);
   for (int k = 0; k < kClasses; ++k) identity[k * kClasses + k] = 1;
@@ -186,7 +187,7 @@ TEST(InfogainLossLayer, IdentityMatrixIsSoftmaxWithLoss) {
   }
 }
 
-TEST(InfogainLossLayer, MatrixFromSourceFileEqualsMatrixBottom) {
+XTRAIN_DEVICE_TEST(InfogainLossLayer, MatrixFromSourceFileEqualsMatrixBottom) {
   MatrixFile file("source", {1, 1, kClasses, kClasses}, infogain_values());
   Fixture f;
   auto from_bottom = make_loss_layer("InfogainLoss");
@@ -223,7 +224,7 @@ TEST(InfogainLossLayer, MatrixFromSourceFileEqualsMatrixBottom) {
   testing::GradientChecker(options).check(*single_top, bottom, {&single_loss});
 }
 
-TEST(InfogainLossLayer, ClassesOnAnotherAxis) {
+XTRAIN_DEVICE_TEST(InfogainLossLayer, ClassesOnAnotherAxis) {
   // Scores 2 x 3 x K=4 with infogain_loss_param.axis 2: six positions.
   Blob scores({2, 3, kClasses}), labels({2, 3}), infogain({kClasses, kClasses}), loss;
   fill_uniform(scores, -2, 2, 43);
@@ -284,7 +285,7 @@ TEST(InfogainLossLayer, MatrixErrorsNameTheFileAndShapes) {
       << bottom_error;
 }
 
-TEST(InfogainLossLayer, OtherUserErrors) {
+XTRAIN_DEVICE_TEST(InfogainLossLayer, OtherUserErrors) {
   Fixture f;
   auto legacy = make_loss_layer("InfogainLoss", "loss_param { normalize: true }");
   EXPECT_TRUE(contains(error_of([&] { legacy->setup(f.bottom(), f.top()); }),

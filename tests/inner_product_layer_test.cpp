@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -75,7 +76,7 @@ class InnerProductTest : public ::testing::Test {
   std::unique_ptr<Layer> make(const LayerParameter& param, const std::vector<int>& input_shape) {
     input_.reshape(input_shape);
     fill_random(input_, 3);
-    auto layer = LayerRegistry::global().create(param);
+    auto layer = testing::create_layer(param);
     layer->setup({&input_}, {&output_});
     return layer;
   }
@@ -102,21 +103,21 @@ class InnerProductTest : public ::testing::Test {
   Blob output_;
 };
 
-TEST_F(InnerProductTest, ForwardFlattensFromAxisOne) {
+XTRAIN_DEVICE_TEST_F(InnerProductTest, ForwardFlattensFromAxisOne) {
   check_forward(ip_param(5), {2, 3, 2, 2}, {2, 5}, {5, 12});
 }
 
-TEST_F(InnerProductTest, ForwardTransposed) {
+XTRAIN_DEVICE_TEST_F(InnerProductTest, ForwardTransposed) {
   check_forward(ip_param(4, 1, true), {3, 6}, {3, 4}, {6, 4});
 }
 
-TEST_F(InnerProductTest, ForwardOtherAxesAndNoBias) {
+XTRAIN_DEVICE_TEST_F(InnerProductTest, ForwardOtherAxesAndNoBias) {
   check_forward(ip_param(3, 2), {2, 3, 4}, {2, 3, 3}, {3, 4});
   check_forward(ip_param(3, -1, false, false), {2, 3, 4}, {2, 3, 3}, {3, 4});
   check_forward(ip_param(2, 0, true), {2, 3}, {2}, {6, 2});
 }
 
-TEST_F(InnerProductTest, HandComputed) {
+XTRAIN_DEVICE_TEST_F(InnerProductTest, HandComputed) {
   LayerParameter param = ip_param(2);
   Blob weights({2, 3});
   const float w[] = {1, 2, 3, -1, 0, 1};
@@ -134,22 +135,22 @@ TEST_F(InnerProductTest, HandComputed) {
             (std::vector<float>{6.5f, -1.0f, -0.5f, -4.0f}));
 }
 
-TEST_F(InnerProductTest, Gradient) {
+XTRAIN_DEVICE_TEST_F(InnerProductTest, Gradient) {
   auto layer = make(ip_param(3), {2, 2, 2, 2});
   testing::GradientChecker().check(*layer, {&input_}, {&output_});
 }
 
-TEST_F(InnerProductTest, GradientTransposed) {
+XTRAIN_DEVICE_TEST_F(InnerProductTest, GradientTransposed) {
   auto layer = make(ip_param(3, 1, true), {3, 4});
   testing::GradientChecker().check(*layer, {&input_}, {&output_});
 }
 
-TEST_F(InnerProductTest, GradientAxisTwoWithoutBias) {
+XTRAIN_DEVICE_TEST_F(InnerProductTest, GradientAxisTwoWithoutBias) {
   auto layer = make(ip_param(2, 2, false, false), {2, 2, 3});
   testing::GradientChecker().check(*layer, {&input_}, {&output_});
 }
 
-TEST_F(InnerProductTest, ParamGradientsAccumulate) {
+XTRAIN_DEVICE_TEST_F(InnerProductTest, ParamGradientsAccumulate) {
   auto layer = make(ip_param(3), {2, 4});
   layer->forward({&input_}, {&output_});
   fill_random(output_, 5);
@@ -169,7 +170,7 @@ TEST_F(InnerProductTest, ParamGradientsAccumulate) {
   for (int i = 0; i < 8; ++i) EXPECT_FLOAT_EQ(input_.cpu_diff()[i], input_once[i]);
 }
 
-TEST_F(InnerProductTest, ReshapeKeepsKAndFollowsTheBatch) {
+XTRAIN_DEVICE_TEST_F(InnerProductTest, ReshapeKeepsKAndFollowsTheBatch) {
   auto layer = make(ip_param(3), {2, 3, 2});
   input_.reshape({5, 6});
   fill_random(input_, 9);
@@ -182,7 +183,7 @@ TEST_F(InnerProductTest, ReshapeKeepsKAndFollowsTheBatch) {
   }
 }
 
-TEST_F(InnerProductTest, RejectsAChangedInputSize) {
+XTRAIN_DEVICE_TEST_F(InnerProductTest, RejectsAChangedInputSize) {
   auto layer = make(ip_param(3), {2, 3, 2});
   input_.reshape({2, 7});
   expect_error([&] { layer->forward({&input_}, {&output_}); },
@@ -214,7 +215,7 @@ TEST_F(InnerProductTest, RejectsBadParameters) {
   expect_error([&] { make(ip_param(0), {2, 3}); }, {"layer 'fc' (InnerProduct)", "num_output"});
   expect_error([&] { make(ip_param(2, 3), {2, 3}); }, {"axis 3", "2 3"});
   Blob second;
-  auto layer = LayerRegistry::global().create(ip_param(2));
+  auto layer = testing::create_layer(ip_param(2));
   expect_error(
       [&] {
         layer->setup({&input_, &second}, {&output_});

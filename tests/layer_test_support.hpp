@@ -1,5 +1,6 @@
-// Helpers shared by the layer tests: a layer from a prototxt snippet, blobs
-// with deterministic contents, element-wise comparisons, and checks that a
+// Helpers shared by the layer tests: a layer from a prototxt snippet (on the
+// test's current device, see device_test_support.hpp), blobs with
+// deterministic contents, element-wise comparisons, and checks that a
 // call throws xtrain::Error with a message that tells the user enough.
 #pragma once
 
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
@@ -31,9 +33,10 @@ inline LayerParameter layer_param_from(const std::string& prototxt, Phase phase 
   return param;
 }
 
-// make_layer("name: 'p' type: 'Power' power_param { power: 2 }")
+// make_layer("name: 'p' type: 'Power' power_param { power: 2 }"), on
+// current_device().
 inline std::unique_ptr<Layer> make_layer(const std::string& prototxt, Phase phase = TRAIN) {
-  return LayerRegistry::global().create(layer_param_from(prototxt, phase));
+  return create_layer(layer_param_from(prototxt, phase));
 }
 
 // Values from U(low, high), the same for the same seed.

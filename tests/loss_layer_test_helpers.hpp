@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -18,12 +19,13 @@
 
 namespace xtrain::testing {
 
-// A layer named 'loss' of `type`; `extra` is spliced into its prototxt.
+// A layer named 'loss' of `type` on current_device(); `extra` is spliced into
+// its prototxt.
 inline std::unique_ptr<Layer> make_loss_layer(const std::string& type,
                                               const std::string& extra = "") {
   LayerParameter param;
   read_proto_from_text_string("name: 'loss' type: '" + type + "' " + extra, &param);
-  return LayerRegistry::global().create(param);
+  return create_layer(param);
 }
 
 inline void fill_uniform(Blob& blob, float low, float high, std::uint64_t seed) {

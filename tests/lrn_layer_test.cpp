@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "layer_test_support.hpp"
 
@@ -87,7 +88,7 @@ class LRNTest : public ::testing::Test {
   Blob output_;
 };
 
-TEST_F(LRNTest, AcrossChannelsByHand) {
+XTRAIN_DEVICE_TEST_F(LRNTest, AcrossChannelsByHand) {
   // One pixel, channels 1, 2, 3; n = 3, alpha = 3, beta = 1, k = 1:
   //   c0: 1 + 3/3 * (1 + 4)     = 6   -> 1/6
   //   c1: 1 + 3/3 * (1 + 4 + 9) = 15  -> 2/15
@@ -103,7 +104,7 @@ TEST_F(LRNTest, AcrossChannelsByHand) {
   EXPECT_FLOAT_EQ(output_.cpu_data()[2], 3.0f / 14);
 }
 
-TEST_F(LRNTest, WithinChannelByHandIgnoresK) {
+XTRAIN_DEVICE_TEST_F(LRNTest, WithinChannelByHandIgnoresK) {
   // A 2x2 plane: every 3x3 window (clipped) holds all four values, sum of
   // squares 30; scale = 1 + 9 * 30 / 9 = 31 (k plays no part, as in Caffe).
   input_.reshape({1, 1, 2, 2});
@@ -116,18 +117,18 @@ TEST_F(LRNTest, WithinChannelByHandIgnoresK) {
   for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(output_.cpu_data()[i], (i + 1) / 31.0f);
 }
 
-TEST_F(LRNTest, AcrossChannelsMatchesReference) {
+XTRAIN_DEVICE_TEST_F(LRNTest, AcrossChannelsMatchesReference) {
   check_forward({}, {2, 7, 3, 4});  // AlexNet's settings, more channels than n
   check_forward({3, 0.5f, 0.6f, 2.0f, true}, {2, 2, 3, 3});   // fewer channels than n, other beta
   check_forward({1, 2.0f, 0.75f, 1.0f, true}, {1, 3, 3, 3});  // n = 1, count not a multiple of 4
 }
 
-TEST_F(LRNTest, WithinChannelMatchesReference) {
+XTRAIN_DEVICE_TEST_F(LRNTest, WithinChannelMatchesReference) {
   check_forward({3, 1.0f, 0.75f, 1.0f, false}, {2, 2, 5, 4});
   check_forward({5, 2.0f, 0.5f, 1.0f, false}, {1, 2, 3, 7});  // window wider than the plane
 }
 
-TEST_F(LRNTest, ReshapesWithTheInput) {
+XTRAIN_DEVICE_TEST_F(LRNTest, ReshapesWithTheInput) {
   const LrnSettings settings;
   input_.reshape({1, 3, 2, 2});
   auto layer = make_layer(lrn_text(settings));
@@ -138,7 +139,7 @@ TEST_F(LRNTest, ReshapesWithTheInput) {
   testing::expect_near_all(data_of(output_), reference_lrn(input_, settings), 1e-5f);
 }
 
-TEST_F(LRNTest, GradientAcrossChannels) {
+XTRAIN_DEVICE_TEST_F(LRNTest, GradientAcrossChannels) {
   input_.reshape({2, 7, 3, 3});
   fill_uniform(input_, 3);
   auto layer = make_layer(lrn_text({}));
@@ -146,7 +147,7 @@ TEST_F(LRNTest, GradientAcrossChannels) {
   testing::GradientChecker().check(*layer, {&input_}, {&output_});
 }
 
-TEST_F(LRNTest, GradientAcrossChannelsOtherBetaAndK) {
+XTRAIN_DEVICE_TEST_F(LRNTest, GradientAcrossChannelsOtherBetaAndK) {
   input_.reshape({1, 4, 2, 3});
   fill_uniform(input_, 4);
   auto layer = make_layer(lrn_text({3, 2.0f, 0.6f, 1.5f, true}));
@@ -154,7 +155,7 @@ TEST_F(LRNTest, GradientAcrossChannelsOtherBetaAndK) {
   testing::GradientChecker().check(*layer, {&input_}, {&output_});
 }
 
-TEST_F(LRNTest, GradientWithinChannel) {
+XTRAIN_DEVICE_TEST_F(LRNTest, GradientWithinChannel) {
   input_.reshape({2, 2, 4, 5});
   fill_uniform(input_, 6);
   auto layer = make_layer(lrn_text({3, 2.0f, 0.75f, 1.0f, false}));

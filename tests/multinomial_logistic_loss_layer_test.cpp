@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "loss_layer_test_helpers.hpp"
 
@@ -16,7 +17,7 @@ using testing::fill_uniform;
 using testing::fill_values;
 using testing::make_loss_layer;
 
-TEST(MultinomialLogisticLossLayer, ByHand) {
+XTRAIN_DEVICE_TEST(MultinomialLogisticLossLayer, ByHand) {
   // p[label] = 0.8, 0.5, 0.1: loss = -(ln 0.8 + ln 0.5 + ln 0.1) / 3;
   // dE/dp[label] = -1 / (3 p[label]), 0 elsewhere.
   Blob p({3, 2}), labels({3, 1, 1, 1}), loss;
@@ -32,7 +33,7 @@ TEST(MultinomialLogisticLossLayer, ByHand) {
   for (int j = 0; j < 6; ++j) EXPECT_NEAR(p.cpu_diff()[j], expected[j], 1e-5) << j;
 }
 
-TEST(MultinomialLogisticLossLayer, ZeroProbabilityIsClampedTo1e20) {
+XTRAIN_DEVICE_TEST(MultinomialLogisticLossLayer, ZeroProbabilityIsClampedTo1e20) {
   Blob p({1, 2}), labels({1}), loss;
   fill_values(p, {1, 0});
   fill_values(labels, {1});
@@ -44,7 +45,7 @@ TEST(MultinomialLogisticLossLayer, ZeroProbabilityIsClampedTo1e20) {
   EXPECT_FLOAT_EQ(p.cpu_diff()[1], -1e20f);
 }
 
-TEST(MultinomialLogisticLossLayer, GradientMatchesFiniteDifferences) {
+XTRAIN_DEVICE_TEST(MultinomialLogisticLossLayer, GradientMatchesFiniteDifferences) {
   Blob p({4, 5}), labels({4}), loss;
   fill_uniform(p, 0.2f, 1.0f, 61);
   fill_values(labels, {4, 0, 2, 2});
@@ -56,7 +57,7 @@ TEST(MultinomialLogisticLossLayer, GradientMatchesFiniteDifferences) {
   testing::GradientChecker(options).check(*layer, {&p, &labels}, {&loss});
 }
 
-TEST(MultinomialLogisticLossLayer, UserErrors) {
+XTRAIN_DEVICE_TEST(MultinomialLogisticLossLayer, UserErrors) {
   Blob p({2, 3}), labels({2}), wide_labels({2, 2}), loss;
   fill_uniform(p, 0.1f, 1.0f, 62);
   fill_values(labels, {1, -1});

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "layer_test_support.hpp"
 
@@ -50,7 +51,7 @@ std::vector<double> naive_mvn(const Blob& input, const MVNCase& c, double eps) {
   return out;
 }
 
-class MVNLayerTest : public ::testing::TestWithParam<MVNCase> {};
+class MVNLayerTest : public testing::DeviceTestWithParam<MVNCase> {};
 
 TEST_P(MVNLayerTest, ForwardMatchesANaiveNormalisation) {
   Blob bottom({2, 3, 4, 5});
@@ -105,16 +106,17 @@ TEST_P(MVNLayerTest, InPlaceGivesTheSameResults) {
   EXPECT_EQ(diff_of(shared), diff_of(bottom));
 }
 
-INSTANTIATE_TEST_SUITE_P(Flags, MVNLayerTest,
-                         ::testing::Values(MVNCase{true, false}, MVNCase{true, true},
-                                           MVNCase{false, false}, MVNCase{false, true}),
-                         [](const ::testing::TestParamInfo<MVNCase>& info) {
-                           return std::string(info.param.normalize_variance ? "Variance"
-                                                                            : "MeanOnly") +
-                                  (info.param.across_channels ? "AcrossChannels" : "PerChannel");
-                         });
+XTRAIN_INSTANTIATE_ON_DEVICES(MVNLayerTest,
+                              ::testing::Values(MVNCase{true, false}, MVNCase{true, true},
+                                                MVNCase{false, false}, MVNCase{false, true}),
+                              [](const ::testing::TestParamInfo<MVNCase>& info) {
+                                return std::string(info.param.normalize_variance ? "Variance"
+                                                                                 : "MeanOnly") +
+                                       (info.param.across_channels ? "AcrossChannels"
+                                                                   : "PerChannel");
+                              });
 
-TEST(MVNLayerTest2, EpsIsAddedToTheStandardDeviation) {
+XTRAIN_DEVICE_TEST(MVNLayerTest2, EpsIsAddedToTheStandardDeviation) {
   // One group {0, 2}: mean 1, std 1; with eps 1 the divisor is 2 (not sqrt(2)).
   Blob bottom({1, 1, 2});
   set_data(bottom, {0, 2});

@@ -1,11 +1,13 @@
 // Building and running nets: in-place layers, parameter sharing, loss
 // weights, force_backward, propagate_down, lr_mult, deprecated inputs.
+#include "xtrain/net.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
+#include "device_test_support.hpp"
 #include "xtrain/error.hpp"
-#include "xtrain/net.hpp"
 #include "xtrain/proto_io.hpp"
 
 namespace xtrain {
@@ -19,8 +21,7 @@ NetParameter parse_net(const std::string& text, Phase phase = TRAIN) {
 }
 
 NetOptions quiet(std::uint64_t seed = 7) {
-  NetOptions options;
-  options.verbose = false;
+  NetOptions options = testing::net_options();
   options.random_seed = seed;
   return options;
 }
@@ -50,7 +51,7 @@ std::string loss_layer(const std::string& name, const std::string& bottom, const
          "\" bottom: \"label\" top: \"" + name + "\" " + extra + " }\n";
 }
 
-TEST(Net, InPlaceLayerWritesIntoItsBottom) {
+XTRAIN_DEVICE_TEST(Net, InPlaceLayerWritesIntoItsBottom) {
   Net net(parse_net(std::string(kInputs) + ip_layer("ip", "x") +
                     "layer { name: \"relu\" type: \"ReLU\" bottom: \"ip\" top: \"ip\" }\n" +
                     loss_layer("loss", "ip")),
@@ -65,7 +66,7 @@ TEST(Net, InPlaceLayerWritesIntoItsBottom) {
   }
 }
 
-TEST(Net, InputLayerTopsAreTheNetsInputs) {
+XTRAIN_DEVICE_TEST(Net, InputLayerTopsAreTheNetsInputs) {
   Net net(parse_net(std::string(kInputs) + ip_layer("ip", "x") + loss_layer("loss", "ip")),
           quiet());
   ASSERT_EQ(net.input_blobs().size(), 2u);
@@ -84,7 +85,7 @@ TEST(Net, TopReusingAnotherLayersNameIsAnError) {
   }
 }
 
-TEST(Net, FanOutInsertsSplitAndSumsGradients) {
+XTRAIN_DEVICE_TEST(Net, FanOutInsertsSplitAndSumsGradients) {
   Net net(parse_net(std::string(kInputs) + ip_layer("a", "x") + ip_layer("b", "x") +
                     loss_layer("loss_a", "a") + loss_layer("loss_b", "b") +
                     "force_backward: true\n"),
@@ -110,7 +111,7 @@ TEST(Net, FanOutInsertsSplitAndSumsGradients) {
   }
 }
 
-TEST(Net, SharedParametersAreOneBlobWhoseGradientIsTheSum) {
+XTRAIN_DEVICE_TEST(Net, SharedParametersAreOneBlobWhoseGradientIsTheSum) {
   const std::string shared = "param { name: \"w\" } param { name: \"bias\" }";
   Net net(parse_net(std::string(kInputs) + ip_layer("a", "x", shared) + ip_layer("b", "x", shared) +
                     loss_layer("loss_a", "a") + loss_layer("loss_b", "b")),
@@ -153,7 +154,7 @@ TEST(Net, SharedParametersWithDifferentShapesAreAnError) {
   }
 }
 
-TEST(Net, LossWeightScalesTheLoss) {
+XTRAIN_DEVICE_TEST(Net, LossWeightScalesTheLoss) {
   Net plain(parse_net(std::string(kInputs) + ip_layer("ip", "x") + loss_layer("loss", "ip")), quiet());
   Net weighted(parse_net(std::string(kInputs) + ip_layer("ip", "x") + loss_layer("loss", "ip", "loss_weight: 2.5")),
                quiet());
@@ -172,7 +173,7 @@ TEST(Net, LossWeightScalesTheLoss) {
   for (std::size_t i = 0; i < g1.count(); ++i) EXPECT_NEAR(g2.cpu_diff()[i], 2.5f * g1.cpu_diff()[i], 1e-5f);
 }
 
-TEST(Net, BackwardNeedsFollowLossesLrMultForceBackwardAndPropagateDown) {
+XTRAIN_DEVICE_TEST(Net, BackwardNeedsFollowLossesLrMultForceBackwardAndPropagateDown) {
   const std::string body = ip_layer("ip1", "x") + ip_layer("ip2", "ip1") + loss_layer("loss", "ip2");
   Net plain(parse_net(std::string(kInputs) + body), quiet());
   EXPECT_FALSE(plain.layer_needs_backward(0));  // Input
@@ -199,7 +200,7 @@ TEST(Net, BackwardNeedsFollowLossesLrMultForceBackwardAndPropagateDown) {
   EXPECT_FALSE(stopped.layer_needs_backward(1));  // nothing reaches ip1 any more
 }
 
-TEST(Net, DeprecatedInputFieldsBecomeAnInputLayer) {
+XTRAIN_DEVICE_TEST(Net, DeprecatedInputFieldsBecomeAnInputLayer) {
   Net net(parse_net("input: \"data\" input_dim: 2 input_dim: 3 input_dim: 4 input_dim: 5\n"
                     "layer { name: \"relu\" type: \"ReLU\" bottom: \"data\" top: \"out\" }\n"),
           quiet());
@@ -223,7 +224,7 @@ TEST(Net, SameSeedSameWeightsOtherSeedOtherWeights) {
   EXPECT_FALSE(all_equal_c);
 }
 
-TEST(Net, WeightsRoundTripThroughAProto) {
+XTRAIN_DEVICE_TEST(Net, WeightsRoundTripThroughAProto) {
   const NetParameter param = parse_net(std::string(kInputs) + ip_layer("ip", "x") + loss_layer("loss", "ip"));
   Net source(param, quiet(1));
   Net target(param, quiet(2));
@@ -241,7 +242,7 @@ TEST(Net, WeightsRoundTripThroughAProto) {
   }
 }
 
-TEST(Net, CopyingWeightsOfAnotherShapeNamesLayerAndShapes) {
+XTRAIN_DEVICE_TEST(Net, CopyingWeightsOfAnotherShapeNamesLayerAndShapes) {
   Net source(parse_net(std::string(kInputs) + ip_layer("ip", "x")), quiet());
   NetParameter trained;
   source.to_proto(&trained);

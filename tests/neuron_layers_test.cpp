@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "layer_test_support.hpp"
 
@@ -49,7 +50,7 @@ double elu_one(double x) { return x > 0 ? x : std::exp(x) - 1; }
 double elu_half(double x) { return x > 0 ? x : 0.5 * (std::exp(x) - 1); }
 double elu_minus(double x) { return x > 0 ? x : -0.5 * (std::exp(x) - 1); }
 
-class NeuronLayerTest : public ::testing::TestWithParam<NeuronCase> {};
+class NeuronLayerTest : public testing::DeviceTestWithParam<NeuronCase> {};
 
 TEST_P(NeuronLayerTest, ForwardMatchesTheFormula) {
   const NeuronCase& c = GetParam();
@@ -123,8 +124,8 @@ TEST_P(NeuronLayerTest, NoPropagateDownLeavesTheBottomDiffAlone) {
   EXPECT_EQ(diff_of(bottom), std::vector<float>(4, 42.0f));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Layers, NeuronLayerTest,
+XTRAIN_INSTANTIATE_ON_DEVICES(
+    NeuronLayerTest,
     ::testing::Values(
         NeuronCase{"AbsVal", "name: 'abs' type: 'AbsVal'", absval, -3, 3, true, false},
         NeuronCase{"PowerSquare",
@@ -173,13 +174,13 @@ std::pair<std::vector<float>, std::vector<float>> run(const std::string& prototx
   return {data_of(top), diff_of(bottom)};
 }
 
-TEST(AbsValLayerTest, HandComputedValuesWithZeroGradientAtZero) {
+XTRAIN_DEVICE_TEST(AbsValLayerTest, HandComputedValuesWithZeroGradientAtZero) {
   const auto [y, dx] = run("name: 'a' type: 'AbsVal'", {-2, 0, 3}, {5, 5, 5});
   EXPECT_EQ(y, (std::vector<float>{2, 0, 3}));
   EXPECT_EQ(dx, (std::vector<float>{-5, 0, 5}));
 }
 
-TEST(PowerLayerTest, HandComputedSquare) {
+XTRAIN_DEVICE_TEST(PowerLayerTest, HandComputedSquare) {
   // y = (0.5 x + 1)^2, dy/dx = 2 * 0.5 * (0.5 x + 1)
   const auto [y, dx] = run("name: 'p' type: 'Power' power_param { power: 2 scale: 0.5 shift: 1 }",
                            {-1, 0, 2}, {1, 1, 2});
@@ -187,7 +188,7 @@ TEST(PowerLayerTest, HandComputedSquare) {
   EXPECT_EQ(dx, (std::vector<float>{0.5f, 1, 4}));
 }
 
-TEST(PowerLayerTest, PowerZeroIsOneWithZeroGradientEvenForInfinities) {
+XTRAIN_DEVICE_TEST(PowerLayerTest, PowerZeroIsOneWithZeroGradientEvenForInfinities) {
   const float inf = std::numeric_limits<float>::infinity();
   const auto [y, dx] = run("name: 'p' type: 'Power' power_param { power: 0 scale: 2 shift: 1 }",
                            {-inf, 0, 7}, {inf, 1, 1});
@@ -196,14 +197,14 @@ TEST(PowerLayerTest, PowerZeroIsOneWithZeroGradientEvenForInfinities) {
   EXPECT_EQ(dx, (std::vector<float>{0, 0, 0}));
 }
 
-TEST(PowerLayerTest, ScaleZeroIsShiftToThePower) {
+XTRAIN_DEVICE_TEST(PowerLayerTest, ScaleZeroIsShiftToThePower) {
   const auto [y, dx] = run("name: 'p' type: 'Power' power_param { power: 3 scale: 0 shift: 2 }",
                            {-5, 0, 5}, {1, 1, 1});
   EXPECT_EQ(y, (std::vector<float>{8, 8, 8}));
   EXPECT_EQ(dx, (std::vector<float>{0, 0, 0}));
 }
 
-TEST(PowerLayerTest, NoShiftGradientComesFromTheOutputAsInCaffe) {
+XTRAIN_DEVICE_TEST(PowerLayerTest, NoShiftGradientComesFromTheOutputAsInCaffe) {
   // p y / x: at x = 0 that is 0/0, NaN, where the true derivative of x^3 is 0.
   const auto [y, dx] = run("name: 'p' type: 'Power' power_param { power: 3 }", {0, 2}, {1, 1});
   EXPECT_EQ(y, (std::vector<float>{0, 8}));
@@ -211,7 +212,7 @@ TEST(PowerLayerTest, NoShiftGradientComesFromTheOutputAsInCaffe) {
   EXPECT_FLOAT_EQ(dx[1], 12.0f);
 }
 
-TEST(ExpLayerTest, HandComputedBaseTwo) {
+XTRAIN_DEVICE_TEST(ExpLayerTest, HandComputedBaseTwo) {
   // y = 2^(3x + 1), dy/dx = 3 ln 2 y
   const auto [y, dx] =
       run("name: 'e' type: 'Exp' exp_param { base: 2 scale: 3 shift: 1 }", {0, 1}, {1, 2});
@@ -221,7 +222,7 @@ TEST(ExpLayerTest, HandComputedBaseTwo) {
   EXPECT_FLOAT_EQ(dx[1], 3 * std::log(2.0f) * 16 * 2);
 }
 
-TEST(LogLayerTest, HandComputedBaseTwo) {
+XTRAIN_DEVICE_TEST(LogLayerTest, HandComputedBaseTwo) {
   // y = log2(x), dy/dx = 1 / (x ln 2)
   const auto [y, dx] = run("name: 'l' type: 'Log' log_param { base: 2 }", {1, 8}, {1, 3});
   EXPECT_FLOAT_EQ(y[0], 0.0f);
@@ -242,7 +243,7 @@ TEST(ExpLogLayerTest, BadBasesAreRefused) {
   }
 }
 
-TEST(BNLLLayerTest, StableForLargeInputs) {
+XTRAIN_DEVICE_TEST(BNLLLayerTest, StableForLargeInputs) {
   const auto [y, dx] = run("name: 'b' type: 'BNLL'", {-100, 0, 100}, {1, 1, 1});
   EXPECT_NEAR(y[0], 0.0f, 1e-30f);
   EXPECT_FLOAT_EQ(y[1], std::log(2.0f));
@@ -252,7 +253,7 @@ TEST(BNLLLayerTest, StableForLargeInputs) {
   EXPECT_FLOAT_EQ(dx[2], 1.0f);
 }
 
-TEST(ELULayerTest, HandComputedValues) {
+XTRAIN_DEVICE_TEST(ELULayerTest, HandComputedValues) {
   // alpha 2: y = 2 (e^x - 1) for x <= 0, dy/dx = y + 2 there
   const auto [y, dx] =
       run("name: 'e' type: 'ELU' elu_param { alpha: 2 }", {-1, 0, 1.5f}, {1, 1, 1});
@@ -264,7 +265,7 @@ TEST(ELULayerTest, HandComputedValues) {
   EXPECT_FLOAT_EQ(dx[2], 1.0f);
 }
 
-TEST(ThresholdLayerTest, StepsAboveTheThreshold) {
+XTRAIN_DEVICE_TEST(ThresholdLayerTest, StepsAboveTheThreshold) {
   Blob bottom({5});
   Blob top;
   set_data(bottom, {-1, 0.2f, 0.5f, 0.50001f, 3});
@@ -274,7 +275,7 @@ TEST(ThresholdLayerTest, StepsAboveTheThreshold) {
   EXPECT_EQ(data_of(top), (std::vector<float>{0, 0, 0, 1, 1}));
 }
 
-TEST(ThresholdLayerTest, WorksInPlace) {
+XTRAIN_DEVICE_TEST(ThresholdLayerTest, WorksInPlace) {
   Blob blob({3});
   set_data(blob, {-1, 0, 2});
   auto layer = make_layer("name: 't' type: 'Threshold'");
@@ -283,7 +284,7 @@ TEST(ThresholdLayerTest, WorksInPlace) {
   EXPECT_EQ(data_of(blob), (std::vector<float>{0, 0, 1}));
 }
 
-TEST(ThresholdLayerTest, HasNoGradient) {
+XTRAIN_DEVICE_TEST(ThresholdLayerTest, HasNoGradient) {
   Blob bottom({2, 3});
   Blob top;
   auto layer = make_layer("name: 'thr' type: 'Threshold' bottom: 'scores'");

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -145,7 +146,7 @@ class PoolingTest : public ::testing::Test {
                               bool with_mask = false) {
     input_.reshape(input_shape);
     fill_distinct(input_, 3);
-    auto layer = LayerRegistry::global().create(param);
+    auto layer = testing::create_layer(param);
     layer->setup({&input_}, tops(with_mask));
     return layer;
   }
@@ -223,7 +224,7 @@ TEST_F(PoolingTest, CaffeCeilModeShapes) {
             (std::vector<int>{1, 2, 7, 7}));
 }
 
-TEST_F(PoolingTest, MaxHandComputed) {
+XTRAIN_DEVICE_TEST_F(PoolingTest, MaxHandComputed) {
   auto layer = make(pool_param(square(true, 2, 1)), {1, 1, 3, 3}, true);
   const float values[] = {1, 5, 2,  //
                           4, 3, 9,  //
@@ -236,7 +237,7 @@ TEST_F(PoolingTest, MaxHandComputed) {
             (std::vector<float>{1, 5, 7, 5}));
 }
 
-TEST_F(PoolingTest, AverageHandComputedWithPadding) {
+XTRAIN_DEVICE_TEST_F(PoolingTest, AverageHandComputedWithPadding) {
   // Caffe's classic case: 3x3 of 2s, kernel 3, stride 1, pad 1. Each window
   // divides by 9 (padding counts), so corners give 8/9 and edges 12/9.
   auto layer = make(pool_param(square(false, 3, 1, 1)), {1, 1, 3, 3});
@@ -247,7 +248,7 @@ TEST_F(PoolingTest, AverageHandComputedWithPadding) {
   for (int i = 0; i < 9; ++i) EXPECT_NEAR(output_.cpu_data()[i], expected[i], 1e-6f) << i;
 }
 
-TEST_F(PoolingTest, AverageDivisorStopsAtThePadding) {
+XTRAIN_DEVICE_TEST_F(PoolingTest, AverageDivisorStopsAtThePadding) {
   // Width 4, kernel 3, stride 2, pad 1: windows start at -1, 1, 3. The last
   // one would reach 6 but is clipped to in + pad = 5, so it divides by 2.
   PoolSpec s;
@@ -267,7 +268,7 @@ TEST_F(PoolingTest, AverageDivisorStopsAtThePadding) {
   EXPECT_FLOAT_EQ(output_.cpu_data()[2], 4 / 2.0f);
 }
 
-TEST_F(PoolingTest, ForwardMatchesReference) {
+XTRAIN_DEVICE_TEST_F(PoolingTest, ForwardMatchesReference) {
   const std::vector<std::vector<int>> inputs = {{2, 3, 6, 6}, {1, 2, 7, 5}, {1, 1, 5, 8}};
   std::vector<PoolSpec> specs = {square(true, 3, 2), square(true, 2, 2, 1), square(true, 3, 1, 2),
                                  square(true, 3, 3, 1)};
@@ -290,7 +291,7 @@ TEST_F(PoolingTest, ForwardMatchesReference) {
   }
 }
 
-TEST_F(PoolingTest, GlobalPooling) {
+XTRAIN_DEVICE_TEST_F(PoolingTest, GlobalPooling) {
   auto layer = make(parse_layer(R"(name: "gp" type: "Pooling"
       pooling_param { pool: AVE global_pooling: true })"),
                     {2, 3, 4, 5});
@@ -309,12 +310,12 @@ TEST_F(PoolingTest, GlobalPooling) {
   EXPECT_NEAR(output_.cpu_data()[0], (x[0] + x[1] + x[2] + x[3]) / 4, 1e-5);
 }
 
-TEST_F(PoolingTest, GradientMax) {
+XTRAIN_DEVICE_TEST_F(PoolingTest, GradientMax) {
   auto layer = make(pool_param(square(true, 3, 2, 1)), {2, 2, 5, 6});
   testing::GradientChecker().check(*layer, {&input_}, {&output_});
 }
 
-TEST_F(PoolingTest, GradientMaxWithMaskTop) {
+XTRAIN_DEVICE_TEST_F(PoolingTest, GradientMaxWithMaskTop) {
   PoolSpec s;
   s.kernel_h = 2;
   s.kernel_w = 3;
@@ -324,7 +325,7 @@ TEST_F(PoolingTest, GradientMaxWithMaskTop) {
   testing::GradientChecker().check(*layer, {&input_}, {&output_, &mask_});
 }
 
-TEST_F(PoolingTest, GradientAverage) {
+XTRAIN_DEVICE_TEST_F(PoolingTest, GradientAverage) {
   auto layer = make(pool_param(square(false, 3, 2, 1)), {2, 2, 6, 5});
   testing::GradientChecker().check(*layer, {&input_}, {&output_});
   auto global = make(parse_layer(R"(name: "gp" type: "Pooling"
@@ -333,7 +334,7 @@ TEST_F(PoolingTest, GradientAverage) {
   testing::GradientChecker().check(*global, {&input_}, {&output_});
 }
 
-TEST_F(PoolingTest, UnpaddedWindowPastTheInputIsEmptyAsInCaffe) {
+XTRAIN_DEVICE_TEST_F(PoolingTest, UnpaddedWindowPastTheInputIsEmptyAsInCaffe) {
   // Width 5, kernel 1, stride 3, no padding: ceil(4/3) + 1 = 3 windows, the
   // last starting at 6, past the input. Caffe keeps it and outputs -FLT_MAX.
   PoolSpec s;
@@ -354,7 +355,7 @@ TEST_F(PoolingTest, UnpaddedWindowPastTheInputIsEmptyAsInCaffe) {
             (std::vector<float>{1, 0, 0, 1, 0}));
 }
 
-TEST_F(PoolingTest, MaxBackwardRoutesToTheArgmax) {
+XTRAIN_DEVICE_TEST_F(PoolingTest, MaxBackwardRoutesToTheArgmax) {
   auto layer = make(pool_param(square(true, 2, 1)), {1, 1, 3, 3});
   const float values[] = {1, 5, 2, 4, 3, 9, 7, 8, 6};
   std::copy(values, values + 9, input_.mutable_cpu_data());

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "layer_test_support.hpp"
 
@@ -38,7 +39,7 @@ TEST(PReLULayerTest, SharedSlopeIsAScalar) {
   EXPECT_EQ(layer->blobs()[0]->count(), 1u);
 }
 
-TEST(PReLULayerTest, ForwardAndBackwardByHand) {
+XTRAIN_DEVICE_TEST(PReLULayerTest, ForwardAndBackwardByHand) {
   // Shape (1, 2, 2): channel 0 has slope 0.5, channel 1 slope -2.
   Blob bottom({1, 2, 2});
   Blob top;
@@ -57,7 +58,7 @@ TEST(PReLULayerTest, ForwardAndBackwardByHand) {
   EXPECT_EQ(diff_of(*layer->blobs()[0]), (std::vector<float>{10 + 1 * -2, 10 + 3 * -1}));
 }
 
-TEST(PReLULayerTest, SharedSlopeForwardAndBackwardByHand) {
+XTRAIN_DEVICE_TEST(PReLULayerTest, SharedSlopeForwardAndBackwardByHand) {
   Blob bottom({2, 2});
   Blob top;
   auto layer = make_layer(
@@ -75,7 +76,7 @@ TEST(PReLULayerTest, SharedSlopeForwardAndBackwardByHand) {
   EXPECT_FLOAT_EQ(layer->blobs()[0]->cpu_diff()[0], -10 + 2 * -20);
 }
 
-class PReLUGradientTest : public ::testing::TestWithParam<bool> {};
+class PReLUGradientTest : public testing::DeviceTestWithParam<bool> {};
 
 TEST_P(PReLUGradientTest, BottomAndSlopesMatchFiniteDifferences) {
   const bool shared = GetParam();
@@ -89,12 +90,12 @@ TEST_P(PReLUGradientTest, BottomAndSlopesMatchFiniteDifferences) {
   testing::GradientChecker().check(*layer, {&bottom}, {&top});
 }
 
-INSTANTIATE_TEST_SUITE_P(Slopes, PReLUGradientTest, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return std::string(info.param ? "Shared" : "PerChannel");
-                         });
+XTRAIN_INSTANTIATE_ON_DEVICES(PReLUGradientTest, ::testing::Values(false, true),
+                              [](const ::testing::TestParamInfo<bool>& info) {
+                                return std::string(info.param ? "Shared" : "PerChannel");
+                              });
 
-TEST(PReLULayerTest, InPlaceKeepsTheInputForBackward) {
+XTRAIN_DEVICE_TEST(PReLULayerTest, InPlaceKeepsTheInputForBackward) {
   Blob input({2, 3, 4});
   fill_away_from(input, 32, -2, 2, {0.0f}, 0.05f);
   Blob top_diff({2, 3, 4});
@@ -142,14 +143,14 @@ TEST(PReLULayerTest, StoredSlopesMustFitTheChannels) {
   read_proto_from_text_string("name: 'prelu' type: 'PReLU'", &param);
   Blob stored({4});
   stored.to_proto(param.add_blobs());
-  auto layer = LayerRegistry::global().create(param);
+  auto layer = testing::create_layer(param);
   Blob bottom({2, 3, 2});
   Blob top;
   expect_error([&] { layer->setup({&bottom}, {&top}); },
                {"layer 'prelu' (PReLU)", "slope", "(4)", "(3)"});
 }
 
-TEST(PReLULayerTest, ChannelCountCannotChangeAfterSetup) {
+XTRAIN_DEVICE_TEST(PReLULayerTest, ChannelCountCannotChangeAfterSetup) {
   Blob bottom({2, 3});
   Blob top;
   auto layer = make_layer("name: 'prelu' type: 'PReLU'");

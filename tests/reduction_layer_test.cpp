@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "layer_test_support.hpp"
 
@@ -43,7 +44,7 @@ double reduce_row(const std::string& operation, const float* x, std::size_t n) {
   return operation == "MEAN" ? sum / static_cast<double>(n) : sum;
 }
 
-class ReductionLayerTest : public ::testing::TestWithParam<ReductionCase> {};
+class ReductionLayerTest : public testing::DeviceTestWithParam<ReductionCase> {};
 
 TEST_P(ReductionLayerTest, ForwardMatchesANaiveReduction) {
   const ReductionCase& c = GetParam();
@@ -74,8 +75,8 @@ TEST_P(ReductionLayerTest, GradientMatchesFiniteDifferences) {
   testing::GradientChecker().check(*layer, {&bottom}, {&top});
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Operations, ReductionLayerTest,
+XTRAIN_INSTANTIATE_ON_DEVICES(
+    ReductionLayerTest,
     ::testing::Values(ReductionCase{"SUM", 0, 1}, ReductionCase{"SUM", 1, -2},
                       ReductionCase{"ASUM", 2, 1}, ReductionCase{"ASUM", 0, 0.5f},
                       ReductionCase{"SUMSQ", 1, 1}, ReductionCase{"SUMSQ", -1, 3},
@@ -86,7 +87,7 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(info.index);
     });
 
-TEST(ReductionLayerTest2, HandComputedValues) {
+XTRAIN_DEVICE_TEST(ReductionLayerTest2, HandComputedValues) {
   Blob bottom({2, 3});
   set_data(bottom, {1, -2, 3, -4, 5, -6});
   struct Expectation {
@@ -108,7 +109,7 @@ TEST(ReductionLayerTest2, HandComputedValues) {
   }
 }
 
-TEST(ReductionLayerTest2, DefaultReducesEverythingToAScalar) {
+XTRAIN_DEVICE_TEST(ReductionLayerTest2, DefaultReducesEverythingToAScalar) {
   Blob bottom({2, 2});
   set_data(bottom, {1, 2, 3, 4});
   Blob top;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "layer_test_support.hpp"
 
@@ -45,7 +46,7 @@ class ScaleBiasTest : public ::testing::Test {
   void SetUp() override { fill_uniform(input_, 1); }
 };
 
-TEST_F(ScaleBiasTest, LearnedScaleDefaultsToIdentityAndScalesChannels) {
+XTRAIN_DEVICE_TEST_F(ScaleBiasTest, LearnedScaleDefaultsToIdentityAndScalesChannels) {
   auto layer = make_layer("name: 's' type: 'Scale'");
   layer->setup({&input_}, {&output_});
   ASSERT_EQ(layer->blobs().size(), 1u);
@@ -57,7 +58,7 @@ TEST_F(ScaleBiasTest, LearnedScaleDefaultsToIdentityAndScalesChannels) {
   expect_near_all(data_of(output_), reference(input_, {1, -2, 0.5f}, {}, 1, 1), 1e-6f);
 }
 
-TEST_F(ScaleBiasTest, ScaleWithBiasTermAndFillers) {
+XTRAIN_DEVICE_TEST_F(ScaleBiasTest, ScaleWithBiasTermAndFillers) {
   auto layer = make_layer(
       "name: 's' type: 'Scale' scale_param { bias_term: true "
       "filler { type: 'constant' value: 2 } bias_filler { type: 'constant' value: 0.5 } }");
@@ -68,7 +69,7 @@ TEST_F(ScaleBiasTest, ScaleWithBiasTermAndFillers) {
   expect_near_all(data_of(output_), reference(input_, {2, 2, 2}, {0.5f, 0.5f, 0.5f}, 1, 1), 1e-6f);
 }
 
-TEST_F(ScaleBiasTest, ScaleFromBottomOverSeveralAxes) {
+XTRAIN_DEVICE_TEST_F(ScaleBiasTest, ScaleFromBottomOverSeveralAxes) {
   operand_.reshape({3, 2});
   fill_uniform(operand_, 2);
   auto layer = make_layer("name: 's' type: 'Scale' scale_param { bias_term: true }");
@@ -81,7 +82,7 @@ TEST_F(ScaleBiasTest, ScaleFromBottomOverSeveralAxes) {
                   1e-6f);
 }
 
-TEST_F(ScaleBiasTest, ScalarScaleIgnoresTheAxis) {
+XTRAIN_DEVICE_TEST_F(ScaleBiasTest, ScalarScaleIgnoresTheAxis) {
   operand_.reshape(std::vector<int>{});
   set_data(operand_, {3});
   auto layer = make_layer("name: 's' type: 'Scale' scale_param { axis: 2 }");
@@ -94,7 +95,7 @@ TEST_F(ScaleBiasTest, ScalarScaleIgnoresTheAxis) {
   EXPECT_EQ(learned->blobs()[0]->num_axes(), 0);
 }
 
-TEST_F(ScaleBiasTest, AllAxesAndNegativeAxis) {
+XTRAIN_DEVICE_TEST_F(ScaleBiasTest, AllAxesAndNegativeAxis) {
   auto all = make_layer("name: 's' type: 'Scale' scale_param { num_axes: -1 }");
   all->setup({&input_}, {&output_});
   EXPECT_EQ(all->blobs()[0]->shape(), (std::vector<int>{3, 2, 4}));
@@ -109,7 +110,7 @@ TEST_F(ScaleBiasTest, AllAxesAndNegativeAxis) {
   expect_near_all(data_of(output_), reference(input_, {1, 2, 3, 4}, {}, 3, 1), 1e-6f);
 }
 
-TEST_F(ScaleBiasTest, GradientLearnedScaleAndBias) {
+XTRAIN_DEVICE_TEST_F(ScaleBiasTest, GradientLearnedScaleAndBias) {
   auto layer = make_layer(
       "name: 's' type: 'Scale' scale_param { bias_term: true filler { type: 'uniform' min: -1 "
       "max: 1 } bias_filler { type: 'uniform' min: -1 max: 1 } }");
@@ -117,7 +118,7 @@ TEST_F(ScaleBiasTest, GradientLearnedScaleAndBias) {
   testing::GradientChecker().check(*layer, {&input_}, {&output_});
 }
 
-TEST_F(ScaleBiasTest, GradientScaleFromBottom) {
+XTRAIN_DEVICE_TEST_F(ScaleBiasTest, GradientScaleFromBottom) {
   operand_.reshape({2, 3});
   fill_uniform(operand_, 4);
   auto layer = make_layer("name: 's' type: 'Scale' scale_param { axis: 0 }");
@@ -129,7 +130,7 @@ TEST_F(ScaleBiasTest, GradientScaleFromBottom) {
   testing::GradientChecker().check(*layer, {&input_, &operand_}, {&output_});
 }
 
-TEST_F(ScaleBiasTest, ScaleInPlaceMatchesOutOfPlace) {
+XTRAIN_DEVICE_TEST_F(ScaleBiasTest, ScaleInPlaceMatchesOutOfPlace) {
   const std::string text =
       "name: 's' type: 'Scale' scale_param { bias_term: true filler { type: 'uniform' } "
       "bias_filler { type: 'uniform' } }";
@@ -156,7 +157,7 @@ TEST_F(ScaleBiasTest, ScaleInPlaceMatchesOutOfPlace) {
   }
 }
 
-TEST_F(ScaleBiasTest, LearnedGradientsAccumulateBottomGradientsDoNot) {
+XTRAIN_DEVICE_TEST_F(ScaleBiasTest, LearnedGradientsAccumulateBottomGradientsDoNot) {
   operand_.reshape({3});
   fill_uniform(operand_, 5);
   auto layer = make_layer("name: 's' type: 'Scale' scale_param { bias_term: true }");
@@ -175,7 +176,7 @@ TEST_F(ScaleBiasTest, LearnedGradientsAccumulateBottomGradientsDoNot) {
   }
 }
 
-TEST_F(ScaleBiasTest, ScaleRejectsMismatchedShapes) {
+XTRAIN_DEVICE_TEST_F(ScaleBiasTest, ScaleRejectsMismatchedShapes) {
   operand_.reshape({3, 3});
   auto layer = make_layer("name: 's' type: 'Scale'");
   expect_error(
@@ -208,7 +209,7 @@ TEST_F(ScaleBiasTest, ScaleRejectsMismatchedShapes) {
                {"layer 's' (Scale)", "the learned scale", "3 (3)", "2 5 2 4"});
 }
 
-TEST_F(ScaleBiasTest, LearnedBiasAddsAlongTheAxes) {
+XTRAIN_DEVICE_TEST_F(ScaleBiasTest, LearnedBiasAddsAlongTheAxes) {
   auto layer = make_layer("name: 'b' type: 'Bias' bias_param { axis: 1 num_axes: 2 }");
   layer->setup({&input_}, {&output_});
   ASSERT_EQ(layer->blobs().size(), 1u);
@@ -219,7 +220,7 @@ TEST_F(ScaleBiasTest, LearnedBiasAddsAlongTheAxes) {
   expect_near_all(data_of(output_), reference(input_, {}, {1, 2, 3, 4, 5, 6}, 1, 2), 1e-6f);
 }
 
-TEST_F(ScaleBiasTest, BiasFromBottomScalarAndInPlace) {
+XTRAIN_DEVICE_TEST_F(ScaleBiasTest, BiasFromBottomScalarAndInPlace) {
   operand_.reshape({2});
   set_data(operand_, {10, 20});
   auto layer = make_layer("name: 'b' type: 'Bias' bias_param { axis: 0 }");
@@ -242,7 +243,7 @@ TEST_F(ScaleBiasTest, BiasFromBottomScalarAndInPlace) {
   EXPECT_FLOAT_EQ(shared.cpu_diff()[7], 0.5f);
 }
 
-TEST_F(ScaleBiasTest, GradientBias) {
+XTRAIN_DEVICE_TEST_F(ScaleBiasTest, GradientBias) {
   auto learned =
       make_layer("name: 'b' type: 'Bias' bias_param { num_axes: -1 filler { type: 'uniform' } }");
   learned->setup({&input_}, {&output_});

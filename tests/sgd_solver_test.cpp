@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "solver_test_net.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/solver.hpp"
@@ -30,7 +31,7 @@ float weight(Solver& solver, int param, int index = 0) {
 
 using testing::scalar_net;
 
-TEST(SGDSolver, MomentumByHand) {
+XTRAIN_DEVICE_TEST(SGDSolver, MomentumByHand) {
   // lr 0.1, momentum 0.9, w0 = 1:
   //   it 0: x = 1: g = 1,   v = 0.1,                    w = 0.9
   //   it 1: x = 2: g = 3.6, v = 0.09 + 0.36 = 0.45,     w = 0.45
@@ -44,7 +45,7 @@ TEST(SGDSolver, MomentumByHand) {
   EXPECT_EQ(solver->iter(), 3);
 }
 
-TEST(SGDSolver, L2WeightDecayByHand) {
+XTRAIN_DEVICE_TEST(SGDSolver, L2WeightDecayByHand) {
   // As above plus g += 0.1 w:
   //   it 0: g = 1 + 0.1 = 1.1,          v = 0.11,                 w = 0.89
   //   it 1: g = 3.56 + 0.089 = 3.649,   v = 0.099 + 0.3649,       w = 0.4261
@@ -59,7 +60,7 @@ TEST(SGDSolver, L2WeightDecayByHand) {
   }
 }
 
-TEST(SGDSolver, L1WeightDecayByHand) {
+XTRAIN_DEVICE_TEST(SGDSolver, L1WeightDecayByHand) {
   // g += 0.1 sign(w):
   //   it 0: g = 1 + 0.1 = 1.1,     v = 0.11,            w = 0.89
   //   it 1: g = 3.56 + 0.1 = 3.66, v = 0.099 + 0.366,   w = 0.425
@@ -143,7 +144,7 @@ void expect_matches_reference(Solver& solver, const ReferenceSgd& reference) {
   }
 }
 
-TEST(SGDSolver, LrMultAndDecayMultPerParameterL2) {
+XTRAIN_DEVICE_TEST(SGDSolver, LrMultAndDecayMultPerParameterL2) {
   const std::string specs = std::string(kLinearInit) +
                             "param { lr_mult: 1 decay_mult: 1 } param { lr_mult: 2 decay_mult: 0 }";
   auto solver = create_solver(make_solver(linear_regression_net(2, 2, 2, true, specs),
@@ -157,7 +158,7 @@ TEST(SGDSolver, LrMultAndDecayMultPerParameterL2) {
   }
 }
 
-TEST(SGDSolver, LrMultAndDecayMultPerParameterL1WithStepPolicy) {
+XTRAIN_DEVICE_TEST(SGDSolver, LrMultAndDecayMultPerParameterL1WithStepPolicy) {
   const std::string specs =
       std::string(kLinearInit) + "param { lr_mult: 0.5 decay_mult: 2 } param { lr_mult: 0 }";
   auto solver = create_solver(
@@ -176,7 +177,7 @@ TEST(SGDSolver, LrMultAndDecayMultPerParameterL1WithStepPolicy) {
   EXPECT_FLOAT_EQ(weight(*solver, 1, 0), 0.1f);
 }
 
-TEST(SGDSolver, IterSizeTwoEqualsABatchTwiceAsBig) {
+XTRAIN_DEVICE_TEST(SGDSolver, IterSizeTwoEqualsABatchTwiceAsBig) {
   const std::string extra = "base_lr: 0.1 momentum: 0.9 weight_decay: 0.01";
   auto accumulated = create_solver(
       make_solver(linear_regression_net(1, 2, 2, true, kLinearInit), extra + " iter_size: 2"),
@@ -193,7 +194,7 @@ TEST(SGDSolver, IterSizeTwoEqualsABatchTwiceAsBig) {
   }
 }
 
-TEST(SGDSolver, ClipGradientsScalesTheGlobalNorm) {
+XTRAIN_DEVICE_TEST(SGDSolver, ClipGradientsScalesTheGlobalNorm) {
   auto solver =
       create_solver(make_solver(linear_regression_net(2, 2, 2, true, kLinearInit),
                                 "base_lr: 0.1 momentum: 0.9 clip_gradients: 0.05 iter_size: 2"),
@@ -207,7 +208,7 @@ TEST(SGDSolver, ClipGradientsScalesTheGlobalNorm) {
   EXPECT_GT(reference.clip_events, 0);  // the test really clips
 }
 
-TEST(SGDSolver, GradientsReadyCallbackRunsOncePerIterationBeforeTheUpdate) {
+XTRAIN_DEVICE_TEST(SGDSolver, GradientsReadyCallbackRunsOncePerIterationBeforeTheUpdate) {
   auto solver = create_solver(make_solver(scalar_net(), "momentum: 0.9"), quiet());
   std::vector<int> seen_iters;
   std::vector<float> seen_diffs;

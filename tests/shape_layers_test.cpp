@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "layer_test_support.hpp"
 
@@ -51,7 +52,7 @@ TEST(ReshapeLayerTest, AxisAndNumAxesReplaceAPartOfTheShape) {
   EXPECT_EQ(reshaped({2, 3, 4}, "axis: 1 shape { dim: -1 }"), (std::vector<int>{2, 12}));
 }
 
-TEST(ReshapeLayerTest, SharesDataAndDiffWithTheBottom) {
+XTRAIN_DEVICE_TEST(ReshapeLayerTest, SharesDataAndDiffWithTheBottom) {
   Blob bottom({2, 3});
   set_data(bottom, {1, 2, 3, 4, 5, 6});
   Blob top;
@@ -65,7 +66,7 @@ TEST(ReshapeLayerTest, SharesDataAndDiffWithTheBottom) {
   EXPECT_EQ(diff_of(bottom), (std::vector<float>{6, 5, 4, 3, 2, 1}));
 }
 
-TEST(ReshapeLayerTest, GradientMatchesFiniteDifferences) {
+XTRAIN_DEVICE_TEST(ReshapeLayerTest, GradientMatchesFiniteDifferences) {
   Blob bottom({2, 3, 2});
   testing::fill_uniform(bottom, 71);
   Blob top;
@@ -74,7 +75,7 @@ TEST(ReshapeLayerTest, GradientMatchesFiniteDifferences) {
   testing::GradientChecker().check(*layer, {&bottom}, {&top});
 }
 
-TEST(ReshapeLayerTest, FollowsTheBottomWhenItChangesShape) {
+XTRAIN_DEVICE_TEST(ReshapeLayerTest, FollowsTheBottomWhenItChangesShape) {
   Blob bottom({2, 3, 4});
   Blob top;
   auto layer = make_layer("name: 'r' type: 'Reshape' reshape_param { shape { dim: 0 dim: -1 } }");
@@ -111,7 +112,7 @@ TEST(ReshapeLayerTest, Errors) {
 
 // --- Tile ----------------------------------------------------------------------
 
-TEST(TileLayerTest, RepeatsAlongTheAxis) {
+XTRAIN_DEVICE_TEST(TileLayerTest, RepeatsAlongTheAxis) {
   Blob bottom({2, 2});
   set_data(bottom, {1, 2, 3, 4});
   Blob top;
@@ -129,7 +130,7 @@ TEST(TileLayerTest, RepeatsAlongTheAxis) {
   EXPECT_EQ(data_of(top0), (std::vector<float>{1, 2, 3, 4, 1, 2, 3, 4}));
 }
 
-TEST(TileLayerTest, BackwardSumsTheCopies) {
+XTRAIN_DEVICE_TEST(TileLayerTest, BackwardSumsTheCopies) {
   Blob bottom({1, 2});
   Blob top;
   auto layer = make_layer("name: 't' type: 'Tile' tile_param { tiles: 3 }");
@@ -140,7 +141,7 @@ TEST(TileLayerTest, BackwardSumsTheCopies) {
   EXPECT_EQ(diff_of(bottom), (std::vector<float>{111, 222}));
 }
 
-TEST(TileLayerTest, GradientMatchesFiniteDifferences) {
+XTRAIN_DEVICE_TEST(TileLayerTest, GradientMatchesFiniteDifferences) {
   for (const char* param :
        {"tiles: 3", "axis: 2 tiles: 2", "axis: -1 tiles: 2", "axis: 0 tiles: 2"}) {
     Blob bottom({2, 3, 2});
@@ -182,7 +183,7 @@ void expect_naive_crop(const Blob& bottom, const Blob& top, const std::vector<in
   }
 }
 
-TEST(CropLayerTest, CropsTheSpatialAxesByDefault) {
+XTRAIN_DEVICE_TEST(CropLayerTest, CropsTheSpatialAxesByDefault) {
   Blob bottom({2, 3, 5, 6});
   Blob reference({1, 1, 3, 2});
   testing::fill_uniform(bottom, 74);
@@ -194,7 +195,7 @@ TEST(CropLayerTest, CropsTheSpatialAxesByDefault) {
   expect_naive_crop(bottom, top, {0, 0, 1, 1});
 }
 
-TEST(CropLayerTest, OneOffsetPerAxisFromAxisOne) {
+XTRAIN_DEVICE_TEST(CropLayerTest, OneOffsetPerAxisFromAxisOne) {
   Blob bottom({2, 4, 5, 6});
   Blob reference({9, 2, 3, 3});
   testing::fill_uniform(bottom, 75);
@@ -207,7 +208,7 @@ TEST(CropLayerTest, OneOffsetPerAxisFromAxisOne) {
   expect_naive_crop(bottom, top, {0, 2, 0, 3});
 }
 
-TEST(CropLayerTest, BackwardPutsTheDiffBackAndZeroesTheRest) {
+XTRAIN_DEVICE_TEST(CropLayerTest, BackwardPutsTheDiffBackAndZeroesTheRest) {
   Blob bottom({1, 1, 2, 3});
   Blob reference({1, 1, 1, 2});
   Blob top;
@@ -221,7 +222,7 @@ TEST(CropLayerTest, BackwardPutsTheDiffBackAndZeroesTheRest) {
   EXPECT_FALSE(layer->allow_force_backward(1));
 }
 
-TEST(CropLayerTest, GradientMatchesFiniteDifferences) {
+XTRAIN_DEVICE_TEST(CropLayerTest, GradientMatchesFiniteDifferences) {
   Blob bottom({2, 3, 4, 4});
   Blob reference({2, 2, 2, 3});
   testing::fill_uniform(bottom, 76);
@@ -262,7 +263,7 @@ TEST(CropLayerTest, Errors) {
 
 // --- Silence ---------------------------------------------------------------------
 
-TEST(SilenceLayerTest, TakesAnyBottomsProducesNothingAndZeroesDiffs) {
+XTRAIN_DEVICE_TEST(SilenceLayerTest, TakesAnyBottomsProducesNothingAndZeroesDiffs) {
   Blob a({2, 3});
   Blob b({4});
   set_diff(a, std::vector<float>(6, 5.0f));
@@ -275,7 +276,7 @@ TEST(SilenceLayerTest, TakesAnyBottomsProducesNothingAndZeroesDiffs) {
   EXPECT_EQ(diff_of(b), std::vector<float>(4, 5.0f));
 }
 
-TEST(SilenceLayerTest, GradientIsZero) {
+XTRAIN_DEVICE_TEST(SilenceLayerTest, GradientIsZero) {
   Blob a({2, 3});
   testing::fill_uniform(a, 77);
   set_diff(a, std::vector<float>(6, 5.0f));

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "loss_layer_test_helpers.hpp"
 
@@ -21,7 +22,7 @@ using testing::make_loss_layer;
 
 double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 
-TEST(SigmoidCrossEntropyLossLayer, ByHand) {
+XTRAIN_DEVICE_TEST(SigmoidCrossEntropyLossLayer, ByHand) {
   // x = (0, ln 3 | -ln 3, 2), t = (1, 1 | 0, 0.5): p = (1/2, 3/4 | 1/4, s),
   // s = sigmoid(2). Summed cross-entropy:
   //   ln 2 + ln(4/3) + ln(4/3) + (ln(1 + e^-2) + ln(1 + e^2)) / 2,
@@ -42,7 +43,7 @@ TEST(SigmoidCrossEntropyLossLayer, ByHand) {
   for (int j = 0; j < 4; ++j) EXPECT_NEAR(x.cpu_diff()[j], expected[j], 1e-6) << j;
 }
 
-TEST(SigmoidCrossEntropyLossLayer, LargeScoresStayFinite) {
+XTRAIN_DEVICE_TEST(SigmoidCrossEntropyLossLayer, LargeScoresStayFinite) {
   // A naive log(sigmoid(x)) would give log(0) here.
   Blob x({1, 2}), t({1, 2}), loss;
   fill_values(x, {100, -100});
@@ -98,7 +99,8 @@ struct NormalizationCase {
   double (*normalizer)(int valid);
 };
 
-class SigmoidCrossEntropyNormalizationTest : public ::testing::TestWithParam<NormalizationCase> {};
+class SigmoidCrossEntropyNormalizationTest
+    : public testing::DeviceTestWithParam<NormalizationCase> {};
 
 void PrintTo(const NormalizationCase& c, std::ostream* out) { *out << c.name; }
 
@@ -135,8 +137,8 @@ double full(int) { return kCount; }
 double valid_count(int valid) { return std::max(valid, 1); }
 double one(int) { return 1; }
 
-INSTANTIATE_TEST_SUITE_P(
-    Modes, SigmoidCrossEntropyNormalizationTest,
+XTRAIN_INSTANTIATE_ON_DEVICES(
+    SigmoidCrossEntropyNormalizationTest,
     ::testing::Values(
         NormalizationCase{"DefaultIsBatchSize", "", -1, batch},
         NormalizationCase{"DefaultIgnoring", "loss_param { ignore_label: 2 }", 2, batch},
@@ -156,7 +158,7 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(info.param.name);
     });
 
-TEST(SigmoidCrossEntropyLossLayer, AllIgnoredGivesZeroLossAndGradient) {
+XTRAIN_DEVICE_TEST(SigmoidCrossEntropyLossLayer, AllIgnoredGivesZeroLossAndGradient) {
   Fixture f;
   for (std::size_t j = 0; j < f.t.count(); ++j) f.t.mutable_cpu_data()[j] = -1;
   auto layer = make_loss_layer("SigmoidCrossEntropyLoss",
@@ -168,7 +170,7 @@ TEST(SigmoidCrossEntropyLossLayer, AllIgnoredGivesZeroLossAndGradient) {
   EXPECT_EQ(f.x.asum_diff(), 0.0);
 }
 
-TEST(SigmoidCrossEntropyLossLayer, UserErrors) {
+XTRAIN_DEVICE_TEST(SigmoidCrossEntropyLossLayer, UserErrors) {
   Blob x({2, 3}), t({2, 2}), loss;
   auto layer = make_loss_layer("SigmoidCrossEntropyLoss");
   const std::string count = error_of([&] { layer->setup({&x, &t}, {&loss}); });

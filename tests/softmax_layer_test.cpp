@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -20,7 +21,7 @@ std::unique_ptr<Layer> make_softmax(int axis) {
   LayerParameter param;
   read_proto_from_text_string(
       "name: 'prob' type: 'Softmax' softmax_param { axis: " + std::to_string(axis) + " }", &param);
-  return LayerRegistry::global().create(param);
+  return testing::create_layer(param);
 }
 
 // Softmax of x along `axis`, one position at a time, in double.
@@ -50,7 +51,7 @@ void fill_uniform(Blob& blob, float low, float high, std::uint64_t seed) {
   random.uniform(blob.count(), low, high, blob.mutable_cpu_data());
 }
 
-class SoftmaxAxisTest : public ::testing::TestWithParam<int> {};
+class SoftmaxAxisTest : public testing::DeviceTestWithParam<int> {};
 
 TEST_P(SoftmaxAxisTest, ForwardMatchesNaive) {
   Blob bottom({2, 5, 3, 4});
@@ -73,9 +74,9 @@ TEST_P(SoftmaxAxisTest, GradientMatchesFiniteDifferences) {
   testing::GradientChecker().check(*layer, {&bottom}, {&top});
 }
 
-INSTANTIATE_TEST_SUITE_P(Axes, SoftmaxAxisTest, ::testing::Values(0, 1, 2, -1));
+XTRAIN_INSTANTIATE_ON_DEVICES(SoftmaxAxisTest, ::testing::Values(0, 1, 2, -1));
 
-TEST(SoftmaxLayerTest, HandComputedRow) {
+XTRAIN_DEVICE_TEST(SoftmaxLayerTest, HandComputedRow) {
   Blob bottom({1, 3});
   const float x[] = {1.0f, 2.0f, 3.0f};
   std::copy_n(x, 3, bottom.mutable_cpu_data());
@@ -96,7 +97,7 @@ TEST(SoftmaxLayerTest, HandComputedRow) {
   }
 }
 
-TEST(SoftmaxLayerTest, LargeInputsDoNotOverflow) {
+XTRAIN_DEVICE_TEST(SoftmaxLayerTest, LargeInputsDoNotOverflow) {
   Blob bottom({1, 2});
   bottom.mutable_cpu_data()[0] = 1000.0f;
   bottom.mutable_cpu_data()[1] = 999.0f;
@@ -108,7 +109,7 @@ TEST(SoftmaxLayerTest, LargeInputsDoNotOverflow) {
   EXPECT_NEAR(top.cpu_data()[1], 1.0 / (1.0 + std::exp(1.0)), 1e-6);
 }
 
-TEST(SoftmaxLayerTest, InPlaceMatchesSeparate) {
+XTRAIN_DEVICE_TEST(SoftmaxLayerTest, InPlaceMatchesSeparate) {
   Blob bottom({2, 4, 3});
   fill_uniform(bottom, -2.0f, 2.0f, 23);
   Blob shared({2, 4, 3});

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/error.hpp"
@@ -31,7 +32,7 @@ const std::vector<float> kLabels = {0, 1, 3, 2, 1, 0};
 std::unique_ptr<Layer> make_loss(const std::string& extra) {
   LayerParameter param;
   read_proto_from_text_string("name: 'loss' type: 'SoftmaxWithLoss' " + extra, &param);
-  return LayerRegistry::global().create(param);
+  return testing::create_layer(param);
 }
 
 struct Fixture {
@@ -78,7 +79,7 @@ struct NormalizationCase {
   double (*normaliser)(int valid);
 };
 
-class SoftmaxWithLossNormalizationTest : public ::testing::TestWithParam<NormalizationCase> {};
+class SoftmaxWithLossNormalizationTest : public testing::DeviceTestWithParam<NormalizationCase> {};
 
 TEST_P(SoftmaxWithLossNormalizationTest, LossMatchesHandComputation) {
   Fixture f;
@@ -135,8 +136,8 @@ double valid_count(int valid) { return std::max(1, valid); }
 double three(int) { return 3; }
 double one(int) { return 1; }
 
-INSTANTIATE_TEST_SUITE_P(
-    Modes, SoftmaxWithLossNormalizationTest,
+XTRAIN_INSTANTIATE_ON_DEVICES(
+    SoftmaxWithLossNormalizationTest,
     ::testing::Values(
         NormalizationCase{"DefaultIsValid", "", -100, valid_count},
         NormalizationCase{"Full", "loss_param { normalization: FULL ignore_label: 1 }", 1, six},
@@ -155,7 +156,7 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(info.param.name);
     });
 
-TEST(SoftmaxWithLossLayerTest, HandComputedTwoClassLoss) {
+XTRAIN_DEVICE_TEST(SoftmaxWithLossLayerTest, HandComputedTwoClassLoss) {
   // One sample, scores (0, ln 3): p = (1/4, 3/4); label 1 -> loss = -ln(3/4).
   Blob scores({1, 2});
   scores.mutable_cpu_data()[0] = 0.0f;
@@ -172,7 +173,7 @@ TEST(SoftmaxWithLossLayerTest, HandComputedTwoClassLoss) {
   EXPECT_NEAR(scores.cpu_diff()[1], 0.75 - 1.0, 1e-6);
 }
 
-TEST(SoftmaxWithLossLayerTest, AllIgnoredGivesZeroLossAndGradient) {
+XTRAIN_DEVICE_TEST(SoftmaxWithLossLayerTest, AllIgnoredGivesZeroLossAndGradient) {
   Fixture f;
   for (std::size_t i = 0; i < f.labels.count(); ++i) f.labels.mutable_cpu_data()[i] = 7;
   auto layer = make_loss("loss_param { ignore_label: 7 }");
@@ -183,7 +184,7 @@ TEST(SoftmaxWithLossLayerTest, AllIgnoredGivesZeroLossAndGradient) {
   EXPECT_EQ(f.scores.asum_diff(), 0.0);
 }
 
-TEST(SoftmaxWithLossLayerTest, LossWeightScalesLossAndGradient) {
+XTRAIN_DEVICE_TEST(SoftmaxWithLossLayerTest, LossWeightScalesLossAndGradient) {
   Fixture plain, weighted;
   auto unit = make_loss("");
   auto doubled = make_loss("loss_weight: 2.5");
@@ -199,7 +200,7 @@ TEST(SoftmaxWithLossLayerTest, LossWeightScalesLossAndGradient) {
   }
 }
 
-TEST(SoftmaxWithLossLayerTest, SecondTopIsTheProbabilityWithWeightZero) {
+XTRAIN_DEVICE_TEST(SoftmaxWithLossLayerTest, SecondTopIsTheProbabilityWithWeightZero) {
   Fixture f;
   Blob prob;
   auto layer = make_loss("top: 'loss' top: 'prob'");
@@ -219,7 +220,7 @@ TEST(SoftmaxWithLossLayerTest, SecondTopIsTheProbabilityWithWeightZero) {
   }
 }
 
-TEST(SoftmaxWithLossLayerTest, SoftmaxAxisIsHonoured) {
+XTRAIN_DEVICE_TEST(SoftmaxWithLossLayerTest, SoftmaxAxisIsHonoured) {
   // Classes on the last axis: scores 2 x 3 x 5, labels 2 x 3.
   Blob scores({2, 3, 5});
   Blob labels({2, 3});
@@ -252,7 +253,7 @@ std::string error_of(const std::function<void()>& action) {
   return "";
 }
 
-TEST(SoftmaxWithLossLayerTest, LabelOutOfRangeNamesLayerLabelAndClasses) {
+XTRAIN_DEVICE_TEST(SoftmaxWithLossLayerTest, LabelOutOfRangeNamesLayerLabelAndClasses) {
   Fixture f;
   f.labels.mutable_cpu_data()[3] = 4;  // classes are 0..3
   auto layer = make_loss("");
@@ -263,7 +264,7 @@ TEST(SoftmaxWithLossLayerTest, LabelOutOfRangeNamesLayerLabelAndClasses) {
   EXPECT_NE(message.find("4 classes"), std::string::npos) << message;
 }
 
-TEST(SoftmaxWithLossLayerTest, NegativeLabelIsAnErrorUnlessIgnored) {
+XTRAIN_DEVICE_TEST(SoftmaxWithLossLayerTest, NegativeLabelIsAnErrorUnlessIgnored) {
   Fixture f;
   f.labels.mutable_cpu_data()[0] = -1;
   auto strict = make_loss("");
@@ -285,7 +286,7 @@ TEST(SoftmaxWithLossLayerTest, LabelCountMismatchNamesBothShapes) {
   EXPECT_NE(message.find(labels.shape_string()), std::string::npos) << message;
 }
 
-TEST(SoftmaxWithLossLayerTest, RefusesToBackpropagateToLabels) {
+XTRAIN_DEVICE_TEST(SoftmaxWithLossLayerTest, RefusesToBackpropagateToLabels) {
   Fixture f;
   auto layer = make_loss("");
   layer->setup(f.bottom(), f.top());

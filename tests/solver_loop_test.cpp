@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "solver_test_net.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
@@ -45,7 +46,7 @@ int count_matches(const std::string& text, const std::string& pattern) {
       std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
 }
 
-TEST(SolverLoop, LogLinesHaveCaffesShape) {
+XTRAIN_DEVICE_TEST(SolverLoop, LogLinesHaveCaffesShape) {
   // lr 0 keeps w = 1, so every loss is (x^2) / 2 of the row seen.
   auto solver = create_solver(generic_solver(scalar_net(),
                                              "base_lr: 0 max_iter: 4 display: 2 test_iter: 2 "
@@ -88,7 +89,7 @@ TEST(SolverLoop, LogLinesHaveCaffesShape) {
       << log;
 }
 
-TEST(SolverLoop, TestResultsAreMeansOverTestIterBatches) {
+XTRAIN_DEVICE_TEST(SolverLoop, TestResultsAreMeansOverTestIterBatches) {
   // w stays 1 (lr 0); the test net's rows continue from test to test:
   // first test rows x = 1, 2 -> (0.5 + 2) / 2; second x = -1, 0.5 ->
   // (0.5 + 0.125) / 2.
@@ -105,7 +106,7 @@ TEST(SolverLoop, TestResultsAreMeansOverTestIterBatches) {
   EXPECT_FLOAT_EQ(solver->last_test_results()[0][0].second, 0.3125f);
 }
 
-TEST(SolverLoop, TestNetsUseTheTrainedWeights) {
+XTRAIN_DEVICE_TEST(SolverLoop, TestNetsUseTheTrainedWeights) {
   auto solver = create_solver(generic_solver(scalar_net(), "test_iter: 1 test_interval: 1"),
                               quiet_solver_options());
   solver->step(2);  // the first update makes w = 1 - 0.1 * 1 = 0.9
@@ -117,7 +118,7 @@ TEST(SolverLoop, TestNetsUseTheTrainedWeights) {
   EXPECT_EQ(trained.cpu_data(), tested.cpu_data());
 }
 
-TEST(SolverLoop, TestInitializationFalseSkipsTheTestAtZero) {
+XTRAIN_DEVICE_TEST(SolverLoop, TestInitializationFalseSkipsTheTestAtZero) {
   auto solver = create_solver(
       generic_solver(scalar_net(), "test_iter: 1 test_interval: 2 test_initialization: false"),
       quiet_solver_options());
@@ -127,7 +128,7 @@ TEST(SolverLoop, TestInitializationFalseSkipsTheTestAtZero) {
   EXPECT_EQ(solver->last_test_results()[0].size(), 1u);
 }
 
-TEST(SolverLoop, SmoothedLossAveragesTheLastAverageLossIterations) {
+XTRAIN_DEVICE_TEST(SolverLoop, SmoothedLossAveragesTheLastAverageLossIterations) {
   // lr 0: the losses cycle 0.5, 2, 0.5, 0.125 (rows 1, 2, -1, 0.5).
   auto solver = create_solver(testing::solver_param(scalar_net(), "base_lr: 0 average_loss: 3"),
                               quiet_solver_options());
@@ -138,7 +139,7 @@ TEST(SolverLoop, SmoothedLossAveragesTheLastAverageLossIterations) {
   EXPECT_FLOAT_EQ(solver->smoothed_loss(), 1.0f);
 }
 
-TEST(SolverLoop, StopRequestEndsTrainingAfterTheCurrentIteration) {
+XTRAIN_DEVICE_TEST(SolverLoop, StopRequestEndsTrainingAfterTheCurrentIteration) {
   auto solver =
       create_solver(testing::solver_param(scalar_net(), "max_iter: 10"), quiet_solver_options());
   int polls = 0;
@@ -149,7 +150,7 @@ TEST(SolverLoop, StopRequestEndsTrainingAfterTheCurrentIteration) {
   EXPECT_TRUE(solver->requested_early_exit());
 }
 
-TEST(SolverLoop, NetStatesFollowCaffe) {
+XTRAIN_DEVICE_TEST(SolverLoop, NetStatesFollowCaffe) {
   // The train net is TRAIN plus train_state; test net i is TEST plus
   // test_state(i); layers are kept by their include rules.
   const std::string rows = " type: 'SolverTestRows' input_param { shape { dim: 1 dim: 1 } } ";
@@ -185,7 +186,7 @@ TEST(SolverLoop, NetStatesFollowCaffe) {
   }
 }
 
-TEST(SolverLoop, TestNetsComeFromTestNetParamThenTheGenericNet) {
+XTRAIN_DEVICE_TEST(SolverLoop, TestNetsComeFromTestNetParamThenTheGenericNet) {
   SolverParameter param =
       generic_solver(scalar_net(), "test_iter: 1 test_iter: 1 test_interval: 5");
   NetParameter named = scalar_net(2);
@@ -197,7 +198,7 @@ TEST(SolverLoop, TestNetsComeFromTestNetParamThenTheGenericNet) {
   EXPECT_EQ(solver->test_nets()[1]->name(), "linear_regression");
 }
 
-TEST(SolverLoop, TrainNetFromAFile) {
+XTRAIN_DEVICE_TEST(SolverLoop, TrainNetFromAFile) {
   const std::filesystem::path path =
       std::filesystem::temp_directory_path() /
       ("xtrain_solver_loop_net_" + std::to_string(::getpid()) + ".prototxt");
@@ -261,7 +262,7 @@ TEST(SolverLoop, InconsistentSolversAreErrors) {
   }
 }
 
-TEST(SolverLoop, NonRootSolversDoNotTest) {
+XTRAIN_DEVICE_TEST(SolverLoop, NonRootSolversDoNotTest) {
   SolverOptions options = quiet_solver_options();
   options.is_root = false;
   auto solver =

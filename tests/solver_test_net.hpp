@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "device_test_support.hpp"
 #include "xtrain/filler.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -200,9 +201,11 @@ inline SolverParameter solver_param(const NetParameter& train_net, const std::st
   return param;
 }
 
+// Quiet, on the test's current device (device_test_support.hpp).
 inline SolverOptions quiet_solver_options() {
   SolverOptions options;
   options.verbose_nets = false;
+  options.device = current_device();
   return options;
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "layer_test_support.hpp"
 
@@ -82,7 +83,7 @@ class SPPTest : public ::testing::Test {
   Blob output_;
 };
 
-TEST_F(SPPTest, ByHand) {
+XTRAIN_DEVICE_TEST_F(SPPTest, ByHand) {
   // 0..15 in a 4x4 plane; level 1 has 2x2 bins of 2x2 pixels, no padding.
   input_.reshape({1, 1, 4, 4});
   std::iota(input_.mutable_cpu_data(), input_.mutable_cpu_data() + 16, 0.0f);
@@ -97,14 +98,14 @@ TEST_F(SPPTest, ByHand) {
   expect_near_all(data_of(output_), {7.5f, 2.5f, 4.5f, 10.5f, 12.5f}, 1e-6f);
 }
 
-TEST_F(SPPTest, MatchesCaffesBinGeometry) {
+XTRAIN_DEVICE_TEST_F(SPPTest, MatchesCaffesBinGeometry) {
   check(3, true, {2, 3, 9, 7});  // padded bins on both axes
   check(3, false, {2, 3, 9, 7});
   check(2, false, {1, 2, 5, 3});  // odd remainders: padding 1 and 1
   check(4, true, {1, 1, 16, 15});
 }
 
-TEST_F(SPPTest, OneLevelKeepsFourAxes) {
+XTRAIN_DEVICE_TEST_F(SPPTest, OneLevelKeepsFourAxes) {
   input_.reshape({2, 3, 5, 4});
   fill_uniform(input_, 2);
   auto layer = make_layer(spp_text(1, true));
@@ -114,7 +115,7 @@ TEST_F(SPPTest, OneLevelKeepsFourAxes) {
   expect_near_all(data_of(output_), reference_spp(input_, 1, true), 0);
 }
 
-TEST_F(SPPTest, SameLengthForAnyInputSize) {
+XTRAIN_DEVICE_TEST_F(SPPTest, SameLengthForAnyInputSize) {
   input_.reshape({1, 2, 8, 8});
   fill_uniform(input_, 3);
   auto layer = make_layer(spp_text(3, true));
@@ -127,7 +128,7 @@ TEST_F(SPPTest, SameLengthForAnyInputSize) {
   expect_near_all(data_of(output_), reference_spp(input_, 3, true), 0);
 }
 
-TEST_F(SPPTest, GradientMax) {
+XTRAIN_DEVICE_TEST_F(SPPTest, GradientMax) {
   input_.reshape({2, 2, 6, 7});
   fill_uniform(input_, 6);
   auto layer = make_layer(spp_text(3, true));
@@ -138,7 +139,7 @@ TEST_F(SPPTest, GradientMax) {
   testing::GradientChecker(options).check(*layer, {&input_}, {&output_});
 }
 
-TEST_F(SPPTest, GradientAverage) {
+XTRAIN_DEVICE_TEST_F(SPPTest, GradientAverage) {
   input_.reshape({2, 2, 7, 6});
   fill_uniform(input_, 7);
   auto layer = make_layer(spp_text(3, false));

@@ -1,6 +1,7 @@
 // Running the command-line tools from tests, as a user would.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,8 +39,9 @@ inline std::string tool_path(const std::string& name) {
 class TempDir {
  public:
   explicit TempDir(const std::string& tag) {
-    path_ = std::filesystem::temp_directory_path() /
-            ("xtrain_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++));
+    path_ =
+        std::filesystem::temp_directory_path() /
+        ("xtrain_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++));
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }
@@ -72,7 +74,23 @@ inline std::string last_line(const std::string& output) {
   std::size_t end = output.find_last_not_of('\n');
   if (end == std::string::npos) return "";
   std::size_t start = output.rfind('\n', end);
-  return output.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+  return output.substr(start == std::string::npos ? 0 : start + 1,
+                       end - (start == std::string::npos ? 0 : start + 1) + 1);
+}
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+// The error line of a failed run of `tool` ("xtrain train"), checked for the
+// promises every tool makes: exit code 1, the last line "<tool>: error: ...",
+// no glog "Check failed", no std::terminate.
+inline std::string expect_one_line_error(const ToolResult& result, const std::string& tool) {
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  const std::string line = last_line(result.output);
+  EXPECT_EQ(line.rfind(tool + ": error: ", 0), 0u) << result.output;
+  EXPECT_EQ(result.output.find("Check failed"), std::string::npos) << result.output;
+  EXPECT_EQ(result.output.find("terminate"), std::string::npos) << result.output;
+  return line;
 }
 
 }  // namespace xtrain::testing

@@ -11,6 +11,7 @@
 #include "data/datum_io.hpp"
 #include "data/idx_file.hpp"
 #include "data/lmdb_database.hpp"
+#include "device_test_support.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/proto_io.hpp"
@@ -41,6 +42,7 @@ class LenetFashionMnist : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!std::filesystem::exists(kFashionMnist + "/train-images-idx3-ubyte.gz")) return;
+    if (suite_skips_for_lack_of_gpu()) return;
     workdir_ = std::make_unique<TempDir>("lenet_e2e");
     write_subset("train", kTrainImages, workdir_->file("data/fashion_mnist/train_lmdb"));
     write_subset("t10k", kTestImages, workdir_->file("data/fashion_mnist/test_lmdb"));
@@ -55,7 +57,7 @@ class LenetFashionMnist : public ::testing::Test {
 };
 std::unique_ptr<TempDir> LenetFashionMnist::workdir_;
 
-TEST_F(LenetFashionMnist, LibraryTrainsWellAboveChance) {
+XTRAIN_DEVICE_TEST_F(LenetFashionMnist, LibraryTrainsWellAboveChance) {
   NetParameter net = read_net_params_from_text_file(std::string(XTRAIN_SOURCE_DIR) +
                                                     "/models/lenet/lenet_train_test.prototxt");
   for (LayerParameter& layer : *net.mutable_layer()) {
@@ -77,6 +79,7 @@ TEST_F(LenetFashionMnist, LibraryTrainsWellAboveChance) {
   solver.set_display(0);
   SolverOptions options;
   options.verbose_nets = false;
+  options.device = current_device();
   std::unique_ptr<Solver> trainer = create_solver(solver, options);
   trainer->solve();
   ASSERT_EQ(trainer->last_test_iter(), 300);
@@ -101,7 +104,7 @@ double last_value(const std::string& output, const std::string& pattern) {
   return value;
 }
 
-TEST_F(LenetFashionMnist, CaffeStockFilesTrainResumeAndTestThroughTheCli) {
+XTRAIN_DEVICE_TEST_F(LenetFashionMnist, CaffeStockFilesTrainResumeAndTestThroughTheCli) {
   // A Caffe user's layout: examples/mnist/ with the stock files, run from the
   // root; only the LMDB sources, snapshot_prefix and solver_mode differ.
   const std::string fixtures = std::string(XTRAIN_SOURCE_DIR) + "/tests/fixtures/caffe_stock_lenet";
@@ -111,8 +114,10 @@ TEST_F(LenetFashionMnist, CaffeStockFilesTrainResumeAndTestThroughTheCli) {
                                std::filesystem::copy_options::overwrite_existing);
   }
   const std::string xtrain = tool_path("xtrain");
+  const std::string on_device = current_device().is_gpu() ? " --gpu=0" : "";
   const ToolResult trained = run_tool(
-      xtrain + " train --solver=examples/mnist/lenet_solver.prototxt --max_iter=100", workdir_->path());
+      xtrain + " train --solver=examples/mnist/lenet_solver.prototxt --max_iter=100" + on_device,
+      workdir_->path());
   ASSERT_EQ(trained.exit_code, 0) << trained.output;
   EXPECT_NE(trained.output.find("Iteration 100, loss = "), std::string::npos) << trained.output;
   EXPECT_NE(trained.output.find("Iteration 0, Testing net (#0)"), std::string::npos);
@@ -121,17 +126,21 @@ TEST_F(LenetFashionMnist, CaffeStockFilesTrainResumeAndTestThroughTheCli) {
   EXPECT_TRUE(std::filesystem::exists(workdir_->file("snapshots/lenet_iter_100.caffemodel")));
   EXPECT_TRUE(std::filesystem::exists(workdir_->file("snapshots/lenet_iter_100.solverstate")));
 
-  const ToolResult resumed = run_tool(
-      xtrain + " train --solver=examples/mnist/lenet_solver.prototxt --max_iter=120 "
-               "--snapshot=snapshots/lenet_iter_100.solverstate",
-      workdir_->path());
+  const ToolResult resumed =
+      run_tool(xtrain +
+                   " train --solver=examples/mnist/lenet_solver.prototxt --max_iter=120 "
+                   "--snapshot=snapshots/lenet_iter_100.solverstate" +
+                   on_device,
+               workdir_->path());
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_TRUE(std::filesystem::exists(workdir_->file("snapshots/lenet_iter_120.caffemodel")));
 
-  const ToolResult tested = run_tool(
-      xtrain + " test --model=examples/mnist/lenet_train_test.prototxt "
-               "--weights=snapshots/lenet_iter_120.caffemodel --iterations=10",
-      workdir_->path());
+  const ToolResult tested =
+      run_tool(xtrain +
+                   " test --model=examples/mnist/lenet_train_test.prototxt "
+                   "--weights=snapshots/lenet_iter_120.caffemodel --iterations=10" +
+                   on_device,
+               workdir_->path());
   ASSERT_EQ(tested.exit_code, 0) << tested.output;
   const double test_accuracy = last_value(tested.output, R"(\] accuracy = ([0-9.]+))");
   EXPECT_GT(test_accuracy, 0.5) << tested.output;

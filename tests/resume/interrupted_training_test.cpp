@@ -117,8 +117,12 @@ TEST_F(InterruptedTraining, KilledAtRandomInstantsAlwaysResumesFromAnIntactSnaps
   std::uniform_int_distribution<int> delay_ms(20, 400);
   int previous_latest = -1;
   int snapshots_seen = 0;
-  for (int round = 0; round < 14; ++round) {
-    const int delay = delay_ms(random);
+  // 14 rounds at random instants; on a loaded machine, where start-up eats
+  // most of a short delay, more rounds with longer delays until the runs have
+  // made enough progress for the test to say something.
+  std::uniform_int_distribution<int> longer_delay_ms(400, 1500);
+  for (int round = 0; round < 14 || (snapshots_seen < 3 && round < 40); ++round) {
+    const int delay = round < 14 ? delay_ms(random) : longer_delay_ms(random);
     SCOPED_TRACE("round " + std::to_string(round) + ", killed after " + std::to_string(delay) +
                  " ms");
     const std::string log = dir_.file("killed_" + std::to_string(round) + ".log");

@@ -10,19 +10,6 @@
 namespace xtrain::testing {
 namespace {
 
-// The error line of a failed run, checked for the common promises.
-std::string expect_one_line_error(const ToolResult& result, const std::string& tool) {
-  EXPECT_EQ(result.exit_code, 1) << result.output;
-  const std::string line = last_line(result.output);
-  EXPECT_EQ(line.rfind(tool + ": error: ", 0), 0u) << result.output;
-  EXPECT_EQ(result.output.find("Check failed"), std::string::npos) << result.output;
-  EXPECT_EQ(result.output.find("terminate"), std::string::npos) << result.output;
-  return line;
-}
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
-
 const char* kTinyNet = R"(name: "tiny"
 layer { name: "data" type: "Input" top: "data" top: "label"
         input_param { shape { dim: 4 dim: 3 } shape { dim: 4 } } }
@@ -44,8 +31,8 @@ std::string tiny_solver(const std::string& net_path, const std::string& prefix) 
 
 TEST(CliErrors, MisspeltFieldNamesFileLineAndField) {
   TempDir dir("cli");
-  const std::string net = dir.write("net.prototxt",
-                                    "name: \"n\"\nlayer {\n  name: \"conv1\"\n  tpye: \"Convolution\"\n}\n");
+  const std::string net = dir.write(
+      "net.prototxt", "name: \"n\"\nlayer {\n  name: \"conv1\"\n  tpye: \"Convolution\"\n}\n");
   const std::string line =
       expect_one_line_error(run_tool(tool_path("xtrain") + " time --model=" + net), "xtrain time");
   EXPECT_CONTAINS(line, net + ":4:");
@@ -54,8 +41,8 @@ TEST(CliErrors, MisspeltFieldNamesFileLineAndField) {
 
 TEST(CliErrors, UnknownLayerTypeListsTheKnownOnes) {
   TempDir dir("cli");
-  const std::string net = dir.write(
-      "net.prototxt", "layer { name: \"c\" type: \"Convolutoin\" }\n");
+  const std::string net =
+      dir.write("net.prototxt", "layer { name: \"c\" type: \"Convolutoin\" }\n");
   const std::string line =
       expect_one_line_error(run_tool(tool_path("xtrain") + " time --model=" + net), "xtrain time");
   EXPECT_CONTAINS(line, "'Convolutoin'");
@@ -117,8 +104,8 @@ TEST(CliErrors, MeanFileOfTheWrongSizeNamesBothShapes) {
   for (int i = 0; i < 9; ++i) mean.add_data(0.0f);
   write_proto_to_binary_file(mean, dir.file("mean.binaryproto"));
   const std::string net = dir.write(
-      "net.prototxt",
-      data_net(dir.file("lmdb"), "transform_param { mean_file: \"" + dir.file("mean.binaryproto") + "\" }"));
+      "net.prototxt", data_net(dir.file("lmdb"), "transform_param { mean_file: \"" +
+                                                     dir.file("mean.binaryproto") + "\" }"));
   const std::string line =
       expect_one_line_error(run_tool(tool_path("xtrain") + " time --model=" + net), "xtrain time");
   EXPECT_CONTAINS(line, "mean.binaryproto");
@@ -139,10 +126,10 @@ class TrainedTinyNet : public ::testing::Test {
 };
 
 TEST_F(TrainedTinyNet, SnapshotGivenACaffemodelSaysWhatItExpected) {
-  const std::string line = expect_one_line_error(
-      run_tool(tool_path("xtrain") + " train --solver=" + solver_ +
-               " --snapshot=" + dir_.file("tiny_iter_2.caffemodel")),
-      "xtrain train");
+  const std::string line =
+      expect_one_line_error(run_tool(tool_path("xtrain") + " train --solver=" + solver_ +
+                                     " --snapshot=" + dir_.file("tiny_iter_2.caffemodel")),
+                            "xtrain train");
   EXPECT_CONTAINS(line, "tiny_iter_2.caffemodel");
   EXPECT_CONTAINS(line, "solverstate");
 }
@@ -151,10 +138,10 @@ TEST_F(TrainedTinyNet, SnapshotOfAnotherNetIsRefused) {
   const std::string other_net = dir_.write("other.prototxt", tiny_net(5));
   const std::string other_solver =
       dir_.write("other_solver.prototxt", tiny_solver(other_net, dir_.file("other")));
-  const std::string line = expect_one_line_error(
-      run_tool(tool_path("xtrain") + " train --solver=" + other_solver +
-               " --snapshot=" + dir_.file("tiny_iter_2.solverstate")),
-      "xtrain train");
+  const std::string line =
+      expect_one_line_error(run_tool(tool_path("xtrain") + " train --solver=" + other_solver +
+                                     " --snapshot=" + dir_.file("tiny_iter_2.solverstate")),
+                            "xtrain train");
   EXPECT_CONTAINS(line, "tiny_iter_2.solverstate");
 }
 
@@ -162,10 +149,10 @@ TEST_F(TrainedTinyNet, WeightsOfADifferentShapeNameTheLayerAndSuggestRenaming) {
   const std::string other_net = dir_.write("other.prototxt", tiny_net(5));
   const std::string other_solver =
       dir_.write("other_solver.prototxt", tiny_solver(other_net, dir_.file("other")));
-  const std::string line = expect_one_line_error(
-      run_tool(tool_path("xtrain") + " train --solver=" + other_solver +
-               " --weights=" + dir_.file("tiny_iter_2.caffemodel")),
-      "xtrain train");
+  const std::string line =
+      expect_one_line_error(run_tool(tool_path("xtrain") + " train --solver=" + other_solver +
+                                     " --weights=" + dir_.file("tiny_iter_2.caffemodel")),
+                            "xtrain train");
   EXPECT_CONTAINS(line, "'ip'");
   EXPECT_CONTAINS(line, "(2, 3)");
   EXPECT_CONTAINS(line, "(5, 3)");
@@ -173,7 +160,8 @@ TEST_F(TrainedTinyNet, WeightsOfADifferentShapeNameTheLayerAndSuggestRenaming) {
 }
 
 TEST_F(TrainedTinyNet, TrainOnAGpuThatIsNotThereIsOneLine) {
-  const ToolResult result = run_tool(tool_path("xtrain") + " train --solver=" + solver_ + " --gpu=0");
+  const ToolResult result =
+      run_tool(tool_path("xtrain") + " train --solver=" + solver_ + " --gpu=0");
   if (result.exit_code == 0) GTEST_SKIP() << "a GPU is present";
   const std::string line = expect_one_line_error(result, "xtrain train");
   EXPECT_CONTAINS(line, "--gpu=0");

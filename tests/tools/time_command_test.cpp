@@ -11,9 +11,6 @@ namespace {
 
 const std::string kLenet = std::string(XTRAIN_SOURCE_DIR) + "/bench/nets/lenet.prototxt";
 
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
-
 TEST(TimeCommand, LogsTheThreadPoolItWasGiven) {
   const ToolResult result =
       run_tool(tool_path("xtrain") + " time --model=" + kLenet + " --iterations=2 --threads=1");

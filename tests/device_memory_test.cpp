@@ -1,0 +1,115 @@
+// Where a blob's arithmetic runs and what a training loop allocates, on each
+// device: Blob::update/scale/sums work where the newest values are (on the
+// GPU when its copy is the head, as in Caffe), and once training runs no
+// iteration allocates memory, on the host or (through the caching allocator)
+// on the device.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+
+#include "device_test_support.hpp"
+#include "xtrain/blob.hpp"
+#include "xtrain/proto/xtrain.pb.h"
+#include "xtrain/proto_io.hpp"
+#include "xtrain/solver.hpp"
+#include "xtrain/synced_memory.hpp"
+
+namespace xtrain::testing {
+namespace {
+
+// data = 1..6, diff = 0.5, -1, 1.5, ...; on the GPU both heads move there.
+Blob blob_with_values() {
+  Blob blob({2, 3});
+  float* data = blob.mutable_cpu_data();
+  float* diff = blob.mutable_cpu_diff();
+  for (int i = 0; i < 6; ++i) {
+    data[i] = static_cast<float>(i + 1);
+    diff[i] = (i % 2 == 0 ? 0.5f : -1.0f) * static_cast<float>(i + 1);
+  }
+  if (current_device().is_gpu()) {
+    blob.mutable_gpu_data();
+    blob.mutable_gpu_diff();
+  }
+  return blob;
+}
+
+SyncedMemory::Head expected_head() {
+  return current_device().is_gpu() ? SyncedMemory::Head::kAtGpu : SyncedMemory::Head::kAtCpu;
+}
+
+XTRAIN_DEVICE_TEST(DeviceMemory, BlobArithmeticRunsWhereTheValuesAre) {
+  Blob blob = blob_with_values();
+  double sumsq = 0;
+  double asum = 0;
+  for (int i = 0; i < 6; ++i) {
+    const double d = (i % 2 == 0 ? 0.5 : -1.0) * (i + 1);
+    sumsq += d * d;
+    asum += i + 1;
+  }
+  EXPECT_NEAR(blob.sumsq_diff(), sumsq, 1e-4);
+  EXPECT_NEAR(blob.asum_data(), asum, 1e-4);
+  blob.scale_diff(2.0f);
+  blob.update();  // data - 2 * diff
+  EXPECT_EQ(blob.data_memory()->head(), expected_head()) << "the update left its device";
+  EXPECT_EQ(blob.diff_memory()->head(), expected_head());
+  const float* data = blob.cpu_data();
+  for (int i = 0; i < 6; ++i) {
+    const float diff = (i % 2 == 0 ? 0.5f : -1.0f) * static_cast<float>(i + 1);
+    EXPECT_FLOAT_EQ(data[i], static_cast<float>(i + 1) - 2.0f * diff) << i;
+  }
+}
+
+XTRAIN_DEVICE_TEST(DeviceMemory, HostAndDeviceCopiesFollowTheNewestWrite) {
+  Blob blob = blob_with_values();
+  blob.scale_data(-1.0f);  // on the device when the device holds the head
+  EXPECT_FLOAT_EQ(blob.cpu_data()[5], -6.0f);
+  EXPECT_EQ(blob.data_memory()->head(),
+            current_device().is_gpu() ? SyncedMemory::Head::kSynced : SyncedMemory::Head::kAtCpu);
+  blob.mutable_cpu_data()[5] = 42.0f;  // the host is newest again
+  blob.scale_data(0.5f);
+  EXPECT_FLOAT_EQ(blob.cpu_data()[5], 21.0f);
+}
+
+const char* kTinyTrainNet = R"(name: "tiny"
+layer { name: "data" type: "DummyData" top: "data" top: "label"
+  dummy_data_param {
+    shape { dim: 8 dim: 3 dim: 6 dim: 6 } shape { dim: 8 }
+    data_filler { type: "gaussian" std: 1 } data_filler { type: "constant" value: 1 } } }
+layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
+  convolution_param { num_output: 4 kernel_size: 3 weight_filler { type: "xavier" } } }
+layer { name: "relu" type: "ReLU" bottom: "conv" top: "conv" }
+layer { name: "pool" type: "Pooling" bottom: "conv" top: "pool"
+  pooling_param { pool: MAX kernel_size: 2 stride: 2 } }
+layer { name: "ip" type: "InnerProduct" bottom: "pool" top: "ip"
+  inner_product_param { num_output: 3 weight_filler { type: "xavier" } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+)";
+
+XTRAIN_DEVICE_TEST(DeviceMemory, SteadyStateTrainingAllocatesNothing) {
+  SolverParameter param;
+  read_proto_from_text_string(
+      "base_lr: 0.01 momentum: 0.9 weight_decay: 0.0005 lr_policy: 'fixed' max_iter: 10 "
+      "display: 0 random_seed: 3 clip_gradients: 10",
+      &param, "solver");
+  read_proto_from_text_string(kTinyTrainNet, param.mutable_net_param(), "net");
+  SolverOptions options;
+  options.device = current_device();
+  options.verbose_nets = false;
+  std::unique_ptr<Solver> solver = create_solver(param, options);
+  solver->step(2);
+  const std::size_t host_before = SyncedMemory::host_allocation_count();
+  const std::size_t device_before =
+      current_device().is_gpu() ? gpu_memory_statistics(0).device_allocations : 0;
+  solver->step(3);
+  EXPECT_EQ(SyncedMemory::host_allocation_count(), host_before);
+  if (current_device().is_gpu()) {
+    EXPECT_EQ(gpu_memory_statistics(0).device_allocations, device_before)
+        << "cudaMalloc in the steady state: the caching allocator missed";
+    EXPECT_GT(gpu_memory_statistics(0).peak_in_use_bytes, 0u);
+  }
+  EXPECT_TRUE(std::isfinite(solver->net().blobs().back()->cpu_data()[0]));
+}
+
+}  // namespace
+}  // namespace xtrain::testing
