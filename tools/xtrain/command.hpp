@@ -25,12 +25,16 @@ int upgrade_command();
 // "a,b,c" -> {"a", "b", "c"}; "" -> {}.
 std::vector<std::string> split_commas(const std::string& text);
 
-// The device from --gpu (and the solver's mode, if any). Throws xtrain::Error
-// with one clear line when a GPU is asked for and none can be used.
+// The ids of --gpu ("0", "0,1", "all") among `available` visible GPUs.
+std::vector<int> parse_gpu_ids(const std::string& gpu_flag, int available);
+// The device from --gpu (and the solver's mode, if any), selected for this
+// thread. Throws xtrain::Error with one clear line when a GPU is asked for
+// and none can be used (none visible, a wrong id, busy in exclusive mode).
 Device choose_device(const std::string& gpu_flag, bool solver_wants_gpu, int solver_device_id);
 
-// Sizes the CPU thread pool from --threads and logs what runs the kernels.
-void start_cpu_threads();
+// Sizes the CPU thread pool from --threads, logs what runs the kernels, and
+// applies the cuDNN flags (--cudnn_workspace_mb, --cudnn_algorithm_search).
+void configure_compute();
 
 // TRAIN or TEST from a flag value; `fallback` when empty.
 Phase parse_phase(const std::string& text, Phase fallback);

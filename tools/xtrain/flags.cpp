@@ -1,5 +1,9 @@
 #include "flags.hpp"
 
+#include <cstdint>
+
+#include "xtrain/cudnn_options.hpp"
+
 DEFINE_string(solver, "", "train: the solver prototxt");
 DEFINE_string(model, "", "test/time: the net prototxt");
 DEFINE_string(weights, "",
@@ -35,6 +39,12 @@ DEFINE_int32(snapshot_keep, -1,
 DEFINE_double(snapshot_minutes, -1,
               "train: also snapshot every N minutes (-1: the solver's snapshot_minutes; 0: off)");
 DEFINE_string(output, "", "upgrade: where to write the upgraded file (never the input file)");
+DEFINE_int32(cudnn_workspace_mb, static_cast<std::int32_t>(xtrain::kDefaultCudnnWorkspaceLimitMb),
+             "train/test/time on a GPU: the most cuDNN workspace one convolution pass may use, "
+             "in MiB (Caffe's limit is 8; more lets cuDNN choose faster algorithms)");
+DEFINE_string(cudnn_algorithm_search, "heuristic",
+              "train/test/time on a GPU: how convolution algorithms are chosen: heuristic "
+              "(cuDNN's ranking) or timed (cuDNN runs each candidate once per shape)");
 DEFINE_int32(threads, 0,
              "train/test/time: CPU threads (one pool for oneDNN, BLAS and xtrain); 0: "
              "OMP_NUM_THREADS if set, else every CPU this process may use");

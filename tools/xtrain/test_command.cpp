@@ -13,7 +13,7 @@ int test_command() {
   XTRAIN_CHECK(!FLAGS_weights.empty(),
                "xtrain test needs --weights=MODEL.caffemodel (an untrained net scores nothing)");
   XTRAIN_CHECK(FLAGS_iterations > 0, "--iterations must be positive, got ", FLAGS_iterations);
-  start_cpu_threads();
+  configure_compute();
   NetOptions options;
   options.device = choose_device(FLAGS_gpu, false, 0);
   options.share_activation_memory = FLAGS_share_activation_memory;

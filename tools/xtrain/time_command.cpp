@@ -31,7 +31,7 @@ long peak_resident_kib() {
 int time_command() {
   XTRAIN_CHECK(!FLAGS_model.empty(), "xtrain time needs --model=NET.prototxt");
   XTRAIN_CHECK(FLAGS_iterations > 0, "--iterations must be positive, got ", FLAGS_iterations);
-  start_cpu_threads();
+  configure_compute();
   if (FLAGS_training_step) {
     XTRAIN_CHECK(parse_phase(FLAGS_phase, TRAIN) == TRAIN,
                  "--training_step times training: leave --phase unset or TRAIN");
@@ -73,6 +73,7 @@ int time_command() {
     for (std::size_t i = 0; i < layers.size(); ++i) {
       const auto start = Clock::now();
       layers[i]->forward(net.bottom_vecs()[i], net.top_vecs()[i]);
+      synchronize(options.device);  // GPU kernels run asynchronously
       forward_ms[i] += ms_since(start);
     }
     total_forward += ms_since(iteration_start);
@@ -82,6 +83,7 @@ int time_command() {
         if (!net.layer_needs_backward(i)) continue;
         const auto start = Clock::now();
         layers[i]->backward(net.top_vecs()[i], net.bottom_need_backward()[i], net.bottom_vecs()[i]);
+        synchronize(options.device);
         backward_ms[i] += ms_since(start);
       }
       total_backward += ms_since(backward_start);
@@ -146,6 +148,12 @@ int time_command() {
                 net.layer_names()[i].c_str(), wait_ms[i] / n, 100.0 * wait_ms[i] / total_ms);
   }
   std::printf("peak resident memory %.1f MiB\n", peak_resident_kib() / 1024.0);
+  if (options.device.is_gpu()) {
+    const GpuMemoryStatistics gpu = gpu_memory_statistics(options.device.id);
+    std::printf("%s memory: peak %.1f MiB in use, %.1f MiB cached, %zu cudaMalloc calls\n",
+                options.device.to_string().c_str(), gpu.peak_in_use_bytes / 1048576.0,
+                gpu.cached_bytes / 1048576.0, gpu.device_allocations);
+  }
   return 0;
 }
 

@@ -58,7 +58,7 @@ void apply_flag_overrides(SolverParameter* param) {
 int train_command() {
   const auto session_start = std::chrono::steady_clock::now();
   XTRAIN_CHECK(!FLAGS_solver.empty(), "xtrain train needs --solver=SOLVER.prototxt");
-  start_cpu_threads();
+  configure_compute();
   const bool auto_resume = FLAGS_snapshot == "auto";
   // With auto, --weights is the starting point of a fresh run, unused once
   // a snapshot exists: the same fine-tuning job script can be resubmitted.
