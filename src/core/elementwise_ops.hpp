@@ -26,11 +26,7 @@
 #include "core/parallel_loop.hpp"
 #endif
 
-#ifdef __CUDACC__
-#define XTRAIN_HOST_DEVICE __host__ __device__
-#else
-#define XTRAIN_HOST_DEVICE
-#endif
+#include "core/host_device.hpp"
 
 namespace xtrain::ops {
 

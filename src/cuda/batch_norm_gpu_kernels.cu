@@ -1,26 +1,22 @@
 #include <cstdint>
 
 #include "cuda/batch_norm_gpu_kernels.hpp"
-#include "cuda/cuda_check.hpp"
 #include "cuda/cuda_context.hpp"
+#include "cuda/kernel_launch.cuh"
 #include "layers/batch_norm_math.hpp"
 
 namespace xtrain::cuda {
 namespace {
 
-constexpr int kThreads = 256;  // a power of two: the block reductions halve it
-
-int blocks_for(std::int64_t count) {
-  const std::int64_t blocks = (count + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 65535 ? blocks : 65535);  // grid-stride beyond
-}
+// The block reductions halve the block: kThreadsPerBlock is a power of two.
+static_assert((kThreadsPerBlock & (kThreadsPerBlock - 1)) == 0);
 
 // The sum of every thread's `value` in the block, returned to all threads.
-// `shared` holds kThreads doubles.
+// `shared` holds kThreadsPerBlock doubles.
 __device__ double block_sum(double value, double* shared) {
   shared[threadIdx.x] = value;
   __syncthreads();
-  for (int half = kThreads / 2; half > 0; half /= 2) {
+  for (int half = kThreadsPerBlock / 2; half > 0; half /= 2) {
     if (threadIdx.x < half) shared[threadIdx.x] += shared[threadIdx.x + half];
     __syncthreads();
   }
@@ -40,16 +36,16 @@ __device__ std::int64_t channel_value_offset(const BatchNormShape& s, int c, std
 // One block per channel (blockIdx.x).
 __global__ void statistics_kernel(BatchNormShape s, const float* input, float* mean,
                                   float* variance) {
-  __shared__ double shared[kThreads];
+  __shared__ double shared[kThreadsPerBlock];
   const int c = blockIdx.x;
   const std::int64_t m = static_cast<std::int64_t>(s.num) * static_cast<std::int64_t>(s.spatial);
   double sum = 0;
-  for (std::int64_t i = threadIdx.x; i < m; i += kThreads) {
+  for (std::int64_t i = threadIdx.x; i < m; i += kThreadsPerBlock) {
     sum += input[channel_value_offset(s, c, i)];
   }
   const double channel_mean = block_sum(sum, shared) / static_cast<double>(m);
   double squares = 0;
-  for (std::int64_t i = threadIdx.x; i < m; i += kThreads) {
+  for (std::int64_t i = threadIdx.x; i < m; i += kThreadsPerBlock) {
     const double d = input[channel_value_offset(s, c, i)] - channel_mean;
     squares += d * d;
   }
@@ -64,12 +60,12 @@ __global__ void statistics_kernel(BatchNormShape s, const float* input, float* m
 __global__ void gradient_statistics_kernel(BatchNormShape s, const float* output_diff,
                                            const float* normalised, float* dy_mean,
                                            float* dy_dot_y_mean) {
-  __shared__ double shared[kThreads];
+  __shared__ double shared[kThreadsPerBlock];
   const int c = blockIdx.x;
   const std::int64_t m = static_cast<std::int64_t>(s.num) * static_cast<std::int64_t>(s.spatial);
   double sum = 0;
   double dot = 0;
-  for (std::int64_t i = threadIdx.x; i < m; i += kThreads) {
+  for (std::int64_t i = threadIdx.x; i < m; i += kThreadsPerBlock) {
     const std::int64_t at = channel_value_offset(s, c, i);
     sum += output_diff[at];
     dot += static_cast<double>(output_diff[at]) * normalised[at];
@@ -104,8 +100,7 @@ __global__ void finish_kernel(BatchNormShape s, bool use_global_stats, batch_nor
 __global__ void normalize_kernel(BatchNormShape s, std::int64_t count, const float* input,
                                  const float* mean, const float* deviation, float* output,
                                  float* kept) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
+  XTRAIN_GRID_STRIDE_LOOP(i, count) {
     const int c = static_cast<int>(i / static_cast<std::int64_t>(s.spatial) % s.channels);
     const float y = batch_norm::normalize(input[i], mean[c], deviation[c]);
     output[i] = y;
@@ -117,8 +112,7 @@ __global__ void batch_gradient_kernel(BatchNormShape s, std::int64_t count,
                                       const float* output_diff, const float* normalised,
                                       const float* deviation, const float* dy_mean,
                                       const float* dy_dot_y_mean, float* input_diff) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
+  XTRAIN_GRID_STRIDE_LOOP(i, count) {
     const int c = static_cast<int>(i / static_cast<std::int64_t>(s.spatial) % s.channels);
     input_diff[i] = batch_norm::batch_gradient(output_diff[i], normalised[i], dy_mean[c],
                                                dy_dot_y_mean[c], deviation[c]);
@@ -128,8 +122,7 @@ __global__ void batch_gradient_kernel(BatchNormShape s, std::int64_t count,
 __global__ void global_gradient_kernel(BatchNormShape s, std::int64_t count,
                                        const float* output_diff, const float* deviation,
                                        float* input_diff) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
+  XTRAIN_GRID_STRIDE_LOOP(i, count) {
     const int c = static_cast<int>(i / static_cast<std::int64_t>(s.spatial) % s.channels);
     input_diff[i] = batch_norm::global_gradient(output_diff[i], deviation[c]);
   }
@@ -144,7 +137,8 @@ std::int64_t value_count(const BatchNormShape& s) {
 void batch_norm_statistics_gpu(const BatchNormShape& shape, const float* input, float* mean,
                                float* variance) {
   if (value_count(shape) == 0) return;
-  statistics_kernel<<<shape.channels, kThreads, 0, stream()>>>(shape, input, mean, variance);
+  statistics_kernel<<<shape.channels, kThreadsPerBlock, 0, stream()>>>(shape, input, mean,
+                                                                       variance);
   XTRAIN_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -156,8 +150,9 @@ void batch_norm_finish_statistics_gpu(const BatchNormShape& shape, bool use_glob
   const unsigned long long m =
       static_cast<unsigned long long>(shape.num) * static_cast<unsigned long long>(shape.spatial);
   const batch_norm::RunningSums sums{fraction, batch_norm::RunningSums::correction_for(m)};
-  finish_kernel<<<1, kThreads, 0, stream()>>>(shape, use_global_stats, sums, eps, mean_sum,
-                                              variance_sum, weight, mean, variance, deviation);
+  finish_kernel<<<1, kThreadsPerBlock, 0, stream()>>>(shape, use_global_stats, sums, eps, mean_sum,
+                                                      variance_sum, weight, mean, variance,
+                                                      deviation);
   XTRAIN_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -165,8 +160,8 @@ void batch_norm_normalize_gpu(const BatchNormShape& shape, const float* input, c
                               const float* deviation, float* output, float* kept) {
   const std::int64_t count = value_count(shape);
   if (count == 0) return;
-  normalize_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(shape, count, input, mean,
-                                                                 deviation, output, kept);
+  normalize_kernel<<<blocks_for(static_cast<std::size_t>(count)), kThreadsPerBlock, 0, stream()>>>(
+      shape, count, input, mean, deviation, output, kept);
   XTRAIN_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -175,12 +170,13 @@ void batch_norm_backward_gpu(const BatchNormShape& shape, const float* output_di
                              float* dy_dot_y_mean, float* input_diff) {
   const std::int64_t count = value_count(shape);
   if (count == 0) return;
-  gradient_statistics_kernel<<<shape.channels, kThreads, 0, stream()>>>(
+  gradient_statistics_kernel<<<shape.channels, kThreadsPerBlock, 0, stream()>>>(
       shape, output_diff, normalised, dy_mean, dy_dot_y_mean);
   XTRAIN_CUDA_CHECK(cudaGetLastError());
   // Same stream: runs after every channel's sums are written.
-  batch_gradient_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(
-      shape, count, output_diff, normalised, deviation, dy_mean, dy_dot_y_mean, input_diff);
+  batch_gradient_kernel<<<blocks_for(static_cast<std::size_t>(count)), kThreadsPerBlock, 0,
+                          stream()>>>(shape, count, output_diff, normalised, deviation, dy_mean,
+                                      dy_dot_y_mean, input_diff);
   XTRAIN_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -188,8 +184,8 @@ void batch_norm_global_backward_gpu(const BatchNormShape& shape, const float* ou
                                     const float* deviation, float* input_diff) {
   const std::int64_t count = value_count(shape);
   if (count == 0) return;
-  global_gradient_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(shape, count, output_diff,
-                                                                       deviation, input_diff);
+  global_gradient_kernel<<<blocks_for(static_cast<std::size_t>(count)), kThreadsPerBlock, 0,
+                           stream()>>>(shape, count, output_diff, deviation, input_diff);
   XTRAIN_CUDA_CHECK(cudaGetLastError());
 }
 

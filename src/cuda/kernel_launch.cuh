@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 
 #include "cuda/cuda_check.hpp"
 
@@ -27,6 +28,12 @@ __device__ inline std::size_t grid_start() {
 __device__ inline std::size_t grid_stride() {
   return static_cast<std::size_t>(blockDim.x) * gridDim.x;
 }
+
+// for (i = this thread's first; i < count; i += the grid's size), with
+// 64-bit indices: the loop of a one-thread-per-element kernel.
+#define XTRAIN_GRID_STRIDE_LOOP(i, count)                                                     \
+  for (std::int64_t i = static_cast<std::int64_t>(::xtrain::cuda::grid_start()); i < (count); \
+       i += static_cast<std::int64_t>(::xtrain::cuda::grid_stride()))
 
 template <typename Op, typename... Inputs>
 __global__ void apply_kernel(std::size_t n, Op op, float* out, const Inputs*... in) {

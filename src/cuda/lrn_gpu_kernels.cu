@@ -1,23 +1,12 @@
 #include <cstdint>
 
-#include "cuda/cuda_check.hpp"
 #include "cuda/cuda_context.hpp"
+#include "cuda/kernel_launch.cuh"
 #include "cuda/lrn_gpu_kernels.hpp"
 #include "layers/lrn_math.hpp"
 
 namespace xtrain::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-int blocks_for(std::int64_t count) {
-  const std::int64_t blocks = (count + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 65535 ? blocks : 65535);  // grid-stride beyond
-}
-
-#define XTRAIN_GRID_STRIDE_LOOP(i, count)                                                 \
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; \
-       i < (count); i += static_cast<std::int64_t>(blockDim.x) * gridDim.x)
 
 __global__ void square_kernel(std::int64_t count, const float* input, float* squares) {
   XTRAIN_GRID_STRIDE_LOOP(i, count) { squares[i] = input[i] * input[i]; }
@@ -63,8 +52,6 @@ __global__ void within_backward_kernel(std::int64_t count, int height, int width
   }
 }
 
-#undef XTRAIN_GRID_STRIDE_LOOP
-
 std::int64_t value_count(const LrnShape& s) {
   return static_cast<std::int64_t>(s.num) * s.channels * s.height * s.width;
 }
@@ -76,12 +63,14 @@ void lrn_within_channel_forward_gpu(const LrnParameters& lrn, const LrnShape& sh
                                     float* output) {
   const std::int64_t count = value_count(shape);
   if (count == 0) return;
-  square_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(count, input, squares);
+  square_kernel<<<blocks_for(static_cast<std::size_t>(count)), kThreadsPerBlock, 0, stream()>>>(
+      count, input, squares);
   XTRAIN_CUDA_CHECK(cudaGetLastError());
   // As the CPU: window_area = n^2 in float, radius (n - 1) / 2.
-  within_scale_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(
-      count, shape.height, shape.width, (lrn.size - 1) / 2, lrn.alpha,
-      static_cast<float>(lrn.size * lrn.size), lrn.beta, input, squares, scale, power, output);
+  within_scale_kernel<<<blocks_for(static_cast<std::size_t>(count)), kThreadsPerBlock, 0,
+                        stream()>>>(count, shape.height, shape.width, (lrn.size - 1) / 2, lrn.alpha,
+                                    static_cast<float>(lrn.size * lrn.size), lrn.beta, input,
+                                    squares, scale, power, output);
   XTRAIN_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -91,13 +80,13 @@ void lrn_within_channel_backward_gpu(const LrnParameters& lrn, const LrnShape& s
                                      const float* power, float* ratios, float* input_diff) {
   const std::int64_t count = value_count(shape);
   if (count == 0) return;
-  ratio_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(count, output, output_diff, scale,
-                                                             ratios);
+  ratio_kernel<<<blocks_for(static_cast<std::size_t>(count)), kThreadsPerBlock, 0, stream()>>>(
+      count, output, output_diff, scale, ratios);
   XTRAIN_CUDA_CHECK(cudaGetLastError());
   const float factor = 2.0f * lrn.alpha * lrn.beta / static_cast<float>(lrn.size * lrn.size);
-  within_backward_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(
-      count, shape.height, shape.width, (lrn.size - 1) / 2, factor, input, output_diff, power,
-      ratios, input_diff);
+  within_backward_kernel<<<blocks_for(static_cast<std::size_t>(count)), kThreadsPerBlock, 0,
+                           stream()>>>(count, shape.height, shape.width, (lrn.size - 1) / 2, factor,
+                                       input, output_diff, power, ratios, input_diff);
   XTRAIN_CUDA_CHECK(cudaGetLastError());
 }
 

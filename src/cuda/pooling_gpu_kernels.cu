@@ -1,25 +1,17 @@
 #include <cfloat>
 #include <cstdint>
 
-#include "cuda/cuda_check.hpp"
 #include "cuda/cuda_context.hpp"
+#include "cuda/kernel_launch.cuh"
 #include "cuda/pooling_gpu_kernels.hpp"
 
 namespace xtrain::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-
-int blocks_for(std::int64_t count) {
-  const std::int64_t blocks = (count + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 65535 ? blocks : 65535);  // grid-stride beyond
-}
-
 // One thread per output (p, y, x), index = (p * pooled_h + y) * pooled_w + x.
 __global__ void max_pool_forward_kernel(PoolingGeometry g, std::int64_t count, const float* input,
                                         float* output, float* mask_top, int* mask) {
-  for (std::int64_t index = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-       index < count; index += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
+  XTRAIN_GRID_STRIDE_LOOP(index, count) {
     const int x = static_cast<int>(index % g.pooled_w);
     const int y = static_cast<int>(index / g.pooled_w % g.pooled_h);
     const std::int64_t p = index / g.pooled_w / g.pooled_h;
@@ -50,8 +42,7 @@ __global__ void max_pool_forward_kernel(PoolingGeometry g, std::int64_t count, c
 __global__ void max_pool_backward_kernel(PoolingGeometry g, std::int64_t count,
                                          const float* output_diff, const float* mask_top,
                                          const int* mask, float* input_diff) {
-  for (std::int64_t index = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-       index < count; index += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
+  XTRAIN_GRID_STRIDE_LOOP(index, count) {
     const int w = static_cast<int>(index % g.width);
     const int h = static_cast<int>(index / g.width % g.height);
     const std::int64_t p = index / g.width / g.height;
@@ -73,8 +64,7 @@ __global__ void max_pool_backward_kernel(PoolingGeometry g, std::int64_t count,
 
 __global__ void average_pool_forward_kernel(PoolingGeometry g, std::int64_t count,
                                             const float* input, float* output) {
-  for (std::int64_t index = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-       index < count; index += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
+  XTRAIN_GRID_STRIDE_LOOP(index, count) {
     const int x = static_cast<int>(index % g.pooled_w);
     const int y = static_cast<int>(index / g.pooled_w % g.pooled_h);
     const std::int64_t p = index / g.pooled_w / g.pooled_h;
@@ -91,8 +81,7 @@ __global__ void average_pool_forward_kernel(PoolingGeometry g, std::int64_t coun
 
 __global__ void average_pool_backward_kernel(PoolingGeometry g, std::int64_t count,
                                              const float* output_diff, float* input_diff) {
-  for (std::int64_t index = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-       index < count; index += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
+  XTRAIN_GRID_STRIDE_LOOP(index, count) {
     const int w = static_cast<int>(index % g.width);
     const int h = static_cast<int>(index / g.width % g.height);
     const std::int64_t p = index / g.width / g.height;
@@ -125,8 +114,8 @@ void max_pool_forward_gpu(const PoolingGeometry& g, const float* input, float* o
                           float* mask_top, int* mask) {
   const std::int64_t count = output_count(g);
   if (count == 0) return;
-  max_pool_forward_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(g, count, input, output,
-                                                                        mask_top, mask);
+  max_pool_forward_kernel<<<blocks_for(static_cast<std::size_t>(count)), kThreadsPerBlock, 0,
+                            stream()>>>(g, count, input, output, mask_top, mask);
   XTRAIN_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -134,16 +123,16 @@ void max_pool_backward_gpu(const PoolingGeometry& g, const float* output_diff,
                            const float* mask_top, const int* mask, float* input_diff) {
   const std::int64_t count = input_count(g);
   if (count == 0) return;
-  max_pool_backward_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(
-      g, count, output_diff, mask_top, mask, input_diff);
+  max_pool_backward_kernel<<<blocks_for(static_cast<std::size_t>(count)), kThreadsPerBlock, 0,
+                             stream()>>>(g, count, output_diff, mask_top, mask, input_diff);
   XTRAIN_CUDA_CHECK(cudaGetLastError());
 }
 
 void average_pool_forward_gpu(const PoolingGeometry& g, const float* input, float* output) {
   const std::int64_t count = output_count(g);
   if (count == 0) return;
-  average_pool_forward_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(g, count, input,
-                                                                            output);
+  average_pool_forward_kernel<<<blocks_for(static_cast<std::size_t>(count)), kThreadsPerBlock, 0,
+                                stream()>>>(g, count, input, output);
   XTRAIN_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -151,8 +140,8 @@ void average_pool_backward_gpu(const PoolingGeometry& g, const float* output_dif
                                float* input_diff) {
   const std::int64_t count = input_count(g);
   if (count == 0) return;
-  average_pool_backward_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(g, count, output_diff,
-                                                                             input_diff);
+  average_pool_backward_kernel<<<blocks_for(static_cast<std::size_t>(count)), kThreadsPerBlock, 0,
+                                 stream()>>>(g, count, output_diff, input_diff);
   XTRAIN_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -7,13 +7,7 @@
 
 #include <cmath>
 
-#ifndef XTRAIN_HOST_DEVICE
-#ifdef __CUDACC__
-#define XTRAIN_HOST_DEVICE __host__ __device__
-#else
-#define XTRAIN_HOST_DEVICE
-#endif
-#endif
+#include "core/host_device.hpp"
 
 namespace xtrain::batch_norm {
 

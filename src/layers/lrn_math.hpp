@@ -5,13 +5,7 @@
 
 #include <cmath>
 
-#ifndef XTRAIN_HOST_DEVICE
-#ifdef __CUDACC__
-#define XTRAIN_HOST_DEVICE __host__ __device__
-#else
-#define XTRAIN_HOST_DEVICE
-#endif
-#endif
+#include "core/host_device.hpp"
 
 namespace xtrain::lrn_math {
 

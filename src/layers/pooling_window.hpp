@@ -4,13 +4,7 @@
 // the divisors and the gradient-gathering ranges the GPU uses.
 #pragma once
 
-#ifndef XTRAIN_HOST_DEVICE
-#ifdef __CUDACC__
-#define XTRAIN_HOST_DEVICE __host__ __device__
-#else
-#define XTRAIN_HOST_DEVICE
-#endif
-#endif
+#include "core/host_device.hpp"
 
 namespace xtrain {
 
