@@ -142,7 +142,7 @@ TEST(CachingAllocator, AFullDeviceReleasesTheCacheAndRetries) {
   EXPECT_EQ(allocator.statistics().backend_releases, 2u);
 }
 
-TEST(CachingAllocator, OutOfMemorySaysWhereHowMuchAndWhatToDo) {
+TEST(CachingAllocator, OutOfMemoryNamesTheDeviceTheSizeAndTheRemedy) {
   FakeDevice device;
   device.capacity = 1 << 20;
   CachingAllocator allocator(device.backend());
