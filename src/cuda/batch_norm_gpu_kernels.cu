@@ -136,7 +136,9 @@ std::int64_t value_count(const BatchNormShape& s) {
 
 void batch_norm_statistics_gpu(const BatchNormShape& shape, const float* input, float* mean,
                                float* variance) {
-  if (value_count(shape) == 0) return;
+  // Also with no values (m = 0): mean and variance come out 0 / 0 = NaN, as
+  // on the CPU, instead of whatever the arrays held.
+  if (shape.channels == 0) return;
   statistics_kernel<<<shape.channels, kThreadsPerBlock, 0, stream()>>>(shape, input, mean,
                                                                        variance);
   XTRAIN_CUDA_CHECK(cudaGetLastError());

@@ -259,8 +259,10 @@ class BatchNormLayer : public Layer {
     cuda::batch_norm_finish_statistics_gpu(
         shape, false, moving_average_fraction_, eps_, blobs_[0]->mutable_gpu_data(),
         blobs_[1]->mutable_gpu_data(), blobs_[2]->mutable_gpu_data(), mean, variance, deviation);
-    cuda::batch_norm_normalize_gpu(shape, input, mean, deviation, output,
-                                   static_cast<float*>(gpu_x_norm_->mutable_gpu_data()));
+    // No kept copy for an empty input (reshape_gpu allocates none).
+    cuda::batch_norm_normalize_gpu(
+        shape, input, mean, deviation, output,
+        gpu_x_norm_ ? static_cast<float*>(gpu_x_norm_->mutable_gpu_data()) : nullptr);
   }
 
   void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
@@ -274,6 +276,7 @@ class BatchNormLayer : public Layer {
       cuda::batch_norm_global_backward_gpu(shape, output_diff, deviation, input_diff);
       return;
     }
+    if (!gpu_x_norm_) return;  // an empty input: nothing to propagate
     cuda::batch_norm_backward_gpu(shape, output_diff,
                                   static_cast<const float*>(gpu_x_norm_->gpu_data()), deviation,
                                   gpu_channel_values(3), gpu_channel_values(4), input_diff);

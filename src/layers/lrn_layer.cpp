@@ -107,6 +107,9 @@ class LRNLayer : public Layer {
 #ifdef XTRAIN_USE_CUDA
   void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
     if (!gpu_) reshape_gpu();  // the device was set after reshape
+    // An empty input has no arrays or tensor descriptor (reshape_gpu); the
+    // CPU kernels do nothing for it either.
+    if (values() == 0) return;
     switch (gpu_->engine) {
       case GpuEngine::kCudnn:
         // y = 1 * lrn(x) + 0 * y.
@@ -129,7 +132,7 @@ class LRNLayer : public Layer {
 
   void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
-    if (!propagate_down[0]) return;
+    if (!propagate_down[0] || values() == 0) return;
     switch (gpu_->engine) {
       case GpuEngine::kCudnn:
         // dx = 1 * lrn'(x, y, dy) + 0 * dx; all four tensors have one shape.
