@@ -15,6 +15,7 @@ PACKAGES=(
   libopencv-dev
   libhdf5-dev
   zlib1g-dev
+  openmpi-bin libopenmpi-dev
   libgtest-dev libgmock-dev
   dataset-fashion-mnist
 )

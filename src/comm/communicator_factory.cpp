@@ -1,0 +1,56 @@
+// make_communicator: the single-process communicator, or MPI's.
+#include <memory>
+
+#include "comm/mpi_communicator.hpp"
+#include "xtrain/comm.hpp"
+#include "xtrain/error.hpp"
+
+namespace xtrain {
+namespace {
+
+// One process: every sum is its own value and every broadcast is already there.
+class SingleProcessCommunicator final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::string backend() const override { return "none"; }
+  void allreduce_sum(float*, std::size_t) override {}
+  void allreduce_sum(double*, std::size_t) override {}
+  void broadcast(float*, std::size_t, int root) override { check_root(root); }
+  void broadcast(double*, std::size_t, int root) override { check_root(root); }
+  void barrier() override {}
+
+ private:
+  static void check_root(int root) {
+    XTRAIN_CHECK(root == 0, "broadcast from rank ", root, " in a job of one process (rank 0)");
+  }
+};
+
+}  // namespace
+
+bool mpi_available() {
+#ifdef XTRAIN_HAVE_MPI
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::unique_ptr<Communicator> make_communicator(const ProcessGroup& group, double timeout_seconds) {
+  XTRAIN_CHECK(timeout_seconds > 0, "the collective timeout must be > 0 seconds, not ",
+               timeout_seconds);
+  XTRAIN_CHECK(group.size >= 1 && group.rank >= 0 && group.rank < group.size, "rank ", group.rank,
+               " of ", group.size, " is not a place in a job");
+  if (group.size == 1) return std::make_unique<SingleProcessCommunicator>();
+#ifdef XTRAIN_HAVE_MPI
+  return make_mpi_communicator(group, timeout_seconds);
+#else
+  XTRAIN_CHECK(false, "this is rank ", group.rank, " of ", group.size, " processes (from ",
+               group.launcher,
+               "'s variables), but this xtrain was built without MPI: install "
+               "libopenmpi-dev (scripts/install_deps.sh) and rebuild, or run one process");
+  return nullptr;
+#endif
+}
+
+}  // namespace xtrain

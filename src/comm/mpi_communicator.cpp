@@ -1,0 +1,261 @@
+// The MPI communicator: every collective is MPI's non-blocking form, polled
+// with MPI_Test until done or until the deadline.
+//
+// After a timeout (or any MPI error) the collective is still pending and MPI
+// cannot cancel it, so the communicator refuses every further call and the
+// process-wide MpiSession calls MPI_Abort when the process exits: the tool
+// prints the error, returns from main, and the launcher (mpirun, srun) then
+// stops the other ranks, which may be stuck in that collective.
+#ifdef XTRAIN_HAVE_MPI
+
+#include "comm/mpi_communicator.hpp"
+
+// The C API only: MPI's deprecated C++ bindings need a library we don't link.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "xtrain/error.hpp"
+
+namespace xtrain {
+namespace {
+
+std::string mpi_error_text(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+    return "MPI error " + std::to_string(code);
+  return std::string(text, static_cast<std::size_t>(length));
+}
+
+// 431080 -> "431,080": counts in messages are read by people.
+std::string with_thousands(std::size_t value) {
+  std::string digits = std::to_string(value);
+  for (int at = static_cast<int>(digits.size()) - 3; at > 0; at -= 3) digits.insert(at, ",");
+  return digits;
+}
+
+// MPI is initialised once per process (MPI cannot be initialised again after
+// MPI_Finalize) and finalised when the process exits, or aborted there if a
+// collective failed. A program that initialised MPI itself keeps that job.
+class MpiSession {
+ public:
+  static MpiSession& instance() {
+    static MpiSession session;
+    return session;
+  }
+  void mark_failed() { failed_ = true; }
+
+  ~MpiSession() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
+    if (failed_) {
+      // Open MPI's own MPI_Abort banner can get lost this late in the exit.
+      std::fprintf(stderr,
+                   "xtrain: a collective failed on this rank: MPI_Abort ends the whole job\n");
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (owned_) MPI_Finalize();
+  }
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+
+ private:
+  MpiSession() {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    int provided = MPI_THREAD_SINGLE;
+    if (initialized) {
+      MPI_Query_thread(&provided);
+    } else {
+      // SERIALIZED: any one thread at a time may call, not only the main one.
+      const int status = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+      XTRAIN_CHECK(status == MPI_SUCCESS, "MPI_Init_thread failed: ", mpi_error_text(status));
+      owned_ = true;
+      MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    }
+    XTRAIN_CHECK(provided >= MPI_THREAD_SERIALIZED, "this MPI library offers thread level ",
+                 provided, " but xtrain needs MPI_THREAD_SERIALIZED (", MPI_THREAD_SERIALIZED,
+                 "): use an MPI built with thread support (Debian's libopenmpi-dev is)");
+  }
+
+  bool owned_ = false;
+  bool failed_ = false;
+};
+
+template <typename T>
+MPI_Datatype mpi_type();
+template <>
+MPI_Datatype mpi_type<float>() {
+  return MPI_FLOAT;
+}
+template <>
+MPI_Datatype mpi_type<double>() {
+  return MPI_DOUBLE;
+}
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator(const ProcessGroup& group, double timeout_seconds, std::size_t max_chunk)
+      : session_(MpiSession::instance()),
+        rank_(group.rank),
+        size_(group.size),
+        timeout_seconds_(timeout_seconds),
+        max_chunk_(std::max<std::size_t>(1, std::min<std::size_t>(max_chunk, INT_MAX))) {
+    int mpi_rank = -1, mpi_size = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
+    XTRAIN_CHECK(mpi_rank == group.rank && mpi_size == group.size, "the launcher (", group.launcher,
+                 ") says this is rank ", group.rank, " of ", group.size, " but MPI says rank ",
+                 mpi_rank, " of ", mpi_size,
+                 ": start every process with one mpirun (or srun with an MPI plugin), "
+                 "not by hand or from a batch script directly");
+    // A communicator of our own, so our collectives never match an
+    // application's; MPI_Comm_idup keeps even this step under the timeout.
+    MPI_Request request = MPI_REQUEST_NULL;
+    check(MPI_Comm_idup(MPI_COMM_WORLD, &comm_, &request), "communicator setup", 0);
+    wait(request, "communicator setup", 0);
+    check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "communicator setup", 0);
+  }
+
+  ~MpiCommunicator() override {
+    // After a failure a collective is still pending on comm_: leave it to
+    // MPI_Abort at exit.
+    if (!failed_ && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string backend() const override { return "mpi"; }
+
+  void allreduce_sum(float* data, std::size_t count) override { allreduce(data, count); }
+  void allreduce_sum(double* data, std::size_t count) override { allreduce(data, count); }
+  void broadcast(float* data, std::size_t count, int root) override {
+    broadcast_from(data, count, root);
+  }
+  void broadcast(double* data, std::size_t count, int root) override {
+    broadcast_from(data, count, root);
+  }
+
+  void barrier() override {
+    check_usable("barrier");
+    MPI_Request request = MPI_REQUEST_NULL;
+    check(MPI_Ibarrier(comm_, &request), "barrier", 0);
+    wait(request, "barrier", 0);
+  }
+
+ private:
+  template <typename T>
+  void allreduce(T* data, std::size_t count) {
+    check_usable("allreduce");
+    for (std::size_t offset = 0; offset < count; offset += max_chunk_) {
+      const int chunk = static_cast<int>(std::min(max_chunk_, count - offset));
+      MPI_Request request = MPI_REQUEST_NULL;
+      check(MPI_Iallreduce(MPI_IN_PLACE, data + offset, chunk, mpi_type<T>(), MPI_SUM, comm_,
+                           &request),
+            "allreduce", count);
+      wait(request, "allreduce", count);
+    }
+  }
+
+  template <typename T>
+  void broadcast_from(T* data, std::size_t count, int root) {
+    check_usable("broadcast");
+    XTRAIN_CHECK(root >= 0 && root < size_, "broadcast from rank ", root, " in a job of ", size_,
+                 " processes");
+    for (std::size_t offset = 0; offset < count; offset += max_chunk_) {
+      const int chunk = static_cast<int>(std::min(max_chunk_, count - offset));
+      MPI_Request request = MPI_REQUEST_NULL;
+      check(MPI_Ibcast(data + offset, chunk, mpi_type<T>(), root, comm_, &request), "broadcast",
+            count);
+      wait(request, "broadcast", count);
+    }
+  }
+
+  std::string where(const char* what, std::size_t count) const {
+    std::string text =
+        "rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ": " + what;
+    if (count > 0) text += " of " + with_thousands(count) + " values";
+    return text;
+  }
+
+  void fail() {
+    failed_ = true;
+    session_.mark_failed();
+  }
+
+  void check_usable(const char* what) const {
+    XTRAIN_CHECK(!failed_, where(what, 0),
+                 ": an earlier collective failed, so this communicator cannot be used; the job "
+                 "ends when this process exits");
+  }
+
+  void check(int status, const char* what, std::size_t count) {
+    if (status == MPI_SUCCESS) return;
+    fail();
+    throw Error(where(what, count) + " failed in MPI: " + mpi_error_text(status));
+  }
+
+  // Polls MPI_Test, which also drives MPI's progress (each test may run a
+  // step of the collective's algorithm), until the request is done: spinning
+  // for the first few milliseconds, which a gradient sum of a few MB takes,
+  // then sleeping up to 1 ms between tests so that a long wait for a slow
+  // rank leaves the CPU to the data threads.
+  void wait(MPI_Request& request, const char* what, std::size_t count) {
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(timeout_seconds_));
+    const auto spin_until = start + std::chrono::milliseconds(kSpinMilliseconds);
+    auto pause = std::chrono::microseconds(0);
+    for (;;) {
+      int done = 0;
+      check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what, count);
+      if (done) return;
+      const auto now = Clock::now();
+      if (now >= deadline) {
+        fail();
+        std::ostringstream seconds;
+        seconds << timeout_seconds_;
+        throw Error(where(what, count) + " did not finish within " + seconds.str() +
+                    " s: another rank died or hangs (raise --collective_timeout if it is "
+                    "just slow)");
+      }
+      if (now >= spin_until) {
+        pause = std::min(std::chrono::microseconds(1000),
+                         std::max(std::chrono::microseconds(10), pause * 2));
+        std::this_thread::sleep_for(pause);
+      } else {
+        std::this_thread::yield();  // to a rank on the same core, when oversubscribed
+      }
+    }
+  }
+
+  static constexpr int kSpinMilliseconds = 5;
+  MpiSession& session_;
+  int rank_;
+  int size_;
+  double timeout_seconds_;
+  std::size_t max_chunk_;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  bool failed_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_mpi_communicator(const ProcessGroup& group,
+                                                    double timeout_seconds, std::size_t max_chunk) {
+  return std::make_unique<MpiCommunicator>(group, timeout_seconds, max_chunk);
+}
+
+}  // namespace xtrain
+
+#endif  // XTRAIN_HAVE_MPI
