@@ -495,53 +495,54 @@ std::vector<int> labels_read(DataLayer& layer, int batches) {
   return labels;
 }
 
-// Rank r of W reads records r, r + W, r + 2W, ... (mod N): the shards
-// partition the records.
-TEST(DataLayer, ShardsPartitionTheRecords) {
+// Shard r of W with batch B reads, for its batch k, records
+// k * W * B + r * B + i (mod N): the shards' batches k, put together, are
+// the records of the unsharded batch k of W * B.
+TEST(DataLayer, ShardsReadSlicesOfTheGlobalBatches) {
   TempDir dir("data_layer");
   write_db(dir.file("db"), 10, DatumShape{1, 1, 2});
   for (int world : {2, 3}) {
-    std::multiset<int> first_epoch;
     for (int rank = 0; rank < world; ++rank) {
       DataLayer layer(data_param(dir.file("db"), 2));
-      layer.set_shard(rank, world);
+      layer.set_data_shard(DataShard{rank, world});
       const std::vector<int> labels = labels_read(layer, 6);
-      for (std::size_t k = 0; k < labels.size(); ++k) {
-        ASSERT_EQ(labels[k], (rank + static_cast<int>(k) * world) % 10)
-            << "rank " << rank << " of " << world << ", record " << k;
+      for (std::size_t n = 0; n < labels.size(); ++n) {
+        const int k = static_cast<int>(n) / 2;
+        const int i = static_cast<int>(n) % 2;
+        ASSERT_EQ(labels[n], (k * world * 2 + rank * 2 + i) % 10)
+            << "rank " << rank << " of " << world << ", item " << n;
       }
-      // The records this rank reads while the shards together read 10.
-      for (int k = 0; rank + k * world < 10; ++k) first_epoch.insert(labels[k]);
     }
-    EXPECT_EQ(first_epoch, (std::multiset<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})) << world;
   }
 
   DataLayer layer(data_param(dir.file("db"), 2));
-  EXPECT_NE(error_of([&] { layer.set_shard(2, 2); }).find("shard 2 of 2 is not a shard"),
-            std::string::npos);
+  layer.set_data_shard(DataShard{2, 2});
   Tops tops;
   layer.setup({}, tops.both());
-  layer.forward({}, tops.both());
-  EXPECT_NE(error_of([&] { layer.set_shard(0, 2); }).find("before the first forward"),
+  EXPECT_NE(error_of([&] { layer.forward({}, tops.both()); }).find("data shard 2 of 2"),
             std::string::npos);
 }
 
-TEST(DataLayer, ShardDataLayersOfANet) {
+TEST(DataLayer, NetOptionsShardTheDataLayers) {
   TempDir dir("data_layer");
   write_db(dir.file("db"), 10, DatumShape{1, 1, 2});
   NetParameter net_param;
   read_proto_from_text_string(
       "layer { name: 'data' type: 'Data' top: 'data' top: 'label' "
       "        data_param { source: '" +
-          dir.file("db") + "' batch_size: 5 backend: LMDB } }",
+          dir.file("db") + "' batch_size: 3 backend: LMDB } }",
       &net_param);
   net_param.mutable_state()->set_phase(TRAIN);
-  Net net(net_param);
-  EXPECT_EQ(shard_data_layers(net, 1, 2), 1);
-  net.forward();
+  NetOptions options;
+  options.data_shard = DataShard{1, 2};
+  Net net(net_param, options);
   const Blob* label = net.blob_by_name("label").get();
-  EXPECT_EQ(std::vector<float>(label->cpu_data(), label->cpu_data() + 5),
-            (std::vector<float>{101, 103, 105, 107, 109}));
+  net.forward();
+  EXPECT_EQ(std::vector<float>(label->cpu_data(), label->cpu_data() + 3),
+            (std::vector<float>{103, 104, 105}));
+  net.forward();  // records 6..11 form global batch 1: this shard's half is 9, 0, 1
+  EXPECT_EQ(std::vector<float>(label->cpu_data(), label->cpu_data() + 3),
+            (std::vector<float>{109, 100, 101}));
 }
 
 // prefetch: P means P batches loaded ahead of the one the net uses, no more.

@@ -21,6 +21,17 @@ namespace xtrain {
 
 using BlobVec = std::vector<Blob*>;
 
+// Data-parallel training: a net that is replica `index` of `count` computes
+// one slice of every global batch, the one of items [index * B, (index + 1)
+// * B) where B is its own batch size. Its data layers read only those
+// records, and layers that draw random numbers per item (Dropout) draw them
+// by global item, so that `count` replicas with batch B compute what one net
+// with batch count * B computes.
+struct DataShard {
+  int index = 0;
+  int count = 1;
+};
+
 class Layer {
  public:
   explicit Layer(const LayerParameter& param);
@@ -127,6 +138,10 @@ class Layer {
   void set_device(const Device& device) { device_ = device; }
   const Device& device() const { return device_; }
 
+  // This net's slice of a data-parallel batch (set by the Net before setup).
+  void set_data_shard(const DataShard& shard) { data_shard_ = shard; }
+  const DataShard& data_shard() const { return data_shard_; }
+
   // The layer's own random stream (fillers, dropout masks, augmentation).
   RandomStream& random() { return random_; }
   const RandomStream& random() const { return random_; }
@@ -174,6 +189,7 @@ class Layer {
   void set_loss_weights(const BlobVec& top);
 
   Device device_;
+  DataShard data_shard_;
   RandomStream random_;
   std::vector<bool> channel_blocked_tops_;
 };

@@ -46,6 +46,9 @@ struct NetOptions {
   // without reordering. Same results bit for bit; a program reading such a
   // blob through the plain accessors gets the plain values (converted then).
   bool channel_blocked_activations = true;
+  // Data-parallel replicas: this net's slice of each global batch (see
+  // DataShard in xtrain/layer.hpp), given to every layer.
+  DataShard data_shard;
 };
 
 class Net {

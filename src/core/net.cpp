@@ -47,6 +47,10 @@ void Net::init(const NetParameter& in_param) {
   // Before any blob exists: host buffers are then page-locked, and a busy or
   // missing GPU is reported before the net is half built.
   use_device(options_.device);
+  XTRAIN_CHECK(options_.data_shard.count >= 1 && options_.data_shard.index >= 0 &&
+                   options_.data_shard.index < options_.data_shard.count,
+               "data shard ", options_.data_shard.index, " of ", options_.data_shard.count,
+               " does not exist");
 
   std::map<std::string, int> blob_name_to_idx;
   std::vector<std::string> available_blobs;
@@ -72,6 +76,7 @@ void Net::init(const NetParameter& in_param) {
 
     std::shared_ptr<Layer> layer = LayerRegistry::global().create(layer_param);
     layer->set_device(options_.device);
+    layer->set_data_shard(options_.data_shard);
     layer->seed(derive_seed(options_.random_seed, "layer", static_cast<std::uint64_t>(layer_id)));
     layers_.push_back(layer);
     layer_names_.push_back(layer_param.name());

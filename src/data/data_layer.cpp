@@ -4,7 +4,6 @@
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
 #include "xtrain/logging.hpp"
-#include "xtrain/net.hpp"
 
 namespace xtrain {
 
@@ -66,41 +65,29 @@ void DataLayer::layer_setup(const BlobVec&, const BlobVec& top) {
   allocate_batches(transformer_->output_shape(record_shape_), top);
 }
 
-void DataLayer::set_shard(int rank, int world) {
-  XTRAIN_CHECK(world >= 1 && rank >= 0 && rank < world, where(), ": shard ", rank, " of ", world,
-               " is not a shard; need 0 <= rank < world");
-  XTRAIN_CHECK(!reading_, where(),
-               ": set_shard must be called before the first forward (records are being read)");
-  shard_rank_ = rank;
-  shard_world_ = world;
-}
-
 void DataLayer::advance_cursor() {
   cursor_->next();
   if (!cursor_->valid()) cursor_->seek_to_first();
 }
 
 void DataLayer::start_reading() {
-  reading_ = true;
   const unsigned rand_skip = param_.data_param().rand_skip();
   if (rand_skip > 0) {
     const std::uint32_t skip = random().below(rand_skip);
     XLOG(INFO) << where() << ": skipping the first " << skip << " records";
     for (std::uint32_t i = 0; i < skip; ++i) advance_cursor();
   }
-  for (int i = 0; i < shard_rank_; ++i) advance_cursor();
 }
 
 void DataLayer::read_record(Record& record) {
   record.key.assign(cursor_->key());
   record.bytes.assign(cursor_->value());
-  for (int i = 0; i < shard_world_; ++i) advance_cursor();
+  advance_cursor();
 }
 
 // The cursor cycles through the DB, so whole passes can be left out.
 void DataLayer::skip_records(std::uint64_t count) {
-  const std::uint64_t steps = count * static_cast<std::uint64_t>(shard_world_);
-  const std::uint64_t remaining = steps % database_->num_records();
+  const std::uint64_t remaining = count % database_->num_records();
   for (std::uint64_t i = 0; i < remaining; ++i) advance_cursor();
 }
 
@@ -128,17 +115,6 @@ void DataLayer::decode_record(const Record& record, Worker& worker, float* data,
                    : "");
   transformer_->transform(pixels, worker.random, data);
   if (label != nullptr) *label = static_cast<float>(datum.label());
-}
-
-int shard_data_layers(Net& net, int rank, int world) {
-  int sharded = 0;
-  for (const auto& layer : net.layers()) {
-    if (auto* data = dynamic_cast<DataLayer*>(layer.get())) {
-      data->set_shard(rank, world);
-      ++sharded;
-    }
-  }
-  return sharded;
 }
 
 void register_data_layer(LayerRegistry& registry) { add_layer<DataLayer>(registry, "Data"); }

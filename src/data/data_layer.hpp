@@ -14,14 +14,12 @@
 // force_color / force_gray say. The pipeline (prefetch, decode threads,
 // deterministic augmentation, data wait) is PrefetchingDataLayer's.
 //
-// Sharding (data-parallel training): set_shard(rank, world) makes the layer
-// read only every world-th record of that sequence, starting at the rank-th:
-// rank r of W reads records skip + r, skip + r + W, skip + r + 2W, ... (mod
-// N), as Caffe 1.0's DataLayer does when several solvers share a source. So
-// the W ranks together read every record once per W batches' worth. Caffe
-// shards only the TRAIN nets (the test runs on rank 0 alone); the caller
-// decides, e.g. shard_data_layers(*solver.net(), rank, world) on each rank's
-// train net before its first forward.
+// Sharding (data-parallel training): as PrefetchingDataLayer says, replica
+// (index, count) of data_shard() reads, for its batch k, records
+// k * count * B + index * B + i of that sequence (the cursor jumps over the
+// others), so the replicas' batches put together are the unsharded batch of
+// count * B. The Net gives every layer its shard (NetOptions::data_shard);
+// sharding only the TRAIN net is the caller's choice.
 #pragma once
 
 #include <memory>
@@ -33,8 +31,6 @@
 
 namespace xtrain {
 
-class Net;
-
 class DataLayer : public PrefetchingDataLayer {
  public:
   explicit DataLayer(const LayerParameter& param) : PrefetchingDataLayer(param) {}
@@ -42,12 +38,6 @@ class DataLayer : public PrefetchingDataLayer {
 
   void layer_setup(const BlobVec& bottom, const BlobVec& top) override;
   const char* type() const override { return "Data"; }
-
-  // Read only records rank, rank + world, ... (see above). Call before the
-  // first forward; throws xtrain::Error unless 0 <= rank < world.
-  void set_shard(int rank, int world);
-  int shard_rank() const { return shard_rank_; }
-  int shard_world() const { return shard_world_; }
 
  protected:
   void start_reading() override;
@@ -64,12 +54,6 @@ class DataLayer : public PrefetchingDataLayer {
   std::unique_ptr<LmdbCursor> cursor_;  // the reader thread's once it runs
   std::string source_;
   DatumShape record_shape_;  // of the first record, decoded
-  int shard_rank_ = 0;
-  int shard_world_ = 1;
-  bool reading_ = false;
 };
-
-// Shards every Data layer of `net` (set_shard); returns how many there are.
-int shard_data_layers(Net& net, int rank, int world);
 
 }  // namespace xtrain

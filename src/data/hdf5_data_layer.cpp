@@ -65,6 +65,12 @@ void Hdf5DataLayer::read_file_list() {
 
 void Hdf5DataLayer::layer_setup(const BlobVec&, const BlobVec& top) {
   const HDF5DataParameter& hdf5 = param_.hdf5_data_param();
+  XTRAIN_CHECK(data_shard().count == 1, where(),
+               ": HDF5Data does not shard yet (this net is "
+               "data shard ",
+               data_shard().index, " of ", data_shard().count,
+               "); train data-parallel from a Data (LMDB) or ImageData layer, or with one "
+               "replica");
   XTRAIN_CHECK(!param_.has_transform_param(), where(),
                ": HDF5Data does not transform data (as in Caffe); remove transform_param and "
                "store the data already transformed");

@@ -25,6 +25,9 @@
 // Every draw comes from the layer's random() stream. The first file is
 // chosen and loaded on the first forward, so a seed given after setup counts.
 //
+// Data-parallel training (data_shard().count > 1) is refused at setup: the
+// layer does not shard its rows yet.
+//
 // transform_param is refused (as in Caffe: HDF5 data is generic). The layer
 // has no bottoms and computes no gradient.
 #pragma once

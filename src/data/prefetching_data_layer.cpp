@@ -74,6 +74,10 @@ double PrefetchingDataLayer::take_data_wait_seconds() {
 // the layer after setup (by the net or the solver) still decides the
 // augmentation and rand_skip.
 void PrefetchingDataLayer::start_threads() {
+  const DataShard& shard = data_shard();
+  XTRAIN_CHECK(shard.count >= 1 && shard.index >= 0 && shard.index < shard.count, where(),
+               ": data shard ", shard.index, " of ", shard.count,
+               " does not exist; need 0 <= index < count");
   reading_start_random_state_ = random().state();
   const std::uint64_t high = random().engine()();
   const std::uint64_t low = random().engine()();
@@ -82,12 +86,17 @@ void PrefetchingDataLayer::start_threads() {
   if (records_to_skip_ > 0) {
     XLOG(INFO) << where() << ": resuming after " << records_to_skip_ << " records";
     skip_records(records_to_skip_);
-    next_record_ = records_to_skip_;
+    next_global_batch_ = records_to_skip_;
+    source_position_ = records_to_skip_;
     records_to_skip_ = 0;
   }
   started_ = true;
   reader_ = std::thread([this] { reader_loop(); });
   for (int i = 0; i < decode_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+}
+
+std::uint64_t PrefetchingDataLayer::global_batch_records() const {
+  return static_cast<std::uint64_t>(data_shard().count) * static_cast<std::uint64_t>(batch_size_);
 }
 
 void PrefetchingDataLayer::skip_records(std::uint64_t count) {
@@ -131,8 +140,10 @@ void PrefetchingDataLayer::stop_prefetching() {
 void PrefetchingDataLayer::reader_loop() {
   Batch* batch = nullptr;
   while (!stop_reader_ && free_batches_.pop(batch)) {
-    batch->first_record = next_record_;
-    next_record_ += static_cast<std::uint64_t>(batch_size_);
+    // This replica's slice of the next global batch.
+    batch->first_record = next_global_batch_ + static_cast<std::uint64_t>(data_shard().index) *
+                                                   static_cast<std::uint64_t>(batch_size_);
+    next_global_batch_ += global_batch_records();
     batch->claimed = 0;
     batch->finished = 0;
     batch->ready = false;
@@ -140,7 +151,11 @@ void PrefetchingDataLayer::reader_loop() {
     batch->error.clear();
     std::string error;
     try {
+      if (batch->first_record > source_position_) {
+        skip_records(batch->first_record - source_position_);
+      }
       for (Record& record : batch->records) read_record(record);
+      source_position_ = batch->first_record + static_cast<std::uint64_t>(batch_size_);
     } catch (const std::exception& caught) {
       error = caught.what();
     } catch (...) {
@@ -265,7 +280,7 @@ void PrefetchingDataLayer::forward_cpu(const BlobVec&, const BlobVec& top) {
     throw Error(failure_);
   }
 
-  records_consumed_ += static_cast<std::uint64_t>(batch_size_);
+  records_consumed_ += global_batch_records();
   top[0]->share_data(batch->data);
   if (output_labels_) top[1]->share_data(batch->labels);
   // The previous batch is free only now that no top points at it.

@@ -17,11 +17,20 @@
 // data_param.prefetch loaded ahead. They cycle free -> read -> decoded ->
 // in use -> free, so nothing is allocated once training runs.
 //
-// Determinism: record n of the layer's output (n = batch * batch_size + i)
-// is always the same record, and its random augmentation (mirror, crop)
-// comes from its own RandomStream seeded with derive_seed(s, "record", n),
-// where s is drawn once from the layer's stream: batches do not depend on
+// Determinism: record n of the source's order (after rand_skip and
+// shuffling) is always the same record, and its random augmentation (mirror,
+// crop) comes from its own RandomStream seeded with derive_seed(s, "record",
+// n), where s is drawn once from the layer's stream: batches do not depend on
 // the number of threads or on their scheduling.
+//
+// Sharding (data-parallel training, data_shard() = (index, count)): the
+// source's order is cut into global batches of count * B records (B =
+// batch_size), and this replica's batch k holds records
+// k * count * B + index * B + i (i < B); the reader skips the others. The
+// augmentation seed uses that global n, and s, rand_skip and shuffling come
+// from the layer's stream, seeded alike on every replica: the count replicas'
+// batches k, concatenated by index, are the unsharded layer's batch k with
+// batch_size count * B, bit for bit. count = 1 reads every record.
 //
 // Errors (a damaged record, a missing image) reach the caller as the
 // xtrain::Error thrown by the forward that would have used that batch (the
@@ -58,11 +67,11 @@ class PrefetchingDataLayer : public Layer, public DataWaitReporter {
 
   double take_data_wait_seconds() override;
 
-  // Exact resume: the records handed to the net so far and the layer's
-  // random stream as it was when reading started. Restoring replays the
-  // source's order (shuffles included) up to that record, so the next batch
-  // holds the same records with the same augmentation. Must happen before
-  // the first forward.
+  // Exact resume: the records of the source's order the global batches have
+  // used so far (count * B per batch of this replica; the same number on
+  // every replica) and the layer's random stream as it was when reading started. Restoring replays
+  // the source's order (shuffles included) up to that record, so the next batch holds the same
+  // records with the same augmentation. Must happen before the first forward.
   void save_resume_state(LayerResumeState* state) const override;
   void restore_resume_state(const LayerResumeState& state) override;
 
@@ -99,9 +108,9 @@ class PrefetchingDataLayer : public Layer, public DataWaitReporter {
   virtual void start_reading() = 0;
   // The reader thread: the next record, in order.
   virtual void read_record(Record& record) = 0;
-  // Main thread, when resuming: moves past the next `count` records as
-  // read_record would. The default reads them; sources that can jump
-  // override it.
+  // Moves past the next `count` records as read_record would: on the main
+  // thread when resuming, on the reader thread for other shards' records.
+  // The default reads them; sources that can jump override it.
   virtual void skip_records(std::uint64_t count);
   // A decode worker: the record's image into `data` (output_shape values)
   // and its label into *label (when not null). Called concurrently from
@@ -128,7 +137,7 @@ class PrefetchingDataLayer : public Layer, public DataWaitReporter {
     float* data_ptr = nullptr;  // taken on the main thread, written by the workers
     float* label_ptr = nullptr;
     std::vector<Record> records;
-    std::uint64_t first_record = 0;  // output index of item 0
+    std::uint64_t first_record = 0;  // index of item 0 in the source's order
     // Guarded by work_mutex_:
     int claimed = 0;     // items handed to workers
     int finished = 0;    // items done (or abandoned after an error)
@@ -169,9 +178,13 @@ class PrefetchingDataLayer : public Layer, public DataWaitReporter {
   std::string failure_;  // rethrown by every forward after a failed batch
   std::uint64_t record_seed_ = 0;
   std::string reading_start_random_state_;  // random() before start_threads drew from it
-  std::uint64_t records_consumed_ = 0;      // main thread: records the net has been given
-  std::uint64_t records_to_skip_ = 0;       // set by restore_resume_state
-  std::uint64_t next_record_ = 0;           // reader thread only
+  // Records of the source's order per global batch: count * batch_size.
+  std::uint64_t global_batch_records() const;
+
+  std::uint64_t records_consumed_ = 0;   // main thread: global records up to the batch in use
+  std::uint64_t records_to_skip_ = 0;    // set by restore_resume_state
+  std::uint64_t next_global_batch_ = 0;  // reader thread only: first record of the next one
+  std::uint64_t source_position_ = 0;    // reader thread only: the source's next record
   std::atomic<std::uint64_t> batches_read_{0};
   std::atomic<std::int64_t> wait_nanoseconds_{0};
 };

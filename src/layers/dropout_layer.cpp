@@ -9,7 +9,9 @@
 #include <memory>
 
 #include "core/elementwise_ops.hpp"
+#include "core/parallel_loop.hpp"
 #include "layers/builtin_layers.hpp"
+#include "layers/dropout_mask.hpp"
 #include "layers/neuron_layer.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -34,6 +36,7 @@ class DropoutLayer : public NeuronLayer {
                  ratio_);
     // In double, then rounded once, as Caffe does.
     scale_ = static_cast<float>(1.0 / (1.0 - static_cast<double>(ratio_)));
+    keep_threshold_ = dropout_keep_threshold(1.0 - static_cast<double>(ratio_));
   }
 
   void reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -46,17 +49,35 @@ class DropoutLayer : public NeuronLayer {
  protected:
   bool training() const { return phase() == TRAIN; }
 
-  // Draws a fresh mask on the host (so CPU and GPU runs with one seed agree).
-  const unsigned* draw_mask(std::size_t count) {
+  // Draws a fresh mask on the host (so CPU and GPU runs with one seed agree),
+  // item by item, axis 0 being the batch: local item j is global item
+  // index * B + j of the data shard (index, count).
+  const unsigned* draw_mask(const Blob& bottom) {
+    const std::uint64_t high = random().engine()();
+    const std::uint64_t low = random().engine()();
+    const std::uint64_t forward_seed = (high << 32) | low;
     auto* mask = static_cast<unsigned*>(mask_->mutable_cpu_data());
-    random().bernoulli(count, 1.0f - ratio_, mask);
+    const std::size_t count = bottom.count();
+    if (count == 0) return mask;
+    const std::int64_t items = bottom.num_axes() > 0 ? bottom.shape(0) : 1;
+    const std::size_t per_item = count / static_cast<std::size_t>(items);
+    const std::uint64_t first_item =
+        static_cast<std::uint64_t>(data_shard().index) * static_cast<std::uint64_t>(items);
+    const std::uint64_t threshold = keep_threshold_;
+    parallel_for(items, per_item * 8, [=](std::int64_t item) {
+      const DropoutKeep keep{
+          derive_seed(forward_seed, "item", first_item + static_cast<std::uint64_t>(item)),
+          threshold};
+      unsigned* item_mask = mask + static_cast<std::size_t>(item) * per_item;
+      for (std::size_t e = 0; e < per_item; ++e) item_mask[e] = keep(e);
+    });
     return mask;
   }
 
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
     const std::size_t count = bottom[0]->count();
     if (training()) {
-      const unsigned* mask = draw_mask(count);
+      const unsigned* mask = draw_mask(*bottom[0]);
       ops::apply_cpu(count, ops::DropoutForward{scale_}, top[0]->mutable_cpu_data(),
                      bottom[0]->cpu_data(), mask);
     } else if (top[0] != bottom[0]) {
@@ -80,7 +101,7 @@ class DropoutLayer : public NeuronLayer {
   void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
     const std::size_t count = bottom[0]->count();
     if (training()) {
-      draw_mask(count);
+      draw_mask(*bottom[0]);
       cuda::dropout_forward(bottom[0]->gpu_data(), static_cast<const unsigned*>(mask_->gpu_data()),
                             top[0]->mutable_gpu_data(), count, scale_);
     } else if (top[0] != bottom[0]) {
@@ -104,6 +125,7 @@ class DropoutLayer : public NeuronLayer {
  private:
   float ratio_ = 0.5f;
   float scale_ = 2.0f;
+  std::uint64_t keep_threshold_ = 0;
   std::unique_ptr<SyncedMemory> mask_;  // count unsigned 0/1 values
 };
 
