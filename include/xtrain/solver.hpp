@@ -33,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "xtrain/comm.hpp"
 #include "xtrain/device.hpp"
 #include "xtrain/net.hpp"
 #include "xtrain/proto/xtrain.pb.h"
@@ -56,6 +57,14 @@ struct SolverOptions {
   bool share_activation_memory = false;
   // NetOptions::channel_blocked_activations for the train and test nets.
   bool channel_blocked_activations = true;
+  // The data-parallel group this solver is one replica of (not owned; null
+  // or a group of one: training alone). Each replica trains on its shard of
+  // every global batch (NetOptions::data_shard), the gradients are averaged
+  // over the group before every update, all start from the root's seed and
+  // weights, and only the root (rank 0) tests, displays and snapshots, so N
+  // replicas with batch B train like one solver with batch N * B. Stop
+  // requests and the time budget are agreed on after every update.
+  Communicator* communicator = nullptr;
 };
 
 class Solver {
@@ -159,6 +168,16 @@ class Solver {
   bool time_budget_nearly_spent(double iteration_seconds) const;
   bool timed_snapshot_due() const;
   bool test_due() const;
+
+  // Data-parallel replicas (solvers/data_parallel.cpp).
+  bool data_parallel() const;
+  void agree_on_seed();
+  void broadcast_parameters();
+  // Averages the gradients over the replicas (and the loss, returned).
+  float average_over_replicas(float loss);
+  // Every replica stops (or snapshots) when any asks to.
+  Action agree_on_action(Action request, bool* time_budget_spent);
+  std::vector<float> exchange_buffer_;
 
   // The run's seed (random_seed, or one from the clock); each net's streams
   // derive from it.

@@ -75,7 +75,12 @@ Solver::Solver(const SolverParameter& param, const SolverOptions& options)
   last_snapshot_time_ = session_start_;
   seed_ = param_.random_seed() >= 0 ? static_cast<std::uint64_t>(param_.random_seed())
                                     : nondeterministic_seed();
+  if (data_parallel()) {
+    options_.is_root = options_.communicator->rank() == 0;
+    agree_on_seed();
+  }
   init_train_net();
+  if (data_parallel()) broadcast_parameters();
   if (options_.is_root) init_test_nets();
   if (options_.is_root) XLOG(INFO) << "Solver scaffolding done.";
 }
@@ -111,6 +116,9 @@ void Solver::init_train_net() {
   net_options.verbose = options_.verbose_nets;
   net_options.share_activation_memory = options_.share_activation_memory;
   net_options.channel_blocked_activations = options_.channel_blocked_activations;
+  if (data_parallel()) {
+    net_options.data_shard = {options_.communicator->rank(), options_.communicator->size()};
+  }
   net_ = std::make_shared<Net>(net_param, net_options);
 }
 
@@ -247,6 +255,7 @@ void Solver::step(int iters) {
     float loss = 0;
     for (int i = 0; i < param_.iter_size(); ++i) loss += net_->forward_backward();
     loss /= static_cast<float>(param_.iter_size());
+    if (data_parallel()) loss = average_over_replicas(loss);
     update_smoothed_loss(loss, start_iter);
     if (display) {
       const double lapse = seconds_since(display_timer_);
@@ -271,7 +280,10 @@ void Solver::step(int iters) {
     // iter_ counts the updates done, which is what snapshots record.
     ++iter_;
 
-    const Action request = requested_action();
+    Action request = requested_action();
+    bool budget_spent =
+        iter_ < stop_iter && time_budget_nearly_spent(seconds_since(iteration_start));
+    if (data_parallel()) request = agree_on_action(request, &budget_spent);
     if ((options_.is_root && param_.snapshot() > 0 && iter_ % param_.snapshot() == 0) ||
         request == Action::kSnapshot || timed_snapshot_due()) {
       snapshot();
@@ -280,7 +292,7 @@ void Solver::step(int iters) {
       requested_early_exit_ = true;
       break;
     }
-    if (iter_ < stop_iter && time_budget_nearly_spent(seconds_since(iteration_start))) {
+    if (budget_spent) {
       XLOG(WARNING) << "Stopping at iteration " << iter_ << " to snapshot inside the time budget "
                     << "(max_seconds " << param_.max_seconds() << "); resume with --snapshot";
       stopped_for_time_budget_ = true;
@@ -364,7 +376,8 @@ void Solver::test(int test_net_id) {
   std::vector<double> sums;  // one per output element, over the batches
   double loss = 0;
   for (int batch = 0; batch < batches; ++batch) {
-    const Action request = requested_action();
+    // Replicas agree on requests after each update; the root alone tests.
+    const Action request = data_parallel() ? Action::kNone : requested_action();
     if (request == Action::kSnapshot) snapshot();
     if (request == Action::kStop) requested_early_exit_ = true;
     if (requested_early_exit_) break;

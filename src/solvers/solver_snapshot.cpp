@@ -88,6 +88,12 @@ void Solver::fill_resume_state(ResumeState* resume) const {
 std::vector<std::string> Solver::snapshot() {
   std::vector<std::string>& written = last_snapshot_paths_;
   written.clear();
+  // Replicas hold the same weights and history: the root writes them, and
+  // the others count the snapshot as taken (they exit as the root does).
+  if (!options_.is_root) {
+    last_snapshot_iter_ = iter_;
+    return written;
+  }
   const auto start = std::chrono::steady_clock::now();
   const bool hdf5 = param_.snapshot_format() == SolverParameter::HDF5;
   const std::string model_path = snapshot_filename(hdf5 ? ".caffemodel.h5" : ".caffemodel");

@@ -45,6 +45,10 @@ DEFINE_int32(cudnn_workspace_mb, static_cast<std::int32_t>(xtrain::kDefaultCudnn
 DEFINE_string(cudnn_algorithm_search, "heuristic",
               "train/test/time on a GPU: how convolution algorithms are chosen: heuristic "
               "(cuDNN's ranking) or timed (cuDNN runs each candidate once per shape)");
+DEFINE_double(collective_timeout, 600,
+              "train with several processes (mpirun, srun): seconds a gradient exchange may wait "
+              "for the other ranks before the job fails with an error (a rank died or hangs); "
+              "allow for the root's test passes and snapshots");
 DEFINE_int32(threads, 0,
              "train/test/time: CPU threads (one pool for oneDNN, BLAS and xtrain); 0: "
              "OMP_NUM_THREADS if set, else every CPU this process may use");

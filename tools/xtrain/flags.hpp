@@ -24,6 +24,7 @@ DECLARE_int32(snapshot_keep);
 DECLARE_double(snapshot_minutes);
 DECLARE_string(output);
 DECLARE_int32(threads);
+DECLARE_double(collective_timeout);
 DECLARE_int32(cudnn_workspace_mb);
 DECLARE_string(cudnn_algorithm_search);
 DECLARE_bool(training_step);

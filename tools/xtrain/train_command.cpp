@@ -8,6 +8,7 @@
 #include "command.hpp"
 #include "flags.hpp"
 #include "signal_actions.hpp"
+#include "xtrain/comm.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/net.hpp"
@@ -53,6 +54,35 @@ void apply_flag_overrides(SolverParameter* param) {
   }
 }
 
+// The job's process group from the launcher's environment (a lone process
+// when there is none); the ranks other than the root log warnings only.
+std::unique_ptr<Communicator> join_process_group(const Device& device) {
+  const ProcessGroup group = process_group_from_environment();
+  if (group.size > 1) {
+    XTRAIN_CHECK(!device.is_gpu(), "training on GPUs in several processes (", group.size,
+                 " ranks from ", group.launcher,
+                 ") needs NCCL, which is not available yet; run the ranks on the CPU");
+    XTRAIN_CHECK(FLAGS_collective_timeout > 0, "--collective_timeout must be positive, got ",
+                 FLAGS_collective_timeout);
+  }
+  std::unique_ptr<Communicator> communicator =
+      make_communicator(group, group.size > 1 ? FLAGS_collective_timeout : 1.0);
+  if (group.rank != 0) set_min_log_severity(LogSeverity::kWarning);
+  return communicator;
+}
+
+void log_data_parallel_batches(const Communicator& communicator, const Solver& solver,
+                               const SolverParameter& param) {
+  const auto& blobs = solver.net().blobs();
+  const int batch = !blobs.empty() && blobs.front()->num_axes() > 0 ? blobs.front()->shape(0) : 0;
+  XLOG(INFO) << "Data parallel: " << communicator.size() << " ranks (" << communicator.backend()
+             << ", --collective_timeout=" << FLAGS_collective_timeout << " s); batch " << batch
+             << " per rank x " << communicator.size() << " ranks x iter_size " << param.iter_size()
+             << " = " << batch * communicator.size() * param.iter_size()
+             << " images per update; base_lr " << param.base_lr()
+             << " (applied to the gradient averaged over the ranks)";
+}
+
 }  // namespace
 
 int train_command() {
@@ -93,11 +123,17 @@ int train_command() {
                          {SIGTERM, parse_signal_effect("sigterm_effect", FLAGS_sigterm_effect)},
                          {SIGUSR1, parse_signal_effect("sigusr1_effect", FLAGS_sigusr1_effect)}});
 
+  // Several processes (mpirun, srun): one replica each, gradients averaged.
+  // Declared before the solver, which uses it until the end.
+  const std::unique_ptr<Communicator> communicator = join_process_group(device);
+
   SolverOptions options;
   options.session_start = session_start;
   options.share_activation_memory = FLAGS_share_activation_memory;
   options.channel_blocked_activations = FLAGS_channel_blocked_activations;
+  options.communicator = communicator.get();
   std::unique_ptr<Solver> solver = create_solver(solver_param, options);
+  if (communicator->size() > 1) log_data_parallel_batches(*communicator, *solver, solver_param);
   solver->set_action_request_function([&signals] { return signals.poll(); });
   if (resume_file.empty()) {
     for (const std::string& weights : split_commas(FLAGS_weights)) {
