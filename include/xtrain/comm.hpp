@@ -51,7 +51,13 @@ class Communicator {
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  virtual std::string backend() const = 0;  // "none" or "mpi"
+  virtual std::string backend() const = 0;  // "none", "mpi" or "nccl"
+
+  // Whether the buffers of the collectives below are device (GPU) memory:
+  // true for NCCL (src/cuda/nccl_communicator.hpp), false for the host
+  // backends. The solver asks it to exchange gradients where they are,
+  // without copying them to the host and back.
+  virtual bool works_on_device_memory() const { return false; }
 
   // data[i] = the sum over ranks of data[i], on every rank, in place. Every
   // rank calls with the same count. The order of the sum is fixed by the
@@ -77,5 +83,12 @@ bool mpi_available();
 // timeout_seconds (> 0). A group of several processes in a build without MPI
 // throws xtrain::Error saying how to get it.
 std::unique_ptr<Communicator> make_communicator(const ProcessGroup& group, double timeout_seconds);
+
+// For GPU ranks: the communicator of bootstrap's ranks that works on device
+// memory of GPU `device` (NCCL, its unique id sent over `bootstrap`). Throws
+// xtrain::Error in a build without CUDA and NCCL, when the GPU cannot be
+// used, or when set-up has not finished within timeout_seconds.
+std::unique_ptr<Communicator> make_gpu_communicator(Communicator& bootstrap, int device,
+                                                    double timeout_seconds);
 
 }  // namespace xtrain

@@ -3,6 +3,10 @@
 
 #include "comm/mpi_communicator.hpp"
 #include "xtrain/comm.hpp"
+
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/nccl_communicator.hpp"
+#endif
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -49,6 +53,19 @@ std::unique_ptr<Communicator> make_communicator(const ProcessGroup& group, doubl
                group.launcher,
                "'s variables), but this xtrain was built without MPI: install "
                "libopenmpi-dev (scripts/install_deps.sh) and rebuild, or run one process");
+  return nullptr;
+#endif
+}
+
+std::unique_ptr<Communicator> make_gpu_communicator(Communicator& bootstrap, int device,
+                                                    double timeout_seconds) {
+#ifdef XTRAIN_USE_CUDA
+  return make_nccl_communicator(bootstrap, device, timeout_seconds);
+#else
+  (void)device;
+  (void)timeout_seconds;
+  XTRAIN_CHECK(false, "rank ", bootstrap.rank(), " of ", bootstrap.size(),
+               " asks for GPU ranks, but this xtrain was built without CUDA");
   return nullptr;
 #endif
 }

@@ -18,10 +18,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <sstream>
 #include <string>
 #include <thread>
 
+#include "comm/collective_messages.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -33,13 +33,6 @@ std::string mpi_error_text(int code) {
   if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
     return "MPI error " + std::to_string(code);
   return std::string(text, static_cast<std::size_t>(length));
-}
-
-// 431080 -> "431,080": counts in messages are read by people.
-std::string with_thousands(std::size_t value) {
-  std::string digits = std::to_string(value);
-  for (int at = static_cast<int>(digits.size()) - 3; at > 0; at -= 3) digits.insert(at, ",");
-  return digits;
 }
 
 // MPI is initialised once per process (MPI cannot be initialised again after
@@ -181,10 +174,7 @@ class MpiCommunicator final : public Communicator {
   }
 
   std::string where(const char* what, std::size_t count) const {
-    std::string text =
-        "rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ": " + what;
-    if (count > 0) text += " of " + with_thousands(count) + " values";
-    return text;
+    return comm_messages::where(rank_, size_, what, count);
   }
 
   void fail() {
@@ -223,11 +213,7 @@ class MpiCommunicator final : public Communicator {
       const auto now = Clock::now();
       if (now >= deadline) {
         fail();
-        std::ostringstream seconds;
-        seconds << timeout_seconds_;
-        throw Error(where(what, count) + " did not finish within " + seconds.str() +
-                    " s: another rank died or hangs (raise --collective_timeout if it is "
-                    "just slow)");
+        throw Error(comm_messages::timeout(where(what, count), timeout_seconds_));
       }
       if (now >= spin_until) {
         pause = std::min(std::chrono::microseconds(1000),

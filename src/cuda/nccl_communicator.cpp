@@ -1,0 +1,293 @@
+// The NCCL communicator: a non-blocking NCCL communicator whose set-up and
+// collectives are polled against a deadline (see nccl_communicator.hpp).
+//
+// NCCL's non-blocking protocol (config.blocking = 0): ncclCommInitRankConfig
+// and each collective may return ncclInProgress before the work is even
+// enqueued; ncclCommGetAsyncError then reports ncclInProgress until it is,
+// ncclSuccess after, or the error. A collective is done when, in addition,
+// the stream it went on has finished (cudaStreamQuery == cudaSuccess).
+#include "cuda/nccl_communicator.hpp"
+
+#include "xtrain/error.hpp"
+
+#ifdef XTRAIN_HAVE_NCCL
+
+#include <nccl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "comm/collective_messages.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/cuda_context.hpp"
+
+namespace xtrain {
+namespace {
+
+template <typename T>
+ncclDataType_t nccl_type();
+template <>
+ncclDataType_t nccl_type<float>() {
+  return ncclFloat32;
+}
+template <>
+ncclDataType_t nccl_type<double>() {
+  return ncclFloat64;
+}
+
+// The 128-byte unique id as doubles: the bootstrap moves doubles' bits
+// unchanged and the bytes are never read as numbers (no NaN canonicalising).
+constexpr std::size_t kIdDoubles = (NCCL_UNIQUE_ID_BYTES + sizeof(double) - 1) / sizeof(double);
+
+ncclUniqueId share_unique_id(Communicator& bootstrap) {
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof id);
+  if (bootstrap.rank() == 0) {
+    const ncclResult_t status = ncclGetUniqueId(&id);
+    XTRAIN_CHECK(status == ncclSuccess, "rank 0 of ", bootstrap.size(),
+                 ": ncclGetUniqueId failed: ", ncclGetErrorString(status), " (",
+                 ncclGetLastError(nullptr), ")");
+  }
+  double packed[kIdDoubles] = {};
+  std::memcpy(packed, &id, sizeof id);
+  bootstrap.broadcast(packed, kIdDoubles, 0);
+  std::memcpy(&id, packed, sizeof id);
+  return id;
+}
+
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(Communicator& bootstrap, int device, double timeout_seconds)
+      : rank_(bootstrap.rank()),
+        size_(bootstrap.size()),
+        device_(device),
+        timeout_seconds_(timeout_seconds) {
+    XTRAIN_CHECK(timeout_seconds > 0, "the collective timeout must be > 0 s, not ",
+                 timeout_seconds);
+    XTRAIN_CHECK(device >= 0, where("NCCL set-up", 0), ": no CUDA device ", device);
+    // Checked before the id is shared, so a rank without a usable GPU says
+    // so at once (the others then time out in the bootstrap broadcast or
+    // in NCCL's set-up below, naming the rank that is missing).
+    const cudaError_t selected = cudaSetDevice(device);
+    XTRAIN_CHECK(selected == cudaSuccess, where("NCCL set-up", 0), ": CUDA device ", device,
+                 " cannot be used: ", cudaGetErrorString(selected));
+    const ncclUniqueId id = share_unique_id(bootstrap);
+
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;  // every call returns at once; we poll under the deadline
+    const ncclResult_t status = ncclCommInitRankConfig(&comm_, size_, id, rank_, &config);
+    if (status != ncclSuccess && status != ncclInProgress) {
+      fail_with("NCCL set-up", 0, status);
+    }
+    wait("NCCL set-up", 0, /*stream=*/nullptr);
+  }
+
+  ~NcclCommunicator() override {
+    // The handle and the barrier's buffer are of device_; the destructor may
+    // run with another device current.
+    int previous = -1;
+    const bool switched = cudaGetDevice(&previous) == cudaSuccess && previous != device_ &&
+                          cudaSetDevice(device_) == cudaSuccess;
+    if (barrier_value_ != nullptr) cudaFree(barrier_value_);
+    // After an abort there is nothing of NCCL's left to free.
+    if (!failed_ && comm_ != nullptr) finalize_and_destroy();
+    if (switched) cudaSetDevice(previous);
+  }
+  NcclCommunicator(const NcclCommunicator&) = delete;
+  NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string backend() const override { return "nccl"; }
+  bool works_on_device_memory() const override { return true; }
+
+  void allreduce_sum(float* data, std::size_t count) override {
+    allreduce(data, count, "allreduce");
+  }
+  void allreduce_sum(double* data, std::size_t count) override {
+    allreduce(data, count, "allreduce");
+  }
+  void broadcast(float* data, std::size_t count, int root) override {
+    broadcast_from(data, count, root);
+  }
+  void broadcast(double* data, std::size_t count, int root) override {
+    broadcast_from(data, count, root);
+  }
+
+  // NCCL has no barrier: an allreduce of one value on the device, which
+  // returns only when every rank has joined. Its buffer lives as long as the
+  // communicator (allocated on first use, on device_).
+  void barrier() override {
+    check_usable("barrier");
+    our_stream("barrier");  // on device_, before allocating there
+    if (barrier_value_ == nullptr) {
+      XTRAIN_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&barrier_value_), sizeof(float)));
+    }
+    allreduce(barrier_value_, 1, "barrier");
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  static Clock::duration to_duration(double seconds) {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  }
+
+  void finalize_and_destroy() noexcept {
+    // Non-blocking: ncclCommFinalize flushes our operations and reports
+    // ncclInProgress until the communicator is quiescent; then
+    // ncclCommDestroy frees it without blocking. Failing that (a rank gone
+    // since the last collective), ncclCommAbort. Never throws.
+    ncclResult_t state = ncclCommFinalize(comm_);
+    const auto deadline = Clock::now() + to_duration(timeout_seconds_);
+    while (state == ncclInProgress && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess) state = ncclInternalError;
+    }
+    if (state == ncclSuccess) {
+      ncclCommDestroy(comm_);
+    } else {
+      ncclCommAbort(comm_);
+    }
+  }
+
+  template <typename T>
+  void allreduce(T* data, std::size_t count, const char* what) {
+    check_usable(what);
+    if (count == 0) return;
+    cudaStream_t stream = our_stream(what);
+    // In place (sendbuff == recvbuff). The order of the sum is NCCL's, the
+    // same on every rank for one communicator and count.
+    const ncclResult_t status =
+        ncclAllReduce(data, data, count, nccl_type<T>(), ncclSum, comm_, stream);
+    if (status != ncclSuccess && status != ncclInProgress) fail_with(what, count, status);
+    wait(what, count, stream);
+  }
+
+  template <typename T>
+  void broadcast_from(T* data, std::size_t count, int root) {
+    check_usable("broadcast");
+    XTRAIN_CHECK(root >= 0 && root < size_, "broadcast from rank ", root, " in a job of ", size_,
+                 " processes");
+    if (count == 0) return;
+    cudaStream_t stream = our_stream("broadcast");
+    const ncclResult_t status =
+        ncclBroadcast(data, data, count, nccl_type<T>(), root, comm_, stream);
+    if (status != ncclSuccess && status != ncclInProgress) fail_with("broadcast", count, status);
+    wait("broadcast", count, stream);
+  }
+
+  // The calling thread's stream, which must be on the communicator's device:
+  // NCCL launches its kernels on the device the communicator was made for.
+  cudaStream_t our_stream(const char* what) {
+    int current = -1;
+    XTRAIN_CUDA_CHECK(cudaGetDevice(&current));
+    XTRAIN_CHECK(current == device_, where(what, 0), ": the calling thread is on CUDA device ",
+                 current, " but this NCCL communicator is on device ", device_,
+                 ": call it from the thread of its GPU");
+    return cuda::stream();
+  }
+
+  std::string where(const char* what, std::size_t count) const {
+    return comm_messages::where(rank_, size_, what, count);
+  }
+
+  void check_usable(const char* what) const {
+    XTRAIN_CHECK(!failed_, where(what, 0),
+                 ": an earlier collective failed, so this communicator cannot be used; the job "
+                 "must end");
+  }
+
+  // Aborts the communicator (it stops our kernels still waiting for other
+  // ranks, so the stream can drain) and throws.
+  [[noreturn]] void fail_with(const char* what, std::size_t count, ncclResult_t status) {
+    std::string detail = ncclGetErrorString(status);
+    const char* last = ncclGetLastError(comm_);
+    if (last != nullptr && *last != '\0') detail += std::string(" (") + last + ")";
+    abort_communicator();
+    throw Error(where(what, count) + " failed in NCCL: " + detail);
+  }
+
+  void abort_communicator() noexcept {
+    failed_ = true;
+    if (comm_ != nullptr) ncclCommAbort(comm_);
+    comm_ = nullptr;
+  }
+
+  // Polls until NCCL has enqueued the work (ncclCommGetAsyncError ==
+  // ncclSuccess) and, for a collective, the stream has finished it: spinning
+  // for the first few milliseconds, which a gradient sum of a few MB takes,
+  // then sleeping up to 1 ms between polls so that a long wait for a slow
+  // rank leaves the CPU to the data threads.
+  void wait(const char* what, std::size_t count, cudaStream_t stream) {
+    const auto start = Clock::now();
+    const auto deadline = start + to_duration(timeout_seconds_);
+    const auto spin_until = start + std::chrono::milliseconds(kSpinMilliseconds);
+    auto pause = std::chrono::microseconds(0);
+    for (;;) {
+      ncclResult_t state = ncclInProgress;
+      const ncclResult_t queried = ncclCommGetAsyncError(comm_, &state);
+      if (queried != ncclSuccess) fail_with(what, count, queried);
+      if (state != ncclSuccess && state != ncclInProgress) fail_with(what, count, state);
+      if (state == ncclSuccess) {
+        if (stream == nullptr) return;  // set-up: nothing on a stream
+        const cudaError_t ran = cudaStreamQuery(stream);
+        if (ran == cudaSuccess) return;
+        if (ran != cudaErrorNotReady) {
+          abort_communicator();
+          throw Error(where(what, count) + " failed on the GPU: " + cudaGetErrorString(ran));
+        }
+      }
+      const auto now = Clock::now();
+      if (now >= deadline) {
+        abort_communicator();
+        throw Error(comm_messages::timeout(where(what, count), timeout_seconds_));
+      }
+      if (now >= spin_until) {
+        pause = std::min(std::chrono::microseconds(1000),
+                         std::max(std::chrono::microseconds(10), pause * 2));
+        std::this_thread::sleep_for(pause);
+      } else {
+        std::this_thread::yield();  // to a rank on the same core, when oversubscribed
+      }
+    }
+  }
+
+  static constexpr int kSpinMilliseconds = 5;
+  int rank_;
+  int size_;
+  int device_;
+  double timeout_seconds_;
+  ncclComm_t comm_ = nullptr;
+  float* barrier_value_ = nullptr;
+  bool failed_ = false;
+};
+
+}  // namespace
+
+bool nccl_available() { return true; }
+
+std::unique_ptr<Communicator> make_nccl_communicator(Communicator& bootstrap, int device,
+                                                     double timeout_seconds) {
+  return std::make_unique<NcclCommunicator>(bootstrap, device, timeout_seconds);
+}
+
+}  // namespace xtrain
+
+#else  // CUDA without NCCL
+
+namespace xtrain {
+
+bool nccl_available() { return false; }
+
+std::unique_ptr<Communicator> make_nccl_communicator(Communicator&, int, double) {
+  throw Error(
+      "this xtrain was built without NCCL, so GPU ranks cannot exchange gradients on the "
+      "device: install NCCL (libnccl-dev) and rebuild");
+}
+
+}  // namespace xtrain
+
+#endif  // XTRAIN_HAVE_NCCL
