@@ -65,6 +65,11 @@ struct SolverOptions {
   // replicas with batch B train like one solver with batch N * B. Stop
   // requests and the time budget are agreed on after every update.
   Communicator* communicator = nullptr;
+  // What moves the weights and gradients, when not `communicator` (null): for
+  // GPU replicas a communicator that works on device memory (NCCL), so they
+  // never leave the GPU. `communicator` still carries the small host-side
+  // agreements (seed, stop requests).
+  Communicator* gradient_communicator = nullptr;
 };
 
 class Solver {
@@ -171,13 +176,14 @@ class Solver {
 
   // Data-parallel replicas (solvers/data_parallel.cpp).
   bool data_parallel() const;
+  Communicator& gradient_communicator() const;
   void agree_on_seed();
   void broadcast_parameters();
   // Averages the gradients over the replicas (and the loss, returned).
   float average_over_replicas(float loss);
   // Every replica stops (or snapshots) when any asks to.
   Action agree_on_action(Action request, bool* time_budget_spent);
-  std::vector<float> exchange_buffer_;
+  Blob exchange_buffer_;  // the loss and all gradients, for one collective
 
   // The run's seed (random_seed, or one from the clock); each net's streams
   // derive from it.

@@ -5,11 +5,55 @@
 // others wait for it in a collective.
 #include <cstring>
 
+#include "core/device_memory.hpp"
+#include "solvers/device_update.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/solver.hpp"
 
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/math_gpu.hpp"
+#endif
+
 namespace xtrain {
+namespace {
+
+void copy_values(const Device& where, std::size_t count, const float* from, float* to) {
+#ifdef XTRAIN_USE_CUDA
+  if (where.is_gpu()) {
+    math::gpu::copy(count, from, to);
+    return;
+  }
+#endif
+  (void)where;
+  std::memcpy(to, from, count * sizeof(float));
+}
+
+void set_value(const Device& where, float value, float* to) {
+#ifdef XTRAIN_USE_CUDA
+  if (where.is_gpu()) {
+    math::gpu::set(1, value, to);
+    return;
+  }
+#endif
+  (void)where;
+  *to = value;
+}
+
+// The mean loss only: not the whole buffer back from the device.
+float read_value(const Device& where, const float* from) {
+#ifdef XTRAIN_USE_CUDA
+  if (where.is_gpu()) {
+    float value = 0;
+    device_memory::copy_to_host(&value, from, sizeof(float), where.id);
+    return value;
+  }
+#endif
+  (void)where;
+  return *from;
+}
+
+}  // namespace
 
 bool Solver::data_parallel() const {
   return options_.communicator != nullptr && options_.communicator->size() > 1;
@@ -27,32 +71,45 @@ void Solver::agree_on_seed() {
 // Replicas built from one seed hold the same weights already; the broadcast
 // makes sure of it (and carries weights the root loaded or resumed).
 void Solver::broadcast_parameters() {
+  Communicator& exchange = gradient_communicator();
+  const Device where =
+      device_.is_gpu() && exchange.works_on_device_memory() ? device_ : Device::cpu();
   for (Blob* param : net_->learnable_params()) {
-    options_.communicator->broadcast(param->mutable_cpu_data(), param->count(), 0);
+    exchange.broadcast(ops::mutable_data_on(where, *param), param->count(), 0);
   }
 }
 
+Communicator& Solver::gradient_communicator() const {
+  return options_.gradient_communicator ? *options_.gradient_communicator : *options_.communicator;
+}
+
+// One buffer holds the loss and every gradient, so that one collective moves
+// them all: on the host for MPI, on the GPU for a communicator that works
+// on device memory (NCCL), where the gradients never leave the device.
 float Solver::average_over_replicas(float loss) {
   const std::vector<Blob*>& params = net_->learnable_params();
   std::size_t total = 1;  // the loss first
   for (const Blob* param : params) total += param->count();
-  exchange_buffer_.resize(total);
-  float* cursor = exchange_buffer_.data();
-  *cursor++ = loss;
+  Communicator& exchange = gradient_communicator();
+  const bool on_device = device_.is_gpu() && exchange.works_on_device_memory();
+  const Device where = on_device ? device_ : Device::cpu();
+  exchange_buffer_.reshape({static_cast<int>(total)});
+  float* buffer = ops::mutable_data_on(where, exchange_buffer_);
+  std::size_t offset = 1;
   for (const Blob* param : params) {
-    std::memcpy(cursor, param->cpu_diff(), param->count() * sizeof(float));
-    cursor += param->count();
+    copy_values(where, param->count(), ops::diff_on(where, *param), buffer + offset);
+    offset += param->count();
   }
-  options_.communicator->allreduce_sum(exchange_buffer_.data(), total);
-  const float replicas = static_cast<float>(options_.communicator->size());
-  cursor = exchange_buffer_.data();
-  const float mean_loss = *cursor++ / replicas;
+  set_value(where, loss, buffer);
+  exchange.allreduce_sum(buffer, total);
+  const float share = 1.0f / static_cast<float>(exchange.size());
+  ops::apply_on(where, total, ops::ScaleBy{share}, buffer, buffer);
+  offset = 1;
   for (Blob* param : params) {
-    float* diff = param->mutable_cpu_diff();
-    for (std::size_t i = 0; i < param->count(); ++i) diff[i] = cursor[i] / replicas;
-    cursor += param->count();
+    copy_values(where, param->count(), buffer + offset, ops::mutable_diff_on(where, *param));
+    offset += param->count();
   }
-  return mean_loss;
+  return read_value(where, buffer);
 }
 
 Solver::Action Solver::agree_on_action(Action request, bool* time_budget_spent) {

@@ -47,6 +47,9 @@ inline const float* data_on(const Device& device, const Blob& blob) {
 inline float* mutable_data_on(const Device& device, Blob& blob) {
   return device.is_gpu() ? blob.mutable_gpu_data() : blob.mutable_cpu_data();
 }
+inline const float* diff_on(const Device& device, const Blob& blob) {
+  return device.is_gpu() ? blob.gpu_diff() : blob.cpu_diff();
+}
 inline float* mutable_diff_on(const Device& device, Blob& blob) {
   return device.is_gpu() ? blob.mutable_gpu_diff() : blob.mutable_cpu_diff();
 }

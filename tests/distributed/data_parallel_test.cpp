@@ -18,6 +18,7 @@
 #include "resume/training_process.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/comm.hpp"
+#include "xtrain/device.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 #include "xtrain/proto_io.hpp"
 
@@ -205,6 +206,19 @@ TEST_F(DataParallel, AKilledRankEndsTheJobWithAnError) {
   EXPECT_TRUE(log.find("signal 9") != std::string::npos ||
               log.find("did not finish within 30 s") != std::string::npos)
       << log;
+}
+
+// GPU ranks on a machine without a GPU: every rank says so in one line and
+// the job ends (no hang waiting for a rank that never joins).
+TEST_F(DataParallel, GpuRanksWithoutAGpuEndTheJobWithOneLine) {
+  SKIP_WITHOUT_MPI();
+  std::string why;
+  if (cuda_device_count(&why) > 0) GTEST_SKIP() << "this machine has a GPU";
+  const ToolResult result = run_tool(mpirun(2, train(solver("gpu", 4, 3), "--gpu=0")));
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.exit_code, 124) << "mpirun had to be stopped by `timeout`:\n" << result.output;
+  EXPECT_CONTAINS(result.output, "xtrain train: error: --gpu=0 asks for a GPU");
+  EXPECT_EQ(result.output.find("Check failed"), std::string::npos) << result.output;
 }
 
 }  // namespace

@@ -54,21 +54,33 @@ void apply_flag_overrides(SolverParameter* param) {
   }
 }
 
-// The job's process group from the launcher's environment (a lone process
-// when there is none); the ranks other than the root log warnings only.
-std::unique_ptr<Communicator> join_process_group(const Device& device) {
+// The job's communicators: the host one (MPI, or the single-process one)
+// and, for GPU ranks, the one that moves gradients on the GPUs (NCCL).
+struct JobCommunicators {
+  std::unique_ptr<Communicator> host;
+  std::unique_ptr<Communicator> gradients;  // null: host
+};
+
+// Joins the job the launcher's environment describes (a lone process when
+// there is none). GPU ranks take one GPU each: the local rank picks among the
+// visible ones. The ranks other than the root log warnings only.
+JobCommunicators join_process_group(Device* device) {
   const ProcessGroup group = process_group_from_environment();
+  JobCommunicators job;
   if (group.size > 1) {
-    XTRAIN_CHECK(!device.is_gpu(), "training on GPUs in several processes (", group.size,
-                 " ranks from ", group.launcher,
-                 ") needs NCCL, which is not available yet; run the ranks on the CPU");
     XTRAIN_CHECK(FLAGS_collective_timeout > 0, "--collective_timeout must be positive, got ",
                  FLAGS_collective_timeout);
+    if (device->is_gpu()) {
+      *device = Device::gpu(group.local_rank % cuda_device_count());
+      use_device(*device);
+    }
   }
-  std::unique_ptr<Communicator> communicator =
-      make_communicator(group, group.size > 1 ? FLAGS_collective_timeout : 1.0);
+  job.host = make_communicator(group, group.size > 1 ? FLAGS_collective_timeout : 1.0);
+  if (group.size > 1 && device->is_gpu()) {
+    job.gradients = make_gpu_communicator(*job.host, device->id, FLAGS_collective_timeout);
+  }
   if (group.rank != 0) set_min_log_severity(LogSeverity::kWarning);
-  return communicator;
+  return job;
 }
 
 void log_data_parallel_batches(const Communicator& communicator, const Solver& solver,
@@ -104,8 +116,11 @@ int train_command() {
   apply_flag_overrides(&solver_param);
   fill_default_snapshot_prefix(&solver_param, FLAGS_solver);
   make_parent_directories(solver_param.snapshot_prefix());
-  const Device device = choose_device(FLAGS_gpu, solver_param.solver_mode() == SolverParameter::GPU,
-                                      static_cast<int>(solver_param.device_id()));
+  Device device = choose_device(FLAGS_gpu, solver_param.solver_mode() == SolverParameter::GPU,
+                                static_cast<int>(solver_param.device_id()));
+  // Several processes (mpirun, srun): one replica each, gradients averaged.
+  // Declared before the solver, which uses them until the end.
+  const JobCommunicators job = join_process_group(&device);
   if (device.is_gpu()) {
     solver_param.set_solver_mode(SolverParameter::GPU);
     solver_param.set_device_id(device.id);
@@ -123,17 +138,16 @@ int train_command() {
                          {SIGTERM, parse_signal_effect("sigterm_effect", FLAGS_sigterm_effect)},
                          {SIGUSR1, parse_signal_effect("sigusr1_effect", FLAGS_sigusr1_effect)}});
 
-  // Several processes (mpirun, srun): one replica each, gradients averaged.
-  // Declared before the solver, which uses it until the end.
-  const std::unique_ptr<Communicator> communicator = join_process_group(device);
-
   SolverOptions options;
   options.session_start = session_start;
   options.share_activation_memory = FLAGS_share_activation_memory;
   options.channel_blocked_activations = FLAGS_channel_blocked_activations;
-  options.communicator = communicator.get();
+  options.communicator = job.host.get();
+  options.gradient_communicator = job.gradients.get();
   std::unique_ptr<Solver> solver = create_solver(solver_param, options);
-  if (communicator->size() > 1) log_data_parallel_batches(*communicator, *solver, solver_param);
+  if (job.host->size() > 1) {
+    log_data_parallel_batches(job.gradients ? *job.gradients : *job.host, *solver, solver_param);
+  }
   solver->set_action_request_function([&signals] { return signals.poll(); });
   if (resume_file.empty()) {
     for (const std::string& weights : split_commas(FLAGS_weights)) {
