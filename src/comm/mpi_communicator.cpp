@@ -10,16 +10,16 @@
 
 #include "comm/mpi_communicator.hpp"
 
+#include "comm/poll_until_done.hpp"
+
 // The C API only: MPI's deprecated C++ bindings need a library we don't link.
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <string>
-#include <thread>
 
 #include "comm/collective_messages.hpp"
 #include "xtrain/error.hpp"
@@ -195,37 +195,18 @@ class MpiCommunicator final : public Communicator {
   }
 
   // Polls MPI_Test, which also drives MPI's progress (each test may run a
-  // step of the collective's algorithm), until the request is done: spinning
-  // for the first few milliseconds, which a gradient sum of a few MB takes,
-  // then sleeping up to 1 ms between tests so that a long wait for a slow
-  // rank leaves the CPU to the data threads.
+  // step of the collective's algorithm), until the request is done.
   void wait(MPI_Request& request, const char* what, std::size_t count) {
-    using Clock = std::chrono::steady_clock;
-    const auto start = Clock::now();
-    const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
-                                      std::chrono::duration<double>(timeout_seconds_));
-    const auto spin_until = start + std::chrono::milliseconds(kSpinMilliseconds);
-    auto pause = std::chrono::microseconds(0);
-    for (;;) {
+    const bool finished = poll_until_done(timeout_seconds_, [&] {
       int done = 0;
       check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what, count);
-      if (done) return;
-      const auto now = Clock::now();
-      if (now >= deadline) {
-        fail();
-        throw Error(comm_messages::timeout(where(what, count), timeout_seconds_));
-      }
-      if (now >= spin_until) {
-        pause = std::min(std::chrono::microseconds(1000),
-                         std::max(std::chrono::microseconds(10), pause * 2));
-        std::this_thread::sleep_for(pause);
-      } else {
-        std::this_thread::yield();  // to a rank on the same core, when oversubscribed
-      }
-    }
+      return done != 0;
+    });
+    if (finished) return;
+    fail();
+    throw Error(comm_messages::timeout(where(what, count), timeout_seconds_));
   }
 
-  static constexpr int kSpinMilliseconds = 5;
   MpiSession& session_;
   int rank_;
   int size_;

@@ -15,12 +15,11 @@
 #include <nccl.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <string>
-#include <thread>
 
 #include "comm/collective_messages.hpp"
+#include "comm/poll_until_done.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_context.hpp"
 
@@ -130,22 +129,18 @@ class NcclCommunicator final : public Communicator {
   }
 
  private:
-  using Clock = std::chrono::steady_clock;
-  static Clock::duration to_duration(double seconds) {
-    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-  }
-
   void finalize_and_destroy() noexcept {
     // Non-blocking: ncclCommFinalize flushes our operations and reports
     // ncclInProgress until the communicator is quiescent; then
     // ncclCommDestroy frees it without blocking. Failing that (a rank gone
     // since the last collective), ncclCommAbort. Never throws.
     ncclResult_t state = ncclCommFinalize(comm_);
-    const auto deadline = Clock::now() + to_duration(timeout_seconds_);
-    while (state == ncclInProgress && Clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-      if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess) state = ncclInternalError;
-    }
+    poll_until_done(timeout_seconds_, [&] {
+      if (state == ncclInProgress && ncclCommGetAsyncError(comm_, &state) != ncclSuccess) {
+        state = ncclInternalError;
+      }
+      return state != ncclInProgress;
+    });
     if (state == ncclSuccess) {
       ncclCommDestroy(comm_);
     } else {
@@ -217,45 +212,28 @@ class NcclCommunicator final : public Communicator {
   }
 
   // Polls until NCCL has enqueued the work (ncclCommGetAsyncError ==
-  // ncclSuccess) and, for a collective, the stream has finished it: spinning
-  // for the first few milliseconds, which a gradient sum of a few MB takes,
-  // then sleeping up to 1 ms between polls so that a long wait for a slow
-  // rank leaves the CPU to the data threads.
+  // ncclSuccess) and, for a collective, the stream has finished it.
   void wait(const char* what, std::size_t count, cudaStream_t stream) {
-    const auto start = Clock::now();
-    const auto deadline = start + to_duration(timeout_seconds_);
-    const auto spin_until = start + std::chrono::milliseconds(kSpinMilliseconds);
-    auto pause = std::chrono::microseconds(0);
-    for (;;) {
+    const bool finished = poll_until_done(timeout_seconds_, [&] {
       ncclResult_t state = ncclInProgress;
       const ncclResult_t queried = ncclCommGetAsyncError(comm_, &state);
       if (queried != ncclSuccess) fail_with(what, count, queried);
       if (state != ncclSuccess && state != ncclInProgress) fail_with(what, count, state);
-      if (state == ncclSuccess) {
-        if (stream == nullptr) return;  // set-up: nothing on a stream
-        const cudaError_t ran = cudaStreamQuery(stream);
-        if (ran == cudaSuccess) return;
-        if (ran != cudaErrorNotReady) {
-          abort_communicator();
-          throw Error(where(what, count) + " failed on the GPU: " + cudaGetErrorString(ran));
-        }
-      }
-      const auto now = Clock::now();
-      if (now >= deadline) {
+      if (state != ncclSuccess) return false;
+      if (stream == nullptr) return true;  // set-up: nothing on a stream
+      const cudaError_t ran = cudaStreamQuery(stream);
+      if (ran == cudaSuccess) return true;
+      if (ran != cudaErrorNotReady) {
         abort_communicator();
-        throw Error(comm_messages::timeout(where(what, count), timeout_seconds_));
+        throw Error(where(what, count) + " failed on the GPU: " + cudaGetErrorString(ran));
       }
-      if (now >= spin_until) {
-        pause = std::min(std::chrono::microseconds(1000),
-                         std::max(std::chrono::microseconds(10), pause * 2));
-        std::this_thread::sleep_for(pause);
-      } else {
-        std::this_thread::yield();  // to a rank on the same core, when oversubscribed
-      }
-    }
+      return false;
+    });
+    if (finished) return;
+    abort_communicator();
+    throw Error(comm_messages::timeout(where(what, count), timeout_seconds_));
   }
 
-  static constexpr int kSpinMilliseconds = 5;
   int rank_;
   int size_;
   int device_;
