@@ -196,23 +196,6 @@ TEST(DataShard, ShardedDataLayerResumesExactly) {
   }
 }
 
-TEST(DataShard, Hdf5DataRefusesToShard) {
-  TempDir dir("data_shard");
-  dir.write("list.txt", dir.file("none.h5") + "\n");
-  auto layer =
-      make_data_layer("name: 'h5' type: 'HDF5Data' top: 'data' hdf5_data_param { source: '" +
-                          dir.file("list.txt") + "' batch_size: 2 }",
-                      DataShard{1, 2});
-  Blob data;
-  std::string message;
-  try {
-    layer->setup({}, {&data});
-  } catch (const Error& error) {
-    message = error.what();
-  }
-  EXPECT_NE(message.find("HDF5Data does not shard yet"), std::string::npos) << message;
-}
-
 // Dropout: the shards' tops and bottom diffs are the halves of the unsharded
 // batch's, forward after forward.
 struct DropoutRun {

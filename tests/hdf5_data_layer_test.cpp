@@ -243,24 +243,39 @@ TEST(Hdf5DataLayer, OneDimensionalDataAndLabels) {
 }
 
 // The (file, row) of every item of `passes` forwards, each of one whole pass.
-std::vector<std::pair<int, int>> shuffled_stream(const std::string& list, int rows_per_pass,
-                                                 int passes, std::uint64_t seed) {
-  Hdf5DataLayer layer(hdf5_param(list, rows_per_pass, true));
+// The (file, row) of every item of `batches` forwards of a layer with batch
+// `batch_size`, data-parallel replica `shard`, seeded with `seed` (the data
+// rows checked against their labels).
+std::vector<std::vector<std::pair<int, int>>> read_batches(const std::string& list, int batch_size,
+                                                           bool shuffle, DataShard shard,
+                                                           int batches, std::uint64_t seed = 7) {
+  Hdf5DataLayer layer(hdf5_param(list, batch_size, shuffle));
+  layer.set_data_shard(shard);
   layer.seed(seed);
   Tops tops;
   layer.setup({}, tops.both());
-  std::vector<std::pair<int, int>> seen;
-  for (int pass = 0; pass < passes; ++pass) {
+  std::vector<std::vector<std::pair<int, int>>> out;
+  for (int k = 0; k < batches; ++k) {
     layer.forward({}, tops.both());
-    for (int item = 0; item < rows_per_pass; ++item) {
+    out.emplace_back();
+    for (int item = 0; item < batch_size; ++item) {
       const int label = static_cast<int>(tops.label.cpu_data()[item]);
       const int file = label / 10, row = label % 10;
       // The data rows move with their labels.
       for (int j = 0; j < 4; ++j) {
         EXPECT_EQ(tops.data.cpu_data()[item * 4 + j], data_value(file, row, j));
       }
-      seen.push_back({file, row});
+      out.back().push_back({file, row});
     }
+  }
+  return out;
+}
+
+std::vector<std::pair<int, int>> shuffled_stream(const std::string& list, int rows_per_pass,
+                                                 int passes, std::uint64_t seed) {
+  std::vector<std::pair<int, int>> seen;
+  for (const auto& batch : read_batches(list, rows_per_pass, true, DataShard{}, passes, seed)) {
+    seen.insert(seen.end(), batch.begin(), batch.end());
   }
   return seen;
 }
@@ -301,6 +316,37 @@ TEST(Hdf5DataLayer, ShuffleVisitsEveryRowOncePerPassAndDependsOnlyOnTheSeed) {
 
   EXPECT_EQ(shuffled_stream(list, per_pass, passes, 42), seen);
   EXPECT_NE(shuffled_stream(list, per_pass, passes, 43), seen);
+}
+
+// N replicas with batch B read, batch after batch, the N slices of what one
+// layer with batch N*B reads: across file ends, wrap-around and shuffling.
+TEST(Hdf5DataLayer, ShardsComposeIntoTheUnshardedBatch) {
+  TempDir dir("hdf5");
+  const std::vector<int> rows = {3, 4, 5};
+  std::string listing;
+  for (int f = 0; f < 3; ++f) {
+    write_hdf5(dir.file("f" + std::to_string(f) + ".h5"), numbered_file(f, rows[f]));
+    listing += dir.file("f" + std::to_string(f) + ".h5") + "\n";
+  }
+  const std::string list = dir.write("list.txt", listing);
+  for (const bool shuffle : {false, true}) {
+    for (const auto& [count, batch] : {std::pair{2, 2}, std::pair{3, 2}, std::pair{2, 5}}) {
+      constexpr int kBatches = 7;  // several passes over the 12 rows
+      const auto whole = read_batches(list, count * batch, shuffle, DataShard{}, kBatches);
+      std::vector<std::vector<std::vector<std::pair<int, int>>>> shards;
+      for (int index = 0; index < count; ++index) {
+        shards.push_back(read_batches(list, batch, shuffle, DataShard{index, count}, kBatches));
+      }
+      for (int k = 0; k < kBatches; ++k) {
+        std::vector<std::pair<int, int>> joined;
+        for (const auto& shard : shards) {
+          joined.insert(joined.end(), shard[k].begin(), shard[k].end());
+        }
+        EXPECT_EQ(joined, whole[k])
+            << count << " shards of " << batch << ", batch " << k << (shuffle ? ", shuffled" : "");
+      }
+    }
+  }
 }
 
 TEST(Hdf5DataLayer, ShuffleWithOneFileRedrawsTheRowOrderEachPass) {

@@ -6,8 +6,10 @@
 // through a Communicator: gradients summed with allreduce_sum, weights sent
 // from the root with broadcast.
 //
-// Backends: "none" (one process; every call returns at once) and "mpi" (CPU
-// buffers, one or many nodes; needs a build with libopenmpi-dev).
+// Backends: "none" (one process; every call returns at once), "mpi" (CPU
+// buffers, one or many nodes; needs a build with libopenmpi-dev), "threads"
+// (replicas in one process: ThreadReplicas below) and "nccl" (GPU buffers,
+// bootstrapped over one of the others: make_gpu_communicator).
 //
 // No call waits forever: each collective must finish within the timeout given
 // to make_communicator, else it throws xtrain::Error saying which rank gave up
@@ -19,8 +21,10 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace xtrain {
 
@@ -45,6 +49,19 @@ struct ProcessGroup {
 // naming the variable.
 ProcessGroup process_group_from_environment();
 
+// A collective under way (Communicator::start_allreduce_sum). Its buffer
+// must stay untouched until wait() returns.
+class PendingCollective {
+ public:
+  virtual ~PendingCollective() = default;
+  // Whether it has finished; may advance it (MPI makes progress only inside
+  // its calls). Throws xtrain::Error as wait() does.
+  virtual bool poll() = 0;
+  // Returns when it has finished; throws xtrain::Error when it has not
+  // within the communicator's timeout, or failed.
+  virtual void wait() = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -65,6 +82,12 @@ class Communicator {
   virtual void allreduce_sum(float* data, std::size_t count) = 0;
   virtual void allreduce_sum(double* data, std::size_t count) = 0;
 
+  // allreduce_sum that returns once it has started, so that the caller can
+  // compute while the values travel (data-parallel training sums each
+  // bucket of gradients while backward goes on). Every rank starts the same
+  // collectives in the same order. This default runs it at once.
+  virtual std::unique_ptr<PendingCollective> start_allreduce_sum(float* data, std::size_t count);
+
   // data = root's data, on every rank. Every rank calls with the same count
   // and root.
   virtual void broadcast(float* data, std::size_t count, int root) = 0;
@@ -72,6 +95,40 @@ class Communicator {
 
   // Returns when every rank has called it.
   virtual void barrier() = 0;
+};
+
+namespace detail {
+struct ThreadGroupState;  // src/comm/thread_replicas.cpp
+}
+
+// Several replicas of one training in one process, one thread each (one per
+// GPU of a machine: `xtrain train --gpu=0,1`). Their communicators (backend
+// "threads") sum and broadcast host memory in place, in a fixed order, so
+// every replica gets the same bits. When a replica fails, run() makes the
+// others' collectives fail at once instead of waiting out the timeout.
+class ThreadReplicas {
+ public:
+  // `size` replicas (>= 1); each collective must finish within
+  // timeout_seconds (> 0), else it throws xtrain::Error.
+  ThreadReplicas(int size, double timeout_seconds);
+  ~ThreadReplicas();
+  ThreadReplicas(const ThreadReplicas&) = delete;
+  ThreadReplicas& operator=(const ThreadReplicas&) = delete;
+
+  int size() const;
+  // Replica `rank`'s communicator (for that replica's thread only).
+  Communicator& communicator(int rank);
+  // Runs replica(rank) for every rank, each on a thread of its own (rank 0
+  // on the calling thread), and returns when all have returned. If any
+  // throws, the others' pending and later collectives throw too, and run()
+  // rethrows the first failure (the cause, not the others' "replica r
+  // failed" errors). A group runs once.
+  void run(const std::function<void(int rank)>& replica);
+
+ private:
+  std::shared_ptr<detail::ThreadGroupState> shared_;
+  std::vector<std::unique_ptr<Communicator>> communicators_;
+  bool ran_ = false;
 };
 
 // True when this build of xtrain has the MPI backend.

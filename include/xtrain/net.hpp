@@ -8,6 +8,7 @@
 // ParamSpec.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -63,6 +64,12 @@ class Net {
   float forward();
   // Runs backward from the losses down to the inputs and parameters.
   void backward();
+  // The same, calling layer_done(i) after layer i's turn, from the last layer
+  // to the first (layers that need no backward included): from then on the
+  // pass no longer changes the gradients of layer i's own parameters, so
+  // data-parallel training can start summing them while backward goes on.
+  // (A parameter shared by several layers is final after the first of them.)
+  void backward(const std::function<void(int layer)>& layer_done);
   float forward_backward();
   // Re-runs every layer's reshape (after an input changed shape).
   void reshape();

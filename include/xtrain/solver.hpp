@@ -25,6 +25,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -70,7 +71,13 @@ struct SolverOptions {
   // never leave the GPU. `communicator` still carries the small host-side
   // agreements (seed, stop requests).
   Communicator* gradient_communicator = nullptr;
+  // Data-parallel replicas sum the gradients in buckets of about this many
+  // bytes, each started as soon as backward has finished it, so that the
+  // exchange overlaps backward (the first bucket is at most 1 MiB).
+  std::size_t gradient_bucket_bytes = 25u << 20;
 };
+
+class GradientBuckets;  // src/solvers/gradient_buckets.hpp
 
 class Solver {
  public:
@@ -179,11 +186,13 @@ class Solver {
   Communicator& gradient_communicator() const;
   void agree_on_seed();
   void broadcast_parameters();
-  // Averages the gradients over the replicas (and the loss, returned).
-  float average_over_replicas(float loss);
+  // Runs iter_size forward/backward passes and returns their mean loss. In
+  // data-parallel training the gradients (and the loss) are averaged over
+  // the replicas, the sums overlapping the last backward pass.
+  float compute_gradients();
   // Every replica stops (or snapshots) when any asks to.
   Action agree_on_action(Action request, bool* time_budget_spent);
-  Blob exchange_buffer_;  // the loss and all gradients, for one collective
+  std::unique_ptr<GradientBuckets> gradient_buckets_;  // data-parallel only
 
   // The run's seed (random_seed, or one from the clock); each net's streams
   // derive from it.

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "comm/collective_messages.hpp"
 #include "xtrain/error.hpp"
@@ -138,6 +139,22 @@ class MpiCommunicator final : public Communicator {
     broadcast_from(data, count, root);
   }
 
+  // MPI_Iallreduce per chunk; MPI advances them in MPI_Test, so the caller
+  // should poll() now and then while it computes.
+  std::unique_ptr<PendingCollective> start_allreduce_sum(float* data, std::size_t count) override {
+    check_usable("allreduce");
+    auto pending = std::make_unique<Pending>(*this, count);
+    for (std::size_t offset = 0; offset < count; offset += max_chunk_) {
+      const int chunk = static_cast<int>(std::min(max_chunk_, count - offset));
+      MPI_Request request = MPI_REQUEST_NULL;
+      check(MPI_Iallreduce(MPI_IN_PLACE, data + offset, chunk, MPI_FLOAT, MPI_SUM, comm_,
+                           &request),
+            "allreduce", count);
+      pending->requests.push_back(request);
+    }
+    return pending;
+  }
+
   void barrier() override {
     check_usable("barrier");
     MPI_Request request = MPI_REQUEST_NULL;
@@ -146,6 +163,25 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
+  struct Pending final : PendingCollective {
+    Pending(MpiCommunicator& owner_of, std::size_t values) : owner(owner_of), count(values) {}
+    bool poll() override {
+      int done = 0;
+      owner.check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
+                              MPI_STATUSES_IGNORE),
+                  "allreduce", count);
+      return done != 0;
+    }
+    void wait() override {
+      if (poll_until_done(owner.timeout_seconds_, [&] { return poll(); })) return;
+      owner.fail();
+      throw Error(comm_messages::timeout(owner.where("allreduce", count), owner.timeout_seconds_));
+    }
+    MpiCommunicator& owner;
+    std::size_t count;
+    std::vector<MPI_Request> requests;
+  };
+
   template <typename T>
   void allreduce(T* data, std::size_t count) {
     check_usable("allreduce");

@@ -12,6 +12,7 @@
 namespace xtrain {
 namespace {
 std::atomic<int> g_min_severity{static_cast<int>(LogSeverity::kInfo)};
+thread_local int t_min_severity = static_cast<int>(LogSeverity::kInfo);
 
 const char* base_name(const char* path) {
   const char* slash = std::strrchr(path, '/');
@@ -24,6 +25,10 @@ void set_min_log_severity(LogSeverity severity) {
 }
 
 LogSeverity min_log_severity() { return static_cast<LogSeverity>(g_min_severity.load()); }
+
+void set_min_log_severity_of_this_thread(LogSeverity severity) {
+  t_min_severity = static_cast<int>(severity);
+}
 
 namespace detail {
 
@@ -45,7 +50,8 @@ LogMessage::LogMessage(LogSeverity severity, const char* file, int line)
 }
 
 LogMessage::~LogMessage() {
-  if (static_cast<int>(severity_) < g_min_severity.load()) return;
+  const int severity = static_cast<int>(severity_);
+  if (severity < g_min_severity.load() || severity < t_min_severity) return;
   stream_ << '\n';
   const std::string text = stream_.str();
   // One write per message, so lines from several threads do not interleave.

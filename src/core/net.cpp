@@ -418,7 +418,9 @@ float Net::forward() {
   return loss;
 }
 
-void Net::backward() {
+void Net::backward() { backward(nullptr); }
+
+void Net::backward(const std::function<void(int layer)>& layer_done) {
   XTRAIN_CHECK(!(options_.share_activation_memory && phase_ == TEST), "net '", name_,
                "' is a TEST net whose blobs share their data storage "
                "(NetOptions::share_activation_memory), so it runs forward only; build it "
@@ -427,6 +429,7 @@ void Net::backward() {
     if (layer_need_backward_[i]) {
       layers_[i]->backward(top_vecs_[i], bottom_need_backward_[i], bottom_vecs_[i]);
     }
+    if (layer_done) layer_done(i);
   }
 }
 

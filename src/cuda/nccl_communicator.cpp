@@ -93,6 +93,7 @@ class NcclCommunicator final : public Communicator {
     if (barrier_value_ != nullptr) cudaFree(barrier_value_);
     // After an abort there is nothing of NCCL's left to free.
     if (!failed_ && comm_ != nullptr) finalize_and_destroy();
+    if (exchange_stream_ != nullptr) cudaStreamDestroy(exchange_stream_);
     if (switched) cudaSetDevice(previous);
   }
   NcclCommunicator(const NcclCommunicator&) = delete;
@@ -114,6 +115,34 @@ class NcclCommunicator final : public Communicator {
   }
   void broadcast(double* data, std::size_t count, int root) override {
     broadcast_from(data, count, root);
+  }
+
+  // The sum goes on the exchange stream once the calling thread's stream has
+  // reached this point (the gradients copied into `data`), so backward goes
+  // on computing meanwhile; wait() returns when it is done.
+  std::unique_ptr<PendingCollective> start_allreduce_sum(float* data, std::size_t count) override {
+    check_usable("allreduce");
+    cudaStream_t compute = our_stream("allreduce");
+    cudaStream_t exchange = exchange_stream();
+    cudaEvent_t ready = nullptr;
+    XTRAIN_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+    XTRAIN_CUDA_CHECK(cudaEventRecord(ready, compute));
+    XTRAIN_CUDA_CHECK(cudaStreamWaitEvent(exchange, ready, 0));
+    XTRAIN_CUDA_CHECK(cudaEventDestroy(ready));  // freed once it has passed
+    if (count > 0) {
+      const ncclResult_t status =
+          ncclAllReduce(data, data, count, ncclFloat32, ncclSum, comm_, exchange);
+      if (status != ncclSuccess && status != ncclInProgress) fail_with("allreduce", count, status);
+      // The event below must follow NCCL's kernel on the stream: wait until
+      // the non-blocking call has enqueued it.
+      if (!poll_until_done(timeout_seconds_, [&] { return enqueued("allreduce", count); })) {
+        fail_with_timeout("allreduce", count);
+      }
+    }
+    cudaEvent_t done = nullptr;
+    XTRAIN_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    XTRAIN_CUDA_CHECK(cudaEventRecord(done, exchange));
+    return std::make_unique<Pending>(*this, count, done);
   }
 
   // NCCL has no barrier: an allreduce of one value on the device, which
@@ -211,34 +240,85 @@ class NcclCommunicator final : public Communicator {
     comm_ = nullptr;
   }
 
-  // Polls until NCCL has enqueued the work (ncclCommGetAsyncError ==
-  // ncclSuccess) and, for a collective, the stream has finished it.
-  void wait(const char* what, std::size_t count, cudaStream_t stream) {
-    const bool finished = poll_until_done(timeout_seconds_, [&] {
-      ncclResult_t state = ncclInProgress;
-      const ncclResult_t queried = ncclCommGetAsyncError(comm_, &state);
-      if (queried != ncclSuccess) fail_with(what, count, queried);
-      if (state != ncclSuccess && state != ncclInProgress) fail_with(what, count, state);
-      if (state != ncclSuccess) return false;
-      if (stream == nullptr) return true;  // set-up: nothing on a stream
-      const cudaError_t ran = cudaStreamQuery(stream);
-      if (ran == cudaSuccess) return true;
-      if (ran != cudaErrorNotReady) {
-        abort_communicator();
-        throw Error(where(what, count) + " failed on the GPU: " + cudaGetErrorString(ran));
-      }
-      return false;
-    });
-    if (finished) return;
+  // Whether NCCL has enqueued the work so far given to it
+  // (ncclCommGetAsyncError == ncclSuccess); throws on an NCCL error.
+  bool enqueued(const char* what, std::size_t count) {
+    ncclResult_t state = ncclInProgress;
+    const ncclResult_t queried = ncclCommGetAsyncError(comm_, &state);
+    if (queried != ncclSuccess) fail_with(what, count, queried);
+    if (state != ncclSuccess && state != ncclInProgress) fail_with(what, count, state);
+    return state == ncclSuccess;
+  }
+
+  // Whether the GPU has run the work up to `query`'s stream or event
+  // (cudaStreamQuery / cudaEventQuery); aborts and throws on a GPU error.
+  template <typename Query>
+  bool ran(const char* what, std::size_t count, Query query) {
+    const cudaError_t status = query();
+    if (status == cudaSuccess) return true;
+    if (status != cudaErrorNotReady) {
+      abort_communicator();
+      throw Error(where(what, count) + " failed on the GPU: " + cudaGetErrorString(status));
+    }
+    return false;
+  }
+
+  [[noreturn]] void fail_with_timeout(const char* what, std::size_t count) {
     abort_communicator();
     throw Error(comm_messages::timeout(where(what, count), timeout_seconds_));
   }
+
+  // Polls until NCCL has enqueued the work and, for a collective, the stream
+  // has finished it.
+  void wait(const char* what, std::size_t count, cudaStream_t stream) {
+    const bool finished = poll_until_done(timeout_seconds_, [&] {
+      if (!enqueued(what, count)) return false;
+      return stream == nullptr ||  // set-up: nothing on a stream
+             ran(what, count, [&] { return cudaStreamQuery(stream); });
+    });
+    if (!finished) fail_with_timeout(what, count);
+  }
+
+  // The stream the overlapped sums (start_allreduce_sum) run on, beside the
+  // compute stream, created on first use.
+  cudaStream_t exchange_stream() {
+    if (exchange_stream_ == nullptr) {
+      XTRAIN_CUDA_CHECK(cudaStreamCreateWithFlags(&exchange_stream_, cudaStreamNonBlocking));
+    }
+    return exchange_stream_;
+  }
+
+  // An overlapped sum: done when its event on the exchange stream has passed.
+  class Pending final : public PendingCollective {
+   public:
+    Pending(NcclCommunicator& owner, std::size_t count, cudaEvent_t done)
+        : owner_(owner), count_(count), done_(done) {}
+    ~Pending() override { cudaEventDestroy(done_); }
+    Pending(const Pending&) = delete;
+    Pending& operator=(const Pending&) = delete;
+    bool poll() override {
+      owner_.check_usable("allreduce");
+      return owner_.enqueued("allreduce", count_) &&
+             owner_.ran("allreduce", count_, [&] { return cudaEventQuery(done_); });
+    }
+    void wait() override {
+      if (!poll_until_done(owner_.timeout_seconds_, [&] { return poll(); })) {
+        owner_.fail_with_timeout("allreduce", count_);
+      }
+    }
+
+   private:
+    NcclCommunicator& owner_;
+    std::size_t count_;
+    cudaEvent_t done_;
+  };
 
   int rank_;
   int size_;
   int device_;
   double timeout_seconds_;
   ncclComm_t comm_ = nullptr;
+  cudaStream_t exchange_stream_ = nullptr;
   float* barrier_value_ = nullptr;
   bool failed_ = false;
 };

@@ -65,12 +65,6 @@ void Hdf5DataLayer::read_file_list() {
 
 void Hdf5DataLayer::layer_setup(const BlobVec&, const BlobVec& top) {
   const HDF5DataParameter& hdf5 = param_.hdf5_data_param();
-  XTRAIN_CHECK(data_shard().count == 1, where(),
-               ": HDF5Data does not shard yet (this net is "
-               "data shard ",
-               data_shard().index, " of ", data_shard().count,
-               "); train data-parallel from a Data (LMDB) or ImageData layer, or with one "
-               "replica");
   XTRAIN_CHECK(!param_.has_transform_param(), where(),
                ": HDF5Data does not transform data (as in Caffe); remove transform_param and "
                "store the data already transformed");
@@ -183,6 +177,12 @@ void Hdf5DataLayer::forward_cpu(const BlobVec&, const BlobVec& top) {
   }
   if (loaded_file_ < 0) enter_file(file_order_[file_position_]);
 
+  // A data-parallel replica r of N reads rows kNB + rB .. kNB + rB + B - 1 of
+  // the rows' stream (files in order, shuffled alike on every replica): it
+  // passes over the rows of the replicas before it, and after its batch over
+  // those of the replicas after it, so that all stand at the next global batch.
+  const DataShard shard = data_shard();
+  skip_rows(shard.index * batch_size_);
   for (std::size_t k = 0; k < top.size(); ++k) top_data_[k] = top[k]->mutable_cpu_data();
   int item = 0;
   while (item < batch_size_) {
@@ -195,6 +195,16 @@ void Hdf5DataLayer::forward_cpu(const BlobVec&, const BlobVec& top) {
     }
     item += run;
     current_row_ += run;
+    if (current_row_ == num_rows_) move_to_next_file();
+  }
+  skip_rows((shard.count - 1 - shard.index) * batch_size_);
+}
+
+void Hdf5DataLayer::skip_rows(int rows) {
+  while (rows > 0) {
+    const int step = std::min(rows, num_rows_ - current_row_);
+    rows -= step;
+    current_row_ += step;
     if (current_row_ == num_rows_) move_to_next_file();
   }
 }

@@ -25,8 +25,10 @@
 // Every draw comes from the layer's random() stream. The first file is
 // chosen and loaded on the first forward, so a seed given after setup counts.
 //
-// Data-parallel training (data_shard().count > 1) is refused at setup: the
-// layer does not shard its rows yet.
+// Data-parallel replica r of N (data_shard()) with batch B reads rows
+// kNB + rB .. kNB + rB + B - 1 of that stream at its k-th forward (every
+// replica draws the same shuffles), so N replicas read what one layer with
+// batch N*B reads.
 //
 // transform_param is refused (as in Caffe: HDF5 data is generic). The layer
 // has no bottoms and computes no gradient.
@@ -72,6 +74,9 @@ class Hdf5DataLayer : public Layer {
   void read_file(int file_index);
   // Called after the last row of the current file was used.
   void move_to_next_file();
+  // Moves `rows` rows on in the stream without copying them (the other
+  // data-parallel replicas' share of the global batch).
+  void skip_rows(int rows);
   void shuffle(std::vector<int>* order);
   // "layer 'x' (HDF5Data), source 'list.txt'": the prefix of errors about files.
   std::string source_context() const;

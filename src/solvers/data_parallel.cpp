@@ -1,59 +1,16 @@
 // The Solver's part in data-parallel training (SolverOptions::communicator):
 // one seed and one set of starting weights for all replicas, the gradients
-// (and the loss, for the display) averaged in one allreduce per iteration,
+// (and the loss, for the display) averaged in buckets whose sums overlap the
+// last backward pass (solvers/gradient_buckets.hpp),
 // and stop requests agreed on, so that no replica leaves the loop while the
 // others wait for it in a collective.
-#include <cstring>
-
-#include "core/device_memory.hpp"
 #include "solvers/device_update.hpp"
+#include "solvers/gradient_buckets.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/solver.hpp"
 
-#ifdef XTRAIN_USE_CUDA
-#include "cuda/math_gpu.hpp"
-#endif
-
 namespace xtrain {
-namespace {
-
-void copy_values(const Device& where, std::size_t count, const float* from, float* to) {
-#ifdef XTRAIN_USE_CUDA
-  if (where.is_gpu()) {
-    math::gpu::copy(count, from, to);
-    return;
-  }
-#endif
-  (void)where;
-  std::memcpy(to, from, count * sizeof(float));
-}
-
-void set_value(const Device& where, float value, float* to) {
-#ifdef XTRAIN_USE_CUDA
-  if (where.is_gpu()) {
-    math::gpu::set(1, value, to);
-    return;
-  }
-#endif
-  (void)where;
-  *to = value;
-}
-
-// The mean loss only: not the whole buffer back from the device.
-float read_value(const Device& where, const float* from) {
-#ifdef XTRAIN_USE_CUDA
-  if (where.is_gpu()) {
-    float value = 0;
-    device_memory::copy_to_host(&value, from, sizeof(float), where.id);
-    return value;
-  }
-#endif
-  (void)where;
-  return *from;
-}
-
-}  // namespace
 
 bool Solver::data_parallel() const {
   return options_.communicator != nullptr && options_.communicator->size() > 1;
@@ -83,33 +40,26 @@ Communicator& Solver::gradient_communicator() const {
   return options_.gradient_communicator ? *options_.gradient_communicator : *options_.communicator;
 }
 
-// One buffer holds the loss and every gradient, so that one collective moves
-// them all: on the host for MPI, on the GPU for a communicator that works
-// on device memory (NCCL), where the gradients never leave the device.
-float Solver::average_over_replicas(float loss) {
-  const std::vector<Blob*>& params = net_->learnable_params();
-  std::size_t total = 1;  // the loss first
-  for (const Blob* param : params) total += param->count();
+float Solver::compute_gradients() {
+  const int passes = param_.iter_size();
+  float loss = 0;
+  for (int i = 0; i + 1 < passes; ++i) loss += net_->forward_backward();
+  if (!data_parallel()) {
+    loss += net_->forward_backward();
+    return loss / static_cast<float>(passes);
+  }
+  // The earlier passes only add to the gradients; the last one finishes
+  // them layer by layer, and each bucket's sum starts as soon as it can.
+  loss += net_->forward();
   Communicator& exchange = gradient_communicator();
-  const bool on_device = device_.is_gpu() && exchange.works_on_device_memory();
-  const Device where = on_device ? device_ : Device::cpu();
-  exchange_buffer_.reshape({static_cast<int>(total)});
-  float* buffer = ops::mutable_data_on(where, exchange_buffer_);
-  std::size_t offset = 1;
-  for (const Blob* param : params) {
-    copy_values(where, param->count(), ops::diff_on(where, *param), buffer + offset);
-    offset += param->count();
+  const Device where =
+      device_.is_gpu() && exchange.works_on_device_memory() ? device_ : Device::cpu();
+  if (!gradient_buckets_) {
+    gradient_buckets_ = std::make_unique<GradientBuckets>(*net_, options_.gradient_bucket_bytes);
   }
-  set_value(where, loss, buffer);
-  exchange.allreduce_sum(buffer, total);
-  const float share = 1.0f / static_cast<float>(exchange.size());
-  ops::apply_on(where, total, ops::ScaleBy{share}, buffer, buffer);
-  offset = 1;
-  for (Blob* param : params) {
-    copy_values(where, param->count(), buffer + offset, ops::mutable_diff_on(where, *param));
-    offset += param->count();
-  }
-  return read_value(where, buffer);
+  gradient_buckets_->begin(exchange, where, loss / static_cast<float>(passes));
+  net_->backward([this](int layer) { gradient_buckets_->layer_done(layer); });
+  return gradient_buckets_->finish();
 }
 
 Solver::Action Solver::agree_on_action(Action request, bool* time_budget_spent) {

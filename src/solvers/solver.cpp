@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "data/data_wait.hpp"
+#include "solvers/gradient_buckets.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/lr_policy.hpp"
@@ -252,10 +253,7 @@ void Solver::step(int iters) {
     }
 
     const bool display = display_now();
-    float loss = 0;
-    for (int i = 0; i < param_.iter_size(); ++i) loss += net_->forward_backward();
-    loss /= static_cast<float>(param_.iter_size());
-    if (data_parallel()) loss = average_over_replicas(loss);
+    const float loss = compute_gradients();
     update_smoothed_loss(loss, start_iter);
     if (display) {
       const double lapse = seconds_since(display_timer_);
