@@ -75,7 +75,17 @@ struct SolverOptions {
   // bytes, each started as soon as backward has finished it, so that the
   // exchange overlaps backward (the first bucket is at most 1 MiB).
   std::size_t gradient_bucket_bytes = 25u << 20;
+  // The root appends one JSON line to this file at every display and test
+  // (the format: src/solvers/training_metrics.hpp); a resumed training
+  // appends to it. Empty: no metrics file.
+  std::string metrics_path;
+  // The root rewrites this self-contained HTML page of the training's curves,
+  // configuration and snapshots at every test, at the end, and at most every
+  // 30 s at a display (src/solvers/training_report.hpp). Empty: no report.
+  std::string report_path;
 };
+
+class TrainingMetrics;  // src/solvers/training_metrics.hpp
 
 class GradientBuckets;  // src/solvers/gradient_buckets.hpp
 
@@ -171,6 +181,13 @@ class Solver {
   void init_test_nets();
   void update_smoothed_loss(float loss, int start_iter);
   void display_train_outputs() const;
+  // The display's lines, metrics and report (solvers/training_progress.cpp).
+  void display_progress(bool show_data_wait);
+  float display_learning_rate() const;
+  void start_training_record(const std::string& resume_file);
+  void record_train_point(std::optional<double> lr, std::optional<double> images_per_second);
+  void record_test(int test_net_id);
+  void write_training_report();
   Action requested_action() const;
   std::string snapshot_filename(const std::string& extension) const;
   void check_snapshot_settings() const;
@@ -221,6 +238,13 @@ class Solver {
   // Iteration speed for the display line.
   std::chrono::steady_clock::time_point display_timer_;
   int iterations_at_last_display_ = 0;
+
+  // Metrics file and report (null: neither was asked for).
+  std::shared_ptr<TrainingMetrics> metrics_;
+  // The first display of this session, for the ETA.
+  std::chrono::steady_clock::time_point progress_origin_time_;
+  int progress_origin_iter_ = -1;
+  std::chrono::steady_clock::time_point last_report_time_;
 };
 
 // Creates the solver named by param.type (or the legacy solver_type enum).

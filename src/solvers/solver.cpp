@@ -2,11 +2,9 @@
 // testing. Snapshots and restoring live in solver_snapshot.cpp.
 #include "xtrain/solver.hpp"
 
-#include <iomanip>
-#include <sstream>
-
 #include "data/data_wait.hpp"
 #include "solvers/gradient_buckets.hpp"
+#include "solvers/training_progress.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/lr_policy.hpp"
@@ -31,22 +29,6 @@ void set_net_state(NetParameter* net_param, Phase phase, const NetState* solver_
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// " (* 1 = 0.123 loss)" after an output that is a weighted loss.
-std::string loss_suffix(float loss_weight, float value) {
-  if (loss_weight == 0) return "";
-  std::ostringstream out;
-  out << " (* " << loss_weight << " = " << loss_weight * value << " loss)";
-  return out.str();
-}
-
-// Seconds the train and test nets' data layers waited for input since the
-// last call (see data/data_wait.hpp).
-double take_data_wait(const Net& train_net, const std::vector<std::shared_ptr<Net>>& test_nets) {
-  double seconds = take_data_wait_seconds(train_net);
-  for (const auto& test_net : test_nets) seconds += take_data_wait_seconds(*test_net);
-  return seconds;
 }
 
 }  // namespace
@@ -208,6 +190,7 @@ void Solver::solve(const std::string& resume_file) {
     XLOG(INFO) << "Restoring previous solver status from " << resume_file;
     restore(resume_file);
   }
+  start_training_record(resume_file);
 
   const int start_iter = iter_;
   step(param_.max_iter() - iter_);
@@ -219,16 +202,19 @@ void Solver::solve(const std::string& resume_file) {
   }
   if (requested_early_exit_) {
     XLOG(INFO) << "Optimization stopped early.";
+    write_training_report();
     return;
   }
   // One more forward pass (no update) to show the loss of the final weights.
   if (display_now()) {
     update_smoothed_loss(net_->forward(), start_iter);
     XLOG(INFO) << "Iteration " << iter_ << ", loss = " << smoothed_loss_;
+    record_train_point(std::nullopt, std::nullopt);
   }
   if (options_.is_root && param_.test_interval() > 0 && iter_ % param_.test_interval() == 0) {
     test_all();
   }
+  write_training_report();
   XLOG(INFO) << "Optimization Done.";
 }
 
@@ -255,23 +241,7 @@ void Solver::step(int iters) {
     const bool display = display_now();
     const float loss = compute_gradients();
     update_smoothed_loss(loss, start_iter);
-    if (display) {
-      const double lapse = seconds_since(display_timer_);
-      const double per_second = (iter_ - iterations_at_last_display_) / (lapse > 0 ? lapse : 1);
-      XLOG(INFO) << "Iteration " << iter_ << " (" << static_cast<float>(per_second) << " iter/s, "
-                 << static_cast<float>(lapse) << "s/" << param_.display()
-                 << " iters), loss = " << smoothed_loss_;
-      const double data_wait = take_data_wait(*net_, test_nets_);
-      display_timer_ = std::chrono::steady_clock::now();
-      iterations_at_last_display_ = iter_;
-      display_train_outputs();
-      // A line of its own, so Caffe's parse_log still reads the lines above.
-      if (show_data_wait) {
-        XLOG(INFO) << "    Data wait: " << std::fixed << std::setprecision(1)
-                   << 100.0 * data_wait / (lapse > 0 ? lapse : 1)
-                   << "% of the time since the last display";
-      }
-    }
+    if (display) display_progress(show_data_wait);
 
     for (const Callback& callback : gradients_ready_callbacks_) callback(*this);
     apply_update();
@@ -341,21 +311,6 @@ void Solver::update_smoothed_loss(float loss, int start_iter) {
   }
 }
 
-void Solver::display_train_outputs() const {
-  const BlobVec& outputs = net_->output_blobs();
-  int score_index = 0;
-  for (std::size_t j = 0; j < outputs.size(); ++j) {
-    const int blob_index = net_->output_blob_indices()[j];
-    const std::string& name = net_->blob_names()[blob_index];
-    const float loss_weight = net_->blob_loss_weights()[blob_index];
-    const float* values = outputs[j]->cpu_data();
-    for (std::size_t k = 0; k < outputs[j]->count(); ++k) {
-      XLOG(INFO) << "    Train net output #" << score_index++ << ": " << name << " = " << values[k]
-                 << loss_suffix(loss_weight, values[k]);
-    }
-  }
-}
-
 void Solver::test_all() {
   for (std::size_t i = 0; i < test_nets_.size() && !requested_early_exit_; ++i) {
     test(static_cast<int>(i));
@@ -415,6 +370,7 @@ void Solver::test(int test_net_id) {
       results.emplace_back(name, mean);
     }
   }
+  record_test(test_net_id);
 }
 
 }  // namespace xtrain

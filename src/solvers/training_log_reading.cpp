@@ -1,0 +1,182 @@
+#include "solvers/training_log_reading.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <regex>
+
+#include "xtrain/error.hpp"
+
+namespace xtrain {
+namespace {
+
+// glog's prefix: severity, MMDD, time (the year is not in the log).
+const std::regex kGlogPrefix(R"(^[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(\.\d+)?\s)");
+const std::regex kSolving(R"(\] Solving (\S+))");
+const std::regex kTesting(R"(Iteration (\d+), Testing net \(#(\d+)\))");
+// Caffe 1.0 puts the speed between the iteration and the comma.
+const std::regex kTrainLoss(R"(Iteration (\d+)(?: \([^)]*\))?, loss = (\S+))");
+const std::regex kLearningRate(R"(Iteration (\d+), lr = (\S+))");
+const std::regex kTrainOutput(R"(Train net output #(\d+): (\S+) = (\S+))");
+const std::regex kTestOutput(R"(Test net output #(\d+): (\S+) = (\S+))");
+const std::regex kImagesPerSecond(R"(\]     Progress: .*, ([0-9.eE+-]+) images/s)");
+const std::regex kSnapshot(
+    R"(\] Snapshotting (?:solver state )?to (?:binary proto|HDF5) file (\S+))");
+const std::regex kDevice(R"(\] Use (.+)\.\s*$)");
+
+// Seconds since the start of the year (a non-leap one: the log has no year).
+double seconds_of_year(const std::smatch& prefix) {
+  static const int kDaysBeforeMonth[] = {0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334};
+  const int month = std::stoi(prefix[1]);
+  const int day = std::stoi(prefix[2]);
+  const int days = kDaysBeforeMonth[(month >= 1 && month <= 12) ? month - 1 : 0] + day - 1;
+  const double fraction = prefix[6].matched ? std::stod("0" + prefix[6].str()) : 0.0;
+  return ((days * 24.0 + std::stoi(prefix[3])) * 60 + std::stoi(prefix[4])) * 60 +
+         std::stoi(prefix[5]) + fraction;
+}
+
+class LogReader {
+ public:
+  explicit LogReader(const std::string& name) : name_(name) {
+    log_.records.emplace_back();
+    run().kind = MetricsRecord::Kind::kRun;
+  }
+
+  void read_line(const std::string& line) {
+    ++line_number_;
+    std::smatch prefix;
+    if (!std::regex_search(line, prefix, kGlogPrefix)) {
+      // Caffe prints the solver's parameters on lines of their own.
+      if (in_solver_parameters_) run().solver_text += line + "\n";
+      return;
+    }
+    in_solver_parameters_ = line.find("Initializing solver from parameters:") != std::string::npos;
+    const double time = seconds_of_year(prefix);
+    if (!start_time_) {
+      start_time_ = time;
+      run().start_time =
+          line.substr(1, 4) + " " + prefix[3].str() + ":" + prefix[4].str() + ":" + prefix[5].str();
+    }
+    std::smatch match;
+    if (std::regex_search(line, match, kSolving)) {
+      start_time_ = time;
+      run().net_name = match[1];
+      run().start_time =
+          line.substr(1, 4) + " " + prefix[3].str() + ":" + prefix[4].str() + ":" + prefix[5].str();
+      return;
+    }
+    double seconds = time - *start_time_;
+    if (seconds < 0) seconds += 365 * 24 * 3600.0;  // over new year
+
+    if (line.find("Testing net") != std::string::npos && std::regex_search(line, match, kTesting)) {
+      MetricsRecord record;
+      record.kind = MetricsRecord::Kind::kTest;
+      record.iteration = std::stoi(match[1]);
+      record.net = std::stoi(match[2]);
+      record.seconds = seconds;
+      log_.records.push_back(record);
+      open_test_ = log_.records.size() - 1;
+      return;
+    }
+    if (line.find("Test net output #") != std::string::npos) {
+      require(std::regex_search(line, match, kTestOutput), line, "a test output");
+      const double value = number(match[3], line);
+      if (open_test_ == 0) return;  // an output before any "Testing net" line
+      log_.records[open_test_].outputs.emplace_back(match[2], value);
+      return;
+    }
+    if (line.find(", loss = ") != std::string::npos) {
+      require(std::regex_search(line, match, kTrainLoss), line, "a train loss");
+      MetricsRecord record;
+      record.kind = MetricsRecord::Kind::kTrain;
+      record.iteration = std::stoi(match[1]);
+      record.seconds = seconds;
+      record.loss = number(match[2], line);
+      log_.records.push_back(record);
+      open_train_ = log_.records.size() - 1;
+      return;
+    }
+    if (line.find("Train net output #") != std::string::npos) {
+      require(std::regex_search(line, match, kTrainOutput), line, "a train output");
+      const double value = number(match[3], line);
+      if (open_train_ == 0) return;
+      log_.records[open_train_].outputs.emplace_back(match[2], value);
+      return;
+    }
+    if (line.find(", lr = ") != std::string::npos) {
+      require(std::regex_search(line, match, kLearningRate), line, "a learning rate");
+      const double rate = number(match[2], line);
+      if (open_train_ != 0 && log_.records[open_train_].iteration == std::stoi(match[1])) {
+        log_.records[open_train_].lr = rate;
+      }
+      return;
+    }
+    if (line.find(" images/s") != std::string::npos &&
+        std::regex_search(line, match, kImagesPerSecond) && open_train_ != 0) {
+      log_.records[open_train_].images_per_second = number(match[1], line);
+      return;
+    }
+    if (line.find("Snapshotting") != std::string::npos &&
+        std::regex_search(line, match, kSnapshot)) {
+      log_.snapshots.push_back(match[1]);
+      return;
+    }
+    if (run().device.empty() && std::regex_search(line, match, kDevice)) run().device = match[1];
+  }
+
+  TrainingLog finish() {
+    XTRAIN_CHECK(log_.records.size() > 1, name_,
+                 ": no training lines found (\"Iteration N, loss = L\", \"Test net output #k: "
+                 "name = v\"); is this a Caffe or xtrain training log?");
+    return std::move(log_);
+  }
+
+ private:
+  MetricsRecord& run() { return log_.records.front(); }
+
+  void require(bool matched, const std::string& line, const char* what) const {
+    XTRAIN_CHECK(matched, name_, ":", line_number_, ": cannot read ", what,
+                 " from this line: ", line);
+  }
+
+  double number(const std::string& token, const std::string& line) const {
+    // Caffe may glue a comma or parenthesis to the value; a trailing
+    // separator is not part of the number.
+    std::string text = token;
+    while (!text.empty() && std::strchr(",;)", text.back()) != nullptr) text.pop_back();
+    char* end = nullptr;
+    const double value = std::strtod(text.c_str(), &end);
+    XTRAIN_CHECK(!text.empty() && *end == '\0', name_, ":", line_number_, ": '", token,
+                 "' is not a number in: ", line);
+    return value;
+  }
+
+  std::string name_;
+  int line_number_ = 0;
+  TrainingLog log_;
+  std::optional<double> start_time_;
+  bool in_solver_parameters_ = false;
+  // Indices in log_.records of the records that later lines add to (0: none,
+  // since record 0 is the run record).
+  std::size_t open_train_ = 0;
+  std::size_t open_test_ = 0;
+};
+
+}  // namespace
+
+TrainingLog read_training_log(std::istream& log, const std::string& name) {
+  LogReader reader(name);
+  for (std::string line; std::getline(log, line);) reader.read_line(line);
+  return reader.finish();
+}
+
+TrainingLog read_training_log_file(const std::string& path) {
+  std::ifstream file(path);
+  XTRAIN_CHECK(file.is_open(), "cannot open the log ", path, ": ", std::strerror(errno));
+  return read_training_log(file, path);
+}
+
+}  // namespace xtrain
