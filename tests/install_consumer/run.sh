@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the build in BUILD_DIR to a temporary prefix, then configures,
-# builds and runs the consumer project against it.
+# builds and runs the consumer project and examples/cpp_app against it.
 set -euo pipefail
 BUILD_DIR="$1"
 SOURCE_DIR="$(cd "$(dirname "$0")" && pwd)"
@@ -18,4 +18,6 @@ if "$WORK/prefix/bin/xtrain" time --model=/nonexistent.prototxt > "$WORK/tool.lo
   exit 1
 fi
 grep -q "nonexistent.prototxt" "$WORK/tool.log"
+# examples/cpp_app, built against the same prefix, on a freshly trained LeNet.
+bash "$SOURCE_DIR/cpp_app.sh" "$WORK/prefix" "$WORK/cpp_app"
 echo "install consumer: OK"

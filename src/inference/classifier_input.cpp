@@ -1,0 +1,73 @@
+#include "inference/classifier_input.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "data/image_codec.hpp"
+#include "data/mean_file.hpp"
+#include "xtrain/blob.hpp"
+#include "xtrain/error.hpp"
+
+namespace xtrain {
+namespace {
+
+// "104.0,116.7,122.7": a mean file's per-channel averages, which fit an
+// input of any size (what Caffe's classification example subtracts).
+std::string channel_averages(const MeanImage& mean, int channels) {
+  const std::size_t plane = mean.values.size() / static_cast<std::size_t>(channels);
+  std::ostringstream text;
+  for (int c = 0; c < channels; ++c) {
+    double sum = 0;
+    for (std::size_t i = 0; i < plane; ++i) sum += mean.values[c * plane + i];
+    text << (c > 0 ? "," : "") << (plane > 0 ? sum / static_cast<double>(plane) : 0.0);
+  }
+  return text.str();
+}
+
+}  // namespace
+
+ClassifierInput::ClassifierInput(int channels, int height, int width,
+                                 const ClassifierOptions& options)
+    : channels_(channels), height_(height), width_(width), scale_(options.scale) {
+  XTRAIN_CHECK(channels == 1 || channels == 3, "the net's input has ", channels,
+               " channels; a classifier reads grey (1) or colour (3) images");
+  const std::size_t plane = static_cast<std::size_t>(height) * width;
+  mean_.assign(plane * channels, 0.0f);
+  XTRAIN_CHECK(options.mean_file.empty() || options.mean_values.empty(),
+               "give a mean file or mean values, not both (mean file '", options.mean_file, "')");
+  if (!options.mean_file.empty()) {
+    const MeanImage mean = read_mean_file(options.mean_file);
+    const std::vector<int> expected = {1, channels, height, width};
+    if (mean.shape != expected) {
+      const bool same_channels = mean.shape.size() == 4 && mean.shape[1] == channels;
+      XTRAIN_CHECK(false, "mean file '", options.mean_file, "' has shape ",
+                   shape_to_string(mean.shape), ", but the net's input is ", channels, "x", height,
+                   "x", width, ", so the mean must be ", shape_to_string(expected),
+                   same_channels ? "; or subtract its per-channel means instead: mean values " +
+                                       channel_averages(mean, channels)
+                                 : "");
+    }
+    mean_ = mean.values;
+  }
+  if (!options.mean_values.empty()) {
+    const std::size_t given = options.mean_values.size();
+    XTRAIN_CHECK(given == 1 || given == static_cast<std::size_t>(channels), "give 1 mean value ",
+                 "or one per channel (", channels, "), not ", given);
+    for (int c = 0; c < channels; ++c) {
+      const float value = options.mean_values[given == 1 ? 0 : c];
+      std::fill(mean_.begin() + c * plane, mean_.begin() + (c + 1) * plane, value);
+    }
+  }
+}
+
+void ClassifierInput::fill(const std::string& path, float* out) const {
+  const Image image =
+      read_image_file(path, channels_ == 1 ? ColorMode::kGray : ColorMode::kColor, height_, width_);
+  XTRAIN_ASSERT(image.pixels.size() == mean_.size(), "image '", path, "' read as ", image.channels,
+                "x", image.height, "x", image.width);
+  for (std::size_t i = 0; i < mean_.size(); ++i) {
+    out[i] = (static_cast<float>(image.pixels[i]) - mean_[i]) * scale_;
+  }
+}
+
+}  // namespace xtrain
