@@ -17,7 +17,9 @@ PACKAGES=(
   zlib1g-dev
   openmpi-bin libopenmpi-dev
   libgtest-dev libgmock-dev
+  graphviz  # xtrain draw renders nets with its dot
   dataset-fashion-mnist
+  chromium  # tests render the training report headless (tests/tools/report_render_test.cpp)
 )
 
 missing=()

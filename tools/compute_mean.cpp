@@ -32,6 +32,7 @@
 #include "data/image_datum.hpp"
 #include "data/lmdb_database.hpp"
 #include "data/mean_accumulator.hpp"
+#include "flag_help.hpp"
 #include "progress_line.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
@@ -236,10 +237,9 @@ void compute_mean(const std::string& db_path, const std::string& output_path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(kUsage);
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (xtrain::tools::parse_flags_or_answer_help(&argc, &argv, kUsage, __FILE__)) return 0;
   if (argc < 2 || argc > 3) {
-    gflags::ShowUsageWithFlagsRestrict(argv[0], "compute_mean");
+    std::fputs(xtrain::tools::single_file_tool_help(kUsage, __FILE__).c_str(), stderr);
     return 1;
   }
   try {

@@ -30,6 +30,7 @@
 #include "data/image_list.hpp"
 #include "data/lmdb_database.hpp"
 #include "data/ordered_parallel_map.hpp"
+#include "flag_help.hpp"
 #include "progress_line.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
@@ -235,10 +236,9 @@ Counts convert(const std::string& root_folder, const std::string& list_path,
 }  // namespace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(kUsage);
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (xtrain::tools::parse_flags_or_answer_help(&argc, &argv, kUsage, __FILE__)) return 0;
   if (argc != 4) {
-    gflags::ShowUsageWithFlagsRestrict(argv[0], "convert_imageset");
+    std::fputs(xtrain::tools::single_file_tool_help(kUsage, __FILE__).c_str(), stderr);
     return 1;
   }
   try {

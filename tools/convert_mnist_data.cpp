@@ -12,6 +12,7 @@
 #include "data/datum_io.hpp"
 #include "data/idx_file.hpp"
 #include "data/lmdb_database.hpp"
+#include "flag_help.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 
@@ -73,10 +74,9 @@ void convert(const std::string& images_path, const std::string& labels_path,
 }  // namespace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(kUsage);
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (xtrain::tools::parse_flags_or_answer_help(&argc, &argv, kUsage, __FILE__)) return 0;
   if (argc != 4) {
-    gflags::ShowUsageWithFlagsRestrict(argv[0], "convert_mnist_data");
+    std::fputs(xtrain::tools::single_file_tool_help(kUsage, __FILE__).c_str(), stderr);
     return 1;
   }
   try {

@@ -20,6 +20,7 @@
 
 #include "data/idx_file.hpp"
 #include "data/image_codec.hpp"
+#include "flag_help.hpp"
 #include "xtrain/error.hpp"
 
 DEFINE_int32(count, 0, "Write only the first COUNT images (0: all)");
@@ -109,10 +110,9 @@ void export_images(const std::string& images_path, const std::string& labels_pat
 }  // namespace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(kUsage);
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (xtrain::tools::parse_flags_or_answer_help(&argc, &argv, kUsage, __FILE__)) return 0;
   if (argc != 4) {
-    gflags::ShowUsageWithFlagsRestrict(argv[0], "idx_to_images");
+    std::fputs(xtrain::tools::single_file_tool_help(kUsage, __FILE__).c_str(), stderr);
     return 1;
   }
   try {

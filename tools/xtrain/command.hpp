@@ -21,15 +21,28 @@ int time_command();
 int time_training_steps();
 int device_query_command();
 int upgrade_command();
+// draw NET.prototxt OUT.svg; extract_features, also in Caffe's positional
+// form WEIGHTS NET BLOBS DBS NUM_BATCHES lmdb [CPU|GPU] [ID]. `arguments`
+// are the words after the command's name.
+int draw_command(const std::vector<std::string>& arguments);
+int extract_features_command(const std::vector<std::string>& arguments);
+// classify takes image files as arguments after the flags.
+int classify_command(const std::vector<std::string>& images);
+// plot LOG_OR_METRICS: the training report from a log or a metrics file.
+int plot_command(const std::vector<std::string>& arguments);
 
 // "a,b,c" -> {"a", "b", "c"}; "" -> {}.
 std::vector<std::string> split_commas(const std::string& text);
 
 // The ids of --gpu ("0", "0,1", "all") among `available` visible GPUs.
 std::vector<int> parse_gpu_ids(const std::string& gpu_flag, int available);
-// The device from --gpu (and the solver's mode, if any), selected for this
-// thread. Throws xtrain::Error with one clear line when a GPU is asked for
-// and none can be used (none visible, a wrong id, busy in exclusive mode).
+// The devices from --gpu (and the solver's mode, if any): the CPU, or the
+// GPUs named, each checked and the first selected for this thread. Throws
+// xtrain::Error with one clear line when a GPU is asked for and cannot be
+// used (none visible, a wrong or repeated id, busy in exclusive mode).
+std::vector<Device> choose_devices(const std::string& gpu_flag, bool solver_wants_gpu,
+                                   int solver_device_id);
+// The same for commands that run on one device (several ids: an error).
 Device choose_device(const std::string& gpu_flag, bool solver_wants_gpu, int solver_device_id);
 
 // Sizes the CPU thread pool from --threads, logs what runs the kernels, and

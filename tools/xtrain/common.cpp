@@ -43,8 +43,9 @@ std::vector<int> parse_gpu_ids(const std::string& gpu_flag, int available) {
   return ids;
 }
 
-Device choose_device(const std::string& gpu_flag, bool solver_wants_gpu, int solver_device_id) {
-  if (gpu_flag.empty() && !solver_wants_gpu) return Device::cpu();
+std::vector<Device> choose_devices(const std::string& gpu_flag, bool solver_wants_gpu,
+                                   int solver_device_id) {
+  if (gpu_flag.empty() && !solver_wants_gpu) return {Device::cpu()};
   std::string why_none;
   const int available = cuda_device_count(&why_none);
   const std::string asked = gpu_flag.empty() ? "solver_mode: GPU" : "--gpu=" + gpu_flag;
@@ -53,12 +54,24 @@ Device choose_device(const std::string& gpu_flag, bool solver_wants_gpu, int sol
   const std::vector<int> ids = gpu_flag.empty()
                                    ? parse_gpu_ids(std::to_string(solver_device_id), available)
                                    : parse_gpu_ids(gpu_flag, available);
-  XTRAIN_CHECK(ids.size() == 1, asked,
-               ": training on several GPUs is not available yet; give one id");
-  const Device device = Device::gpu(ids.front());
-  // Selects it now, so that a busy (exclusive-mode) GPU is reported first.
-  use_device(device);
-  return device;
+  std::vector<Device> devices;
+  for (const int id : ids) {
+    for (const Device& chosen : devices) {
+      XTRAIN_CHECK(chosen.id != id, asked, " names GPU ", id, " twice; give each GPU once");
+    }
+    // Selects each now, so that a busy (exclusive-mode) GPU is reported first.
+    use_device(Device::gpu(id));
+    devices.push_back(Device::gpu(id));
+  }
+  use_device(devices.front());
+  return devices;
+}
+
+Device choose_device(const std::string& gpu_flag, bool solver_wants_gpu, int solver_device_id) {
+  const std::vector<Device> devices = choose_devices(gpu_flag, solver_wants_gpu, solver_device_id);
+  XTRAIN_CHECK(devices.size() == 1, "--gpu=", gpu_flag,
+               ": this command runs on one GPU; give one id (only train uses several)");
+  return devices.front();
 }
 
 void configure_compute() {

@@ -25,6 +25,7 @@ DECLARE_double(snapshot_minutes);
 DECLARE_string(output);
 DECLARE_int32(threads);
 DECLARE_double(collective_timeout);
+DECLARE_double(gradient_bucket_mb);
 DECLARE_int32(cudnn_workspace_mb);
 DECLARE_string(cudnn_algorithm_search);
 DECLARE_bool(training_step);

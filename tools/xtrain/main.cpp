@@ -1,12 +1,16 @@
 // xtrain: train, test and time nets described by Caffe prototxt files.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "command.hpp"
+#include "command_help.hpp"
+#include "flag_help.hpp"
 #include "flags.hpp"
 #include "xtrain/error.hpp"
 
@@ -16,6 +20,8 @@ struct Subcommand {
   const char* name;
   const char* summary;
   int (*run)();
+  // Instead of run, for commands that take arguments after the flags.
+  int (*run_with_arguments)(const std::vector<std::string>&) = nullptr;
 };
 
 const Subcommand kSubcommands[] = {
@@ -27,6 +33,56 @@ const Subcommand kSubcommands[] = {
     {"device_query", "show the GPU's properties (--gpu)", xtrain::cli::device_query_command},
     {"upgrade", "rewrite an old net/solver/weights file (--model | --solver | --weights, --output)",
      xtrain::cli::upgrade_command},
+    {"classify", "label images with a trained net (--model, --weights, --labels, ...) IMAGE...",
+     nullptr, xtrain::cli::classify_command},
+    {"draw", "draw a net as a picture: NET.prototxt OUT.svg (--phase, --rankdir, --format)",
+     nullptr, xtrain::cli::draw_command},
+    {"extract_features",
+     "write blobs of a trained net to LMDBs (--model, --weights, --blobs, --outputs)", nullptr,
+     xtrain::cli::extract_features_command},
+    {"plot", "chart a training: LOG_OR_METRICS [-o report.html]", nullptr,
+     xtrain::cli::plot_command},
+};
+
+// What `xtrain <command> --help` lists: the arguments after the flags and the
+// flags the command reads. tests/tools/help_test.cpp checks that every flag
+// DEFINEd in tools/xtrain/ is listed for some command.
+const std::vector<std::string> kNetStateFlags = {"level", "stage"};
+const std::vector<std::string> kComputeFlags = {"gpu",
+                                                "threads",
+                                                "share_activation_memory",
+                                                "channel_blocked_activations",
+                                                "cudnn_workspace_mb",
+                                                "cudnn_algorithm_search"};
+
+std::vector<std::string> joined(std::vector<std::string> first,
+                                const std::vector<std::vector<std::string>>& rest) {
+  for (const auto& more : rest) first.insert(first.end(), more.begin(), more.end());
+  return first;
+}
+
+const xtrain::cli::CommandHelp kCommandHelp[] = {
+    {"train", "",
+     joined({"solver", "snapshot", "weights", "max_iter", "max_seconds", "snapshot_keep",
+             "snapshot_minutes", "metrics", "sigint_effect", "sighup_effect", "sigterm_effect",
+             "sigusr1_effect", "collective_timeout", "gradient_bucket_mb"},
+            {kNetStateFlags, kComputeFlags})},
+    {"test", "",
+     joined({"model", "weights", "iterations", "phase"}, {kNetStateFlags, kComputeFlags})},
+    {"time", "",
+     joined({"model", "iterations", "phase", "training_step"}, {kNetStateFlags, kComputeFlags})},
+    {"device_query", "", {"gpu"}},
+    {"upgrade", "", {"model", "solver", "weights", "output"}},
+    {"classify",
+     "IMAGE...",
+     {"model", "weights", "labels", "top_k", "mean", "mean_values", "scale", "gpu", "threads",
+      "cudnn_workspace_mb", "cudnn_algorithm_search"}},
+    {"draw", "NET.prototxt OUT.svg",
+     joined({"rankdir", "format", "phase", "model", "output"}, {kNetStateFlags})},
+    {"extract_features", "[WEIGHTS NET BLOBS DBS NUM_BATCHES lmdb [CPU|GPU] [ID]]",
+     joined({"model", "weights", "blobs", "outputs", "backend", "iterations", "phase"},
+            {kNetStateFlags, kComputeFlags})},
+    {"plot", "LOG_OR_METRICS", {"o"}},
 };
 
 std::string usage() {
@@ -35,7 +91,10 @@ std::string usage() {
       "usage: xtrain <command> <args>\n\n"
       "commands:\n";
   for (const Subcommand& sub : kSubcommands) {
-    text += "  " + std::string(sub.name) + std::string(14 - std::strlen(sub.name), ' ') +
+    // Names pad to one column; a longer one (extract_features) gets one space.
+    const std::size_t name_length = std::strlen(sub.name);
+    text += "  " + std::string(sub.name) +
+            std::string(std::max<std::size_t>(18, name_length + 1) - name_length, ' ') +
             sub.summary + "\n";
   }
   return text;
@@ -56,21 +115,77 @@ void start_again_with_a_short_openmp_spin(char** argv) {
   // Could not re-execute (no /proc?): carry on with the defaults.
 }
 
+std::vector<std::string> command_names() {
+  std::vector<std::string> names;
+  for (const Subcommand& sub : kSubcommands) names.push_back(sub.name);
+  return names;
+}
+
+// `xtrain --help`, `xtrain help`: the commands; `xtrain <command> --help`,
+// `xtrain help <command>`: that command's usage and flags. On stdout, exit 0.
+int answer_help(int argc, char** argv) {
+  const bool help_word = argc >= 2 && std::strcmp(argv[1], "help") == 0;
+  const int command_index = help_word ? 2 : 1;
+  if (argc <= command_index) {
+    std::printf("%s\nrun 'xtrain <command> --help' for a command's flags\n", usage().c_str());
+    return 0;
+  }
+  const std::string name = argv[command_index];
+  std::string joined_names;
+  for (const std::string& known : command_names()) {
+    joined_names += (joined_names.empty() ? "" : ", ") + known;
+  }
+  const Subcommand* sub = std::find_if(std::begin(kSubcommands), std::end(kSubcommands),
+                                       [&](const Subcommand& s) { return name == s.name; });
+  if (sub == std::end(kSubcommands)) {
+    std::fprintf(stderr, "xtrain: error: no help for unknown command '%s' (commands: %s)\n",
+                 name.c_str(), joined_names.c_str());
+    return 1;
+  }
+  const xtrain::cli::CommandHelp* help =
+      std::find_if(std::begin(kCommandHelp), std::end(kCommandHelp),
+                   [&](const xtrain::cli::CommandHelp& h) { return name == h.name; });
+  try {
+    XTRAIN_CHECK(help != std::end(kCommandHelp), "'", name,
+                 "' has no row in kCommandHelp (tools/xtrain/main.cpp)");
+    std::fputs(xtrain::cli::command_help(*help, sub->summary, command_names()).c_str(), stdout);
+  } catch (const xtrain::Error& error) {
+    std::fprintf(stderr, "xtrain help: error: %s\n", error.what());
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   start_again_with_a_short_openmp_spin(argv);
   gflags::SetUsageMessage(usage());
   gflags::SetVersionString("0.1.0");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  if (argc != 2) {
-    std::fprintf(stderr, "%s\n(run 'xtrain --help' for the flags)\n", usage().c_str());
+  // gflags' own --help would list every flag of every linked file.
+  gflags::ParseCommandLineNonHelpFlags(&argc, &argv, true);
+  if (xtrain::tools::help_requested() || (argc >= 2 && std::strcmp(argv[1], "help") == 0)) {
+    return answer_help(argc, argv);
+  }
+  if (xtrain::tools::version_requested()) {
+    std::printf("xtrain %s\n", gflags::VersionString());
+    return 0;
+  }
+  if (argc < 2) {
+    std::fprintf(stderr, "%s\n(run 'xtrain <command> --help' for a command's flags)\n",
+                 usage().c_str());
     return 1;
   }
   for (const Subcommand& sub : kSubcommands) {
     if (std::strcmp(argv[1], sub.name) != 0) continue;
+    const std::vector<std::string> arguments(argv + 2, argv + argc);
+    if (sub.run_with_arguments == nullptr && !arguments.empty()) {
+      std::fprintf(stderr, "xtrain %s: error: unexpected argument '%s' (it takes flags only)\n",
+                   sub.name, arguments.front().c_str());
+      return 1;
+    }
     try {
-      return sub.run();
+      return sub.run_with_arguments ? sub.run_with_arguments(arguments) : sub.run();
     } catch (const xtrain::Error& error) {
       std::fprintf(stderr, "xtrain %s: error: %s\n", sub.name, error.what());
       return 1;

@@ -1,5 +1,6 @@
 // xtrain train: run a solver from its prototxt, optionally resuming from a
 // .solverstate (--snapshot) or starting from trained weights (--weights).
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -15,6 +16,11 @@
 #include "xtrain/proto_io.hpp"
 #include "xtrain/snapshot_files.hpp"
 #include "xtrain/solver.hpp"
+
+DEFINE_string(metrics, "",
+              "train: the file to append a JSON line of metrics to at every display and test "
+              "(default <snapshot_prefix>_metrics.jsonl; 'none': no file). The HTML report "
+              "<snapshot_prefix>_report.html is written beside the snapshots either way");
 
 namespace xtrain::cli {
 namespace {
@@ -83,73 +89,54 @@ JobCommunicators join_process_group(Device* device) {
   return job;
 }
 
+// `replica`: what one replica is, "rank" or "GPU".
 void log_data_parallel_batches(const Communicator& communicator, const Solver& solver,
-                               const SolverParameter& param) {
+                               const SolverParameter& param, const std::string& replica) {
   const auto& blobs = solver.net().blobs();
   const int batch = !blobs.empty() && blobs.front()->num_axes() > 0 ? blobs.front()->shape(0) : 0;
-  XLOG(INFO) << "Data parallel: " << communicator.size() << " ranks (" << communicator.backend()
+  const int size = communicator.size();
+  XLOG(INFO) << "Data parallel: " << size << " " << replica << "s (" << communicator.backend()
              << ", --collective_timeout=" << FLAGS_collective_timeout << " s); batch " << batch
-             << " per rank x " << communicator.size() << " ranks x iter_size " << param.iter_size()
-             << " = " << batch * communicator.size() * param.iter_size()
+             << " per " << replica << " x " << size << " " << replica << "s x iter_size "
+             << param.iter_size() << " = " << batch * size * param.iter_size()
              << " images per update; base_lr " << param.base_lr()
-             << " (applied to the gradient averaged over the ranks)";
+             << " (applied to the gradient averaged over the " << replica << "s)";
 }
 
-}  // namespace
+// What every replica of one training shares.
+struct TrainingRun {
+  SolverParameter param;
+  std::string resume_file;
+  std::chrono::steady_clock::time_point session_start;
+  SignalActions* signals = nullptr;  // polled by the root only
+};
 
-int train_command() {
-  const auto session_start = std::chrono::steady_clock::now();
-  XTRAIN_CHECK(!FLAGS_solver.empty(), "xtrain train needs --solver=SOLVER.prototxt");
-  configure_compute();
-  const bool auto_resume = FLAGS_snapshot == "auto";
-  // With auto, --weights is the starting point of a fresh run, unused once
-  // a snapshot exists: the same fine-tuning job script can be resubmitted.
-  XTRAIN_CHECK(FLAGS_snapshot.empty() || auto_resume || FLAGS_weights.empty(),
-               "give --snapshot (resume training) or --weights (fine-tune), not both "
-               "(--snapshot=auto may go with --weights)");
-  SolverParameter solver_param = read_solver_params_from_text_file(FLAGS_solver);
-  // --level and --stage select the train net's layers, as in Caffe.
-  solver_param.mutable_train_state()->set_level(FLAGS_level);
-  for (const std::string& stage : split_commas(FLAGS_stage)) {
-    solver_param.mutable_train_state()->add_stage(stage);
-  }
-  apply_flag_overrides(&solver_param);
-  fill_default_snapshot_prefix(&solver_param, FLAGS_solver);
-  make_parent_directories(solver_param.snapshot_prefix());
-  Device device = choose_device(FLAGS_gpu, solver_param.solver_mode() == SolverParameter::GPU,
-                                static_cast<int>(solver_param.device_id()));
-  // Several processes (mpirun, srun): one replica each, gradients averaged.
-  // Declared before the solver, which uses them until the end.
-  const JobCommunicators job = join_process_group(&device);
-  if (device.is_gpu()) {
-    solver_param.set_solver_mode(SolverParameter::GPU);
-    solver_param.set_device_id(device.id);
-  } else {
-    solver_param.set_solver_mode(SolverParameter::CPU);
-  }
-  XLOG(INFO) << "Use " << device.to_string() << ".";
-  const std::string resume_file =
-      auto_resume ? choose_auto_resume(solver_param.snapshot_prefix()) : FLAGS_snapshot;
-  // Over a file-size limit (ulimit -f) a write should fail with EFBIG, which
-  // the snapshot code reports and survives, not kill the process.
-  std::signal(SIGXFSZ, SIG_IGN);
-  SignalActions signals({{SIGINT, parse_signal_effect("sigint_effect", FLAGS_sigint_effect)},
-                         {SIGHUP, parse_signal_effect("sighup_effect", FLAGS_sighup_effect)},
-                         {SIGTERM, parse_signal_effect("sigterm_effect", FLAGS_sigterm_effect)},
-                         {SIGUSR1, parse_signal_effect("sigusr1_effect", FLAGS_sigusr1_effect)}});
-
-  SolverOptions options;
-  options.session_start = session_start;
+// Builds this replica's solver, trains it, and (the root) reports the
+// outcome; returns the exit code.
+int train_replica(const TrainingRun& run, SolverOptions options, const std::string& replica) {
+  options.session_start = run.session_start;
+  XTRAIN_CHECK(FLAGS_gradient_bucket_mb > 0, "--gradient_bucket_mb must be positive, got ",
+               FLAGS_gradient_bucket_mb);
+  options.gradient_bucket_bytes =
+      static_cast<std::size_t>(std::max(1.0, FLAGS_gradient_bucket_mb * 1024 * 1024));
   options.share_activation_memory = FLAGS_share_activation_memory;
   options.channel_blocked_activations = FLAGS_channel_blocked_activations;
-  options.communicator = job.host.get();
-  options.gradient_communicator = job.gradients.get();
-  std::unique_ptr<Solver> solver = create_solver(solver_param, options);
-  if (job.host->size() > 1) {
-    log_data_parallel_batches(job.gradients ? *job.gradients : *job.host, *solver, solver_param);
+  // The root writes them (every replica may be told).
+  const std::string& prefix = run.param.snapshot_prefix();
+  options.metrics_path = FLAGS_metrics == "none" ? std::string()
+                         : FLAGS_metrics.empty() ? prefix + "_metrics.jsonl"
+                                                 : FLAGS_metrics;
+  options.report_path = prefix + "_report.html";
+  std::unique_ptr<Solver> solver = create_solver(run.param, options);
+  const bool root = solver->options().is_root;
+  if (root && options.communicator != nullptr && options.communicator->size() > 1) {
+    const Communicator& exchange =
+        options.gradient_communicator ? *options.gradient_communicator : *options.communicator;
+    log_data_parallel_batches(exchange, *solver, run.param, replica);
   }
-  solver->set_action_request_function([&signals] { return signals.poll(); });
-  if (resume_file.empty()) {
+  // The root hears the signals; the replicas agree on its requests.
+  if (root) solver->set_action_request_function([&run] { return run.signals->poll(); });
+  if (run.resume_file.empty()) {
     for (const std::string& weights : split_commas(FLAGS_weights)) {
       XLOG(INFO) << "Copying layers from " << weights;
       solver->net().copy_trained_layers_from(weights);
@@ -157,18 +144,19 @@ int train_command() {
   }
   const auto start = std::chrono::steady_clock::now();
   XLOG(INFO) << "Starting Optimization";
-  solver->solve(resume_file);
+  solver->solve(run.resume_file);
+  if (!root) return 0;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
   XLOG(INFO) << "Training took " << seconds << " s for " << solver->iter() << " iterations";
+  XLOG(INFO) << "Training report: " << options.report_path;
   if (solver->requested_early_exit()) {
     for (const std::string& path : solver->last_snapshot_paths()) {
       XLOG(INFO) << "Snapshot: " << path;
     }
     const std::string why =
         solver->stopped_for_time_budget() ? std::string("the time budget (max_seconds)")
-        : signals.stop_signal() != 0      ? std::string(strsignal(signals.stop_signal()))
+        : run.signals->stop_signal() != 0 ? std::string(strsignal(run.signals->stop_signal()))
                                           : std::string("a stop request");
     if (solver->last_snapshot_iter() == solver->iter()) {
       XLOG(INFO) << "Stopped early at iteration " << solver->iter() << " (" << why
@@ -197,6 +185,93 @@ int train_command() {
     XLOG(INFO) << "Snapshot: " << path;
   }
   return 0;
+}
+
+// One process, several GPUs: a replica per GPU, each on a thread of its own
+// (the root on this one), the gradients summed with NCCL, bootstrapped and
+// the stop agreements made over the threads' host communicator.
+int train_on_several_gpus(const TrainingRun& run, const std::vector<Device>& gpus) {
+  XTRAIN_CHECK(process_group_from_environment().size == 1, "--gpu=", FLAGS_gpu,
+               " names several GPUs, but this process is one rank of a job of several (mpirun, "
+               "srun): give each rank one GPU (--gpu=0: the local rank picks among the visible "
+               "ones) and start one rank per GPU");
+  XTRAIN_CHECK(FLAGS_collective_timeout > 0, "--collective_timeout must be positive, got ",
+               FLAGS_collective_timeout);
+  ThreadReplicas replicas(static_cast<int>(gpus.size()), FLAGS_collective_timeout);
+  int exit_code = 0;
+  replicas.run([&](int rank) {
+    const Device gpu = gpus[static_cast<std::size_t>(rank)];
+    if (rank != 0) set_min_log_severity_of_this_thread(LogSeverity::kWarning);
+    use_device(gpu);
+    Communicator& host = replicas.communicator(rank);
+    const std::unique_ptr<Communicator> gradients =
+        make_gpu_communicator(host, gpu.id, FLAGS_collective_timeout);
+    TrainingRun replica_run = run;
+    replica_run.param.set_device_id(gpu.id);
+    SolverOptions options;
+    options.device = gpu;
+    options.communicator = &host;
+    options.gradient_communicator = gradients.get();
+    const int code = train_replica(replica_run, options, "GPU");
+    if (rank == 0) exit_code = code;
+  });
+  return exit_code;
+}
+
+}  // namespace
+
+int train_command() {
+  const auto session_start = std::chrono::steady_clock::now();
+  XTRAIN_CHECK(!FLAGS_solver.empty(), "xtrain train needs --solver=SOLVER.prototxt");
+  configure_compute();
+  const bool auto_resume = FLAGS_snapshot == "auto";
+  // With auto, --weights is the starting point of a fresh run, unused once
+  // a snapshot exists: the same fine-tuning job script can be resubmitted.
+  XTRAIN_CHECK(FLAGS_snapshot.empty() || auto_resume || FLAGS_weights.empty(),
+               "give --snapshot (resume training) or --weights (fine-tune), not both "
+               "(--snapshot=auto may go with --weights)");
+  SolverParameter solver_param = read_solver_params_from_text_file(FLAGS_solver);
+  // --level and --stage select the train net's layers, as in Caffe.
+  solver_param.mutable_train_state()->set_level(FLAGS_level);
+  for (const std::string& stage : split_commas(FLAGS_stage)) {
+    solver_param.mutable_train_state()->add_stage(stage);
+  }
+  apply_flag_overrides(&solver_param);
+  fill_default_snapshot_prefix(&solver_param, FLAGS_solver);
+  make_parent_directories(solver_param.snapshot_prefix());
+  const std::vector<Device> devices =
+      choose_devices(FLAGS_gpu, solver_param.solver_mode() == SolverParameter::GPU,
+                     static_cast<int>(solver_param.device_id()));
+  Device device = devices.front();
+  // Several processes (mpirun, srun): one replica each, gradients averaged.
+  // Declared before the solver, which uses them until the end.
+  const JobCommunicators job =
+      devices.size() > 1 ? JobCommunicators{} : join_process_group(&device);
+  if (device.is_gpu()) {
+    solver_param.set_solver_mode(SolverParameter::GPU);
+    solver_param.set_device_id(device.id);
+  } else {
+    solver_param.set_solver_mode(SolverParameter::CPU);
+  }
+  std::string use = "Use " + device.to_string();
+  for (std::size_t i = 1; i < devices.size(); ++i) use += ", " + devices[i].to_string();
+  XLOG(INFO) << use << ".";
+  const std::string resume_file =
+      auto_resume ? choose_auto_resume(solver_param.snapshot_prefix()) : FLAGS_snapshot;
+  // Over a file-size limit (ulimit -f) a write should fail with EFBIG, which
+  // the snapshot code reports and survives, not kill the process.
+  std::signal(SIGXFSZ, SIG_IGN);
+  SignalActions signals({{SIGINT, parse_signal_effect("sigint_effect", FLAGS_sigint_effect)},
+                         {SIGHUP, parse_signal_effect("sighup_effect", FLAGS_sighup_effect)},
+                         {SIGTERM, parse_signal_effect("sigterm_effect", FLAGS_sigterm_effect)},
+                         {SIGUSR1, parse_signal_effect("sigusr1_effect", FLAGS_sigusr1_effect)}});
+  const TrainingRun run{solver_param, resume_file, session_start, &signals};
+  if (devices.size() > 1) return train_on_several_gpus(run, devices);
+
+  SolverOptions options;
+  options.communicator = job.host.get();
+  options.gradient_communicator = job.gradients.get();
+  return train_replica(run, options, "rank");
 }
 
 }  // namespace xtrain::cli
