@@ -3,6 +3,7 @@
 // Caffe's stock LeNet files.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -12,6 +13,8 @@
 #include "data/idx_file.hpp"
 #include "data/lmdb_database.hpp"
 #include "device_test_support.hpp"
+#include "report_render_support.hpp"
+#include "report_test_support.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/proto_io.hpp"
@@ -26,14 +29,16 @@ constexpr int kTestImages = 1000;
 
 // The first `count` images of a split, as an LMDB in Caffe's format.
 void write_subset(const std::string& prefix, std::size_t count, const std::string& db_path) {
-  const IdxDataset dataset = read_idx_dataset(kFashionMnist + "/" + prefix + "-images-idx3-ubyte.gz",
-                                              kFashionMnist + "/" + prefix + "-labels-idx1-ubyte.gz");
+  const IdxDataset dataset =
+      read_idx_dataset(kFashionMnist + "/" + prefix + "-images-idx3-ubyte.gz",
+                       kFashionMnist + "/" + prefix + "-labels-idx1-ubyte.gz");
   LmdbWriter writer(LmdbDatabase::open_for_writing(db_path));
   const DatumShape shape{1, dataset.images.rows, dataset.images.cols};
   for (std::size_t i = 0; i < count; ++i) {
     char key[16];
     std::snprintf(key, sizeof(key), "%08d", static_cast<int>(i));
-    writer.put(key, make_datum(shape, dataset.images.image(i), dataset.labels[i]).SerializeAsString());
+    writer.put(key,
+               make_datum(shape, dataset.images.image(i), dataset.labels[i]).SerializeAsString());
   }
   writer.commit();
 }
@@ -104,13 +109,38 @@ double last_value(const std::string& output, const std::string& pattern) {
   return value;
 }
 
+// The report xtrain writes beside the snapshots, as a browser shows it
+// (headless Chromium): curves drawn, and their last points those of the log.
+void expect_report_shows_the_log(const std::string& log, const std::string& report) {
+  ASSERT_TRUE(std::filesystem::exists(report)) << report;
+  const auto points = report_last_points(read_text_file(report));
+  ASSERT_TRUE(points.count("train loss") && points.count("test #0 accuracy")) << report;
+  const double loss = last_value(log, R"(Iteration \d+, loss = ([0-9.e+-]+))");
+  const double accuracy = last_value(log, R"(Test net output #0: accuracy = ([0-9.e+-]+))");
+  EXPECT_NEAR(points.at("train loss").value, loss, 1e-5 * std::max(1.0, loss));
+  EXPECT_EQ(points.at("train loss").iteration, 100);
+  EXPECT_NEAR(points.at("test #0 accuracy").value, accuracy, 1e-6);
+  EXPECT_EQ(points.at("test #0 accuracy").iteration, 100);
+
+  const std::string chromium = find_chromium();
+  if (chromium.empty()) return;  // tools/report_render_test says why it skips
+  std::string chromium_log;
+  const cv::Mat image = render_page(chromium, report, report + ".png", &chromium_log);
+  ASSERT_FALSE(image.empty()) << chromium_log;
+  EXPECT_GT(non_white_pixels(image), image.rows * image.cols / 50);
+  // The train loss curve (red) and test curves (blue) in the upper charts.
+  EXPECT_GT(pixels_of_colour(image, 0xd6, 0x27, 0x28, 150, 800), 300);
+  EXPECT_GT(pixels_of_colour(image, 0x1f, 0x77, 0xb4, 150, 800), 500);
+}
+
 XTRAIN_DEVICE_TEST_F(LenetFashionMnist, CaffeStockFilesTrainResumeAndTestThroughTheCli) {
   // A Caffe user's layout: examples/mnist/ with the stock files, run from the
   // root; only the LMDB sources, snapshot_prefix and solver_mode differ.
   const std::string fixtures = std::string(XTRAIN_SOURCE_DIR) + "/tests/fixtures/caffe_stock_lenet";
   std::filesystem::create_directories(workdir_->file("examples/mnist"));
   for (const char* name : {"lenet_solver.prototxt", "lenet_train_test.prototxt"}) {
-    std::filesystem::copy_file(fixtures + "/" + name, workdir_->file(std::string("examples/mnist/") + name),
+    std::filesystem::copy_file(fixtures + "/" + name,
+                               workdir_->file(std::string("examples/mnist/") + name),
                                std::filesystem::copy_options::overwrite_existing);
   }
   const std::string xtrain = tool_path("xtrain");
@@ -125,6 +155,7 @@ XTRAIN_DEVICE_TEST_F(LenetFashionMnist, CaffeStockFilesTrainResumeAndTestThrough
   EXPECT_GT(accuracy, 0.5) << trained.output;
   EXPECT_TRUE(std::filesystem::exists(workdir_->file("snapshots/lenet_iter_100.caffemodel")));
   EXPECT_TRUE(std::filesystem::exists(workdir_->file("snapshots/lenet_iter_100.solverstate")));
+  expect_report_shows_the_log(trained.output, workdir_->file("snapshots/lenet_report.html"));
 
   const ToolResult resumed =
       run_tool(xtrain +

@@ -6,49 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <opencv2/imgcodecs.hpp>
 
+#include "report_render_support.hpp"
 #include "report_test_support.hpp"
 #include "solvers/training_metrics.hpp"
 #include "tools/report_training_fixture.hpp"
 
 namespace xtrain::testing {
 namespace {
-
-std::string find_chromium() {
-  for (const char* name : {"chromium", "chromium-browser", "google-chrome"}) {
-    const ToolResult found = run_tool(std::string("command -v ") + name);
-    if (found.exit_code == 0 && !found.output.empty()) return last_line(found.output);
-  }
-  return "";
-}
-
-// Pixels within `tolerance` (per channel) of an RGB colour, in rows [top, bottom).
-int pixels_of_colour(const cv::Mat& image, int red, int green, int blue, int top, int bottom,
-                     int tolerance = 40) {
-  int count = 0;
-  for (int y = std::max(0, top); y < std::min(bottom, image.rows); ++y) {
-    for (int x = 0; x < image.cols; ++x) {
-      const cv::Vec3b pixel = image.at<cv::Vec3b>(y, x);  // BGR
-      if (std::abs(pixel[0] - blue) <= tolerance && std::abs(pixel[1] - green) <= tolerance &&
-          std::abs(pixel[2] - red) <= tolerance) {
-        ++count;
-      }
-    }
-  }
-  return count;
-}
-
-int non_white_pixels(const cv::Mat& image) {
-  int count = 0;
-  for (int y = 0; y < image.rows; ++y) {
-    for (int x = 0; x < image.cols; ++x) {
-      const cv::Vec3b pixel = image.at<cv::Vec3b>(y, x);
-      if (pixel[0] < 240 || pixel[1] < 240 || pixel[2] < 240) ++count;
-    }
-  }
-  return count;
-}
 
 std::string six_digits(double value) {
   char text[32];
@@ -67,14 +32,9 @@ TEST(ReportRender, ChromiumDrawsTheChartsOfARealTraining) {
   ASSERT_EQ(trained.exit_code, 0) << trained.output;
   const std::string report = dir.file("tiny_report.html");
   const std::string png = dir.file("report.png");
-  const ToolResult rendered =
-      run_tool("timeout 60 " + chromium +
-               " --headless --no-sandbox --disable-gpu --hide-scrollbars --screenshot=" + png +
-               " --window-size=1200,1600 file://" + report);
-  ASSERT_TRUE(std::filesystem::exists(png)) << rendered.output;
-
-  const cv::Mat image = cv::imread(png, cv::IMREAD_COLOR);
-  ASSERT_FALSE(image.empty()) << png << " is not an image";
+  std::string log;
+  const cv::Mat image = render_page(chromium, report, png, &log);
+  ASSERT_FALSE(image.empty()) << png << " is not an image:\n" << log;
   EXPECT_EQ(image.cols, 1200);
   EXPECT_EQ(image.rows, 1600);
   // Text, axes and curves: far from a blank page.
