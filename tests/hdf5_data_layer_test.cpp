@@ -243,6 +243,17 @@ TEST(Hdf5DataLayer, OneDimensionalDataAndLabels) {
 }
 
 // The (file, row) of every item of `passes` forwards, each of one whole pass.
+// Three numbered files of `rows` rows each, and their list.
+std::string write_numbered_files(const TempDir& dir, const std::vector<int>& rows) {
+  std::string listing;
+  for (std::size_t f = 0; f < rows.size(); ++f) {
+    const std::string path = dir.file("f" + std::to_string(f) + ".h5");
+    write_hdf5(path, numbered_file(static_cast<int>(f), rows[f]));
+    listing += path + "\n";
+  }
+  return dir.write("list.txt", listing);
+}
+
 // The (file, row) of every item of `batches` forwards of a layer with batch
 // `batch_size`, data-parallel replica `shard`, seeded with `seed` (the data
 // rows checked against their labels).
@@ -283,12 +294,7 @@ std::vector<std::pair<int, int>> shuffled_stream(const std::string& list, int ro
 TEST(Hdf5DataLayer, ShuffleVisitsEveryRowOncePerPassAndDependsOnlyOnTheSeed) {
   TempDir dir("hdf5");
   const std::vector<int> rows = {3, 4, 5};
-  std::string listing;
-  for (int f = 0; f < 3; ++f) {
-    write_hdf5(dir.file("f" + std::to_string(f) + ".h5"), numbered_file(f, rows[f]));
-    listing += dir.file("f" + std::to_string(f) + ".h5") + "\n";
-  }
-  const std::string list = dir.write("list.txt", listing);
+  const std::string list = write_numbered_files(dir, rows);
   const int per_pass = 12, passes = 6;
 
   const auto seen = shuffled_stream(list, per_pass, passes, 42);
@@ -323,12 +329,7 @@ TEST(Hdf5DataLayer, ShuffleVisitsEveryRowOncePerPassAndDependsOnlyOnTheSeed) {
 TEST(Hdf5DataLayer, ShardsComposeIntoTheUnshardedBatch) {
   TempDir dir("hdf5");
   const std::vector<int> rows = {3, 4, 5};
-  std::string listing;
-  for (int f = 0; f < 3; ++f) {
-    write_hdf5(dir.file("f" + std::to_string(f) + ".h5"), numbered_file(f, rows[f]));
-    listing += dir.file("f" + std::to_string(f) + ".h5") + "\n";
-  }
-  const std::string list = dir.write("list.txt", listing);
+  const std::string list = write_numbered_files(dir, rows);
   for (const bool shuffle : {false, true}) {
     for (const auto& [count, batch] : {std::pair{2, 2}, std::pair{3, 2}, std::pair{2, 5}}) {
       constexpr int kBatches = 7;  // several passes over the 12 rows

@@ -21,6 +21,7 @@ namespace {
 using testing::linear_regression_net;
 using testing::quiet_solver_options;
 using testing::scalar_net;
+using testing::solve_and_capture_log;
 
 // The net given once as net_param: it is the train net and, once per
 // test_iter entry, a test net.
@@ -52,12 +53,7 @@ XTRAIN_DEVICE_TEST(SolverLoop, LogLinesHaveCaffesShape) {
                                              "base_lr: 0 max_iter: 4 display: 2 test_iter: 2 "
                                              "test_interval: 2 test_compute_loss: true"),
                               quiet_solver_options());
-  const LogSeverity saved = min_log_severity();
-  set_min_log_severity(LogSeverity::kInfo);
-  ::testing::internal::CaptureStderr();
-  solver->solve();
-  const std::string log = ::testing::internal::GetCapturedStderr();
-  set_min_log_severity(saved);
+  const std::string log = solve_and_capture_log(*solver);
 
   const std::string number = "[-+0-9.eE]+";
   const std::string line_end = "(\n|$)";

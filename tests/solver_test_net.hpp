@@ -12,6 +12,8 @@
 //                        dloss/dx = x / N.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <memory>
 #include <string>
 
@@ -19,6 +21,7 @@
 #include "xtrain/filler.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
+#include "xtrain/logging.hpp"
 #include "xtrain/proto_io.hpp"
 #include "xtrain/solver.hpp"
 
@@ -207,6 +210,17 @@ inline SolverOptions quiet_solver_options() {
   options.verbose_nets = false;
   options.device = current_device();
   return options;
+}
+
+// What solve() logs (everything, INFO included), captured from stderr.
+inline std::string solve_and_capture_log(Solver& solver) {
+  const LogSeverity saved = min_log_severity();
+  set_min_log_severity(LogSeverity::kInfo);
+  ::testing::internal::CaptureStderr();
+  solver.solve();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  set_min_log_severity(saved);
+  return log;
 }
 
 // One weight w = 1 applied to column 0 of the rows (1, 2, -1, 0.5, ...):

@@ -111,13 +111,7 @@ std::vector<std::string> parse_log_sh_column(const std::string& log, const std::
 std::string training_log(const SolverParameter& param) {
   SolverOptions options = testing::quiet_solver_options();
   auto solver = create_solver(param, options);
-  const LogSeverity saved = min_log_severity();
-  set_min_log_severity(LogSeverity::kInfo);
-  ::testing::internal::CaptureStderr();
-  solver->solve();
-  const std::string log = ::testing::internal::GetCapturedStderr();
-  set_min_log_severity(saved);
-  return log;
+  return testing::solve_and_capture_log(*solver);
 }
 
 SolverParameter inv_solver() {
