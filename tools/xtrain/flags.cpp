@@ -48,7 +48,7 @@ DEFINE_string(cudnn_algorithm_search, "heuristic",
               "GPU: how convolution algorithms are chosen: heuristic (cuDNN's ranking) or timed");
 DEFINE_double(
     collective_timeout, 600,
-    "several processes (mpirun, srun): seconds to wait for the other ranks before failing");
+    "several replicas (--gpu=0,1; mpirun, srun): seconds to wait for the others before failing");
 DEFINE_double(gradient_bucket_mb, 25,
               "several replicas: gradients are summed in buckets of about this many MiB");
 DEFINE_int32(
