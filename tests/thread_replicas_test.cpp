@@ -172,6 +172,82 @@ TEST(ThreadReplicas, AStalledReplicaFailsTheOthersWithinTheTimeout) {
   EXPECT_LT(seconds_since(start), 1.5 + 5.0);
 }
 
+// What a communicator bootstrapped on a replica's one (NCCL) sees while it
+// polls a collective of its own: failure() until it is not "" (or 10 s).
+std::string poll_failure(const Communicator& communicator) {
+  const auto start = std::chrono::steady_clock::now();
+  while (seconds_since(start) < 10.0) {
+    std::string failure = communicator.failure();
+    if (!failure.empty()) return failure;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return "";
+}
+
+TEST(ThreadReplicas, FailureIsEmptyWhileEveryReplicaIsWell) {
+  ThreadReplicas group(3, 30);
+  for (int rank = 0; rank < 3; ++rank) EXPECT_EQ(group.communicator(rank).failure(), "");
+  group.run([&](int rank) {
+    std::vector<float> values(7, 1.0f);
+    group.communicator(rank).allreduce_sum(values.data(), values.size());
+    group.communicator(rank).barrier();
+    EXPECT_EQ(group.communicator(rank).failure(), "") << "rank " << rank;
+  });
+  for (int rank = 0; rank < 3; ++rank) EXPECT_EQ(group.communicator(rank).failure(), "");
+}
+
+// The others are not in a host collective (they wait for NCCL, say), yet
+// learn of the failure at once, not after the 60 s timeout.
+TEST(ThreadReplicas, FailureTellsEveryReplicaOfAnotherOnesException) {
+  ThreadReplicas group(3, 60);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> seen(3);
+  const std::string message = failure_of(group, [&](int rank) {
+    if (rank == 2) throw Error("replica 2 ran out of device memory");
+    seen[static_cast<std::size_t>(rank)] = poll_failure(group.communicator(rank));
+  });
+  EXPECT_LT(seconds_since(start), 10.0) << "the failure was not seen";
+  EXPECT_EQ(message, "replica 2 ran out of device memory");
+  for (int rank : {0, 1}) {
+    EXPECT_EQ(seen[static_cast<std::size_t>(rank)],
+              "replica 2 failed: replica 2 ran out of device memory")
+        << "rank " << rank;
+  }
+  EXPECT_EQ(group.communicator(0).failure(),
+            "replica 2 failed: replica 2 ran out of device memory");
+}
+
+// A host collective that times out or does not match fails the group too.
+TEST(ThreadReplicas, FailureReportsATimeoutAndAMismatch) {
+  {
+    ThreadReplicas group(2, 0.3);
+    std::string seen;
+    failure_of(group, [&](int rank) {
+      if (rank == 1) {
+        seen = poll_failure(group.communicator(rank));
+        return;
+      }
+      std::vector<float> values(3, 1.0f);
+      group.communicator(rank).allreduce_sum(values.data(), values.size());
+    });
+    EXPECT_CONTAINS(seen, "rank 0 of 2: allreduce of 3 values did not finish within 0.3 s");
+  }
+  {
+    ThreadReplicas group(2, 30);
+    std::vector<std::string> seen(2);
+    failure_of(group, [&](int rank) {
+      std::vector<float> values(rank == 0 ? 4 : 5, 1.0f);
+      try {
+        group.communicator(rank).allreduce_sum(values.data(), values.size());
+      } catch (const Error&) {
+        seen[static_cast<std::size_t>(rank)] = group.communicator(rank).failure();
+        throw;
+      }
+    });
+    for (const std::string& failure : seen) EXPECT_CONTAINS(failure, "does not match rank");
+  }
+}
+
 TEST(ThreadReplicas, BadGroupsAndASecondRunAreErrors) {
   EXPECT_THROW(ThreadReplicas(0, 1), Error);
   EXPECT_THROW(ThreadReplicas(2, 0), Error);

@@ -95,6 +95,13 @@ class Communicator {
 
   // Returns when every rank has called it.
   virtual void barrier() = 0;
+
+  // Why this group's collectives can no longer finish, once a member is
+  // known to have failed (a ThreadReplicas replica threw); "" while they
+  // can. A communicator bootstrapped on this one (NCCL) polls it while it
+  // waits, so that it gives up at once instead of waiting out its timeout.
+  // Safe to call from any thread at any time.
+  virtual std::string failure() const { return ""; }
 };
 
 namespace detail {
@@ -142,7 +149,8 @@ bool mpi_available();
 std::unique_ptr<Communicator> make_communicator(const ProcessGroup& group, double timeout_seconds);
 
 // For GPU ranks: the communicator of bootstrap's ranks that works on device
-// memory of GPU `device` (NCCL, its unique id sent over `bootstrap`). Throws
+// memory of GPU `device` (NCCL, its unique id sent over `bootstrap`, whose
+// failure() it watches: bootstrap must outlive it). Throws
 // xtrain::Error in a build without CUDA and NCCL, when the GPU cannot be
 // used, or when set-up has not finished within timeout_seconds.
 std::unique_ptr<Communicator> make_gpu_communicator(Communicator& bootstrap, int device,

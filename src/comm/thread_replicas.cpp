@@ -10,6 +10,7 @@
 // touches its buffer again. The sum of each value runs in rank order, so
 // every replica gets the same bits, whatever the timing.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -56,11 +57,27 @@ struct ThreadGroupState {
   std::map<std::uint64_t, Operation> operations;
   // Set when a replica failed: no collective can finish any more.
   std::string failure;
+  // Whether `failure` is set, read without the mutex: the NCCL waits of
+  // every replica poll it (Communicator::failure) thousands of times a
+  // second.
+  std::atomic<bool> failed{false};
+
+  // With the mutex held. The first failure is the one reported.
+  void fail_locked(const std::string& why) {
+    if (failure.empty()) failure = why;
+    failed.store(true, std::memory_order_release);
+    changed.notify_all();
+  }
 
   void abandon(const std::string& why) {
     std::lock_guard<std::mutex> lock(mutex);
-    if (failure.empty()) failure = why;
-    changed.notify_all();
+    fail_locked(why);
+  }
+
+  std::string failure_message() {
+    if (!failed.load(std::memory_order_acquire)) return "";
+    std::lock_guard<std::mutex> lock(mutex);
+    return failure;
   }
 };
 
@@ -118,6 +135,7 @@ class ThreadCommunicator final : public Communicator {
     finish(join(Kind::kBroadcastDouble, data, count, root));
   }
   void barrier() override { finish(join(Kind::kBarrier, nullptr, 0, 0)); }
+  std::string failure() const override { return shared_->failure_message(); }
 
   // Joining is all the start does: the summing is shared out in wait(),
   // when every replica has joined.
@@ -165,8 +183,7 @@ class ThreadCommunicator final : public Communicator {
           std::to_string(operation.first_rank) + "'s " + name_of(operation.kind) + " of " +
           comm_messages::with_thousands(operation.count) +
           " values: every replica must call the same collectives in the same order";
-      if (shared_->failure.empty()) shared_->failure = message;
-      shared_->changed.notify_all();
+      shared_->fail_locked(message);
       throw Error(message);
     }
     operation.buffers[static_cast<std::size_t>(rank_)] = data;
@@ -229,8 +246,7 @@ class ThreadCommunicator final : public Communicator {
         check_not_abandoned(kind, count);
         const std::string message =
             comm_messages::timeout(where(kind, count), shared_->timeout_seconds);
-        if (shared_->failure.empty()) shared_->failure = message;
-        shared_->changed.notify_all();
+        shared_->fail_locked(message);
         throw Error(message);
       }
     }

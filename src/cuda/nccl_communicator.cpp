@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <string>
 
 #include "comm/collective_messages.hpp"
@@ -60,7 +61,8 @@ ncclUniqueId share_unique_id(Communicator& bootstrap) {
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(Communicator& bootstrap, int device, double timeout_seconds)
-      : rank_(bootstrap.rank()),
+      : bootstrap_(bootstrap),
+        rank_(bootstrap.rank()),
         size_(bootstrap.size()),
         device_(device),
         timeout_seconds_(timeout_seconds) {
@@ -82,6 +84,16 @@ class NcclCommunicator final : public Communicator {
       fail_with("NCCL set-up", 0, status);
     }
     wait("NCCL set-up", 0, /*stream=*/nullptr);
+    // No rank issues a collective before every rank's set-up has returned:
+    // a rank still in set-up allocates device memory (cudaMalloc), which can
+    // deadlock against another thread's GPU work that waits for its kernel
+    // (GPUs driven by threads of one process: google/jax#11637).
+    try {
+      bootstrap.barrier();
+    } catch (...) {
+      abort_communicator();  // the destructor does not run
+      throw;
+    }
   }
 
   ~NcclCommunicator() override {
@@ -90,9 +102,22 @@ class NcclCommunicator final : public Communicator {
     int previous = -1;
     const bool switched = cudaGetDevice(&previous) == cudaSuccess && previous != device_ &&
                           cudaSetDevice(device_) == cudaSuccess;
-    if (barrier_value_ != nullptr) cudaFree(barrier_value_);
     // After an abort there is nothing of NCCL's left to free.
-    if (!failed_ && comm_ != nullptr) finalize_and_destroy();
+    if (!failed_ && comm_ != nullptr) {
+      // ncclCommFinalize completes only once every rank has finalized
+      // ("when the communicator is globally quiescent", nccl.h). A rank
+      // destroyed by an exception cannot count on that: the others learn of
+      // its failure only after it has unwound (ThreadReplicas::run), or
+      // they have failed already. So it aborts, which never waits for them.
+      if (std::uncaught_exceptions() > uncaught_at_construction_ || group_failed()) {
+        abort_communicator();
+      } else {
+        finalize_and_destroy();
+      }
+    }
+    // After NCCL's kernels have ended: cudaFree synchronizes the device,
+    // and would wait forever behind a sum that another rank never joins.
+    if (barrier_value_ != nullptr) cudaFree(barrier_value_);
     if (exchange_stream_ != nullptr) cudaStreamDestroy(exchange_stream_);
     if (switched) cudaSetDevice(previous);
   }
@@ -135,7 +160,10 @@ class NcclCommunicator final : public Communicator {
       if (status != ncclSuccess && status != ncclInProgress) fail_with("allreduce", count, status);
       // The event below must follow NCCL's kernel on the stream: wait until
       // the non-blocking call has enqueued it.
-      if (!poll_until_done(timeout_seconds_, [&] { return enqueued("allreduce", count); })) {
+      if (!poll_until_done(timeout_seconds_, [&] {
+            check_group("allreduce", count);
+            return enqueued("allreduce", count);
+          })) {
         fail_with_timeout("allreduce", count);
       }
     }
@@ -168,6 +196,8 @@ class NcclCommunicator final : public Communicator {
       if (state == ncclInProgress && ncclCommGetAsyncError(comm_, &state) != ncclSuccess) {
         state = ncclInternalError;
       }
+      // A failed rank never finalizes: give up on the others at once.
+      if (state == ncclInProgress && group_failed()) state = ncclInternalError;
       return state != ncclInProgress;
     });
     if (state == ncclSuccess) {
@@ -263,6 +293,26 @@ class NcclCommunicator final : public Communicator {
     return false;
   }
 
+  // For the destructor, which must not throw: a failure() that throws
+  // counts as a failed group (aborting is the safe way out).
+  bool group_failed() const noexcept {
+    try {
+      return !bootstrap_.failure().empty();
+    } catch (...) {
+      return true;
+    }
+  }
+
+  // Aborts and throws once the bootstrap's group has failed (a replica on
+  // another thread threw): the collective waited for cannot finish, and
+  // polling it until the timeout would only delay the job's end.
+  void check_group(const char* what, std::size_t count) {
+    const std::string failure = bootstrap_.failure();
+    if (failure.empty()) return;
+    abort_communicator();
+    throw Error(where(what, count) + " cannot finish: " + failure);
+  }
+
   [[noreturn]] void fail_with_timeout(const char* what, std::size_t count) {
     abort_communicator();
     throw Error(comm_messages::timeout(where(what, count), timeout_seconds_));
@@ -272,6 +322,7 @@ class NcclCommunicator final : public Communicator {
   // has finished it.
   void wait(const char* what, std::size_t count, cudaStream_t stream) {
     const bool finished = poll_until_done(timeout_seconds_, [&] {
+      check_group(what, count);
       if (!enqueued(what, count)) return false;
       return stream == nullptr ||  // set-up: nothing on a stream
              ran(what, count, [&] { return cudaStreamQuery(stream); });
@@ -298,6 +349,7 @@ class NcclCommunicator final : public Communicator {
     Pending& operator=(const Pending&) = delete;
     bool poll() override {
       owner_.check_usable("allreduce");
+      owner_.check_group("allreduce", count_);
       return owner_.enqueued("allreduce", count_) &&
              owner_.ran("allreduce", count_, [&] { return cudaEventQuery(done_); });
     }
@@ -313,10 +365,14 @@ class NcclCommunicator final : public Communicator {
     cudaEvent_t done_;
   };
 
+  Communicator& bootstrap_;  // outlives this (make_gpu_communicator)
   int rank_;
   int size_;
   int device_;
   double timeout_seconds_;
+  // Exceptions under way when this was made: more in the destructor mean it
+  // is being destroyed by one.
+  int uncaught_at_construction_ = std::uncaught_exceptions();
   ncclComm_t comm_ = nullptr;
   cudaStream_t exchange_stream_ = nullptr;
   float* barrier_value_ = nullptr;
