@@ -142,17 +142,7 @@ class MpiCommunicator final : public Communicator {
   // MPI_Iallreduce per chunk; MPI advances them in MPI_Test, so the caller
   // should poll() now and then while it computes.
   std::unique_ptr<PendingCollective> start_allreduce_sum(float* data, std::size_t count) override {
-    check_usable("allreduce");
-    auto pending = std::make_unique<Pending>(*this, count);
-    for (std::size_t offset = 0; offset < count; offset += max_chunk_) {
-      const int chunk = static_cast<int>(std::min(max_chunk_, count - offset));
-      MPI_Request request = MPI_REQUEST_NULL;
-      check(MPI_Iallreduce(MPI_IN_PLACE, data + offset, chunk, MPI_FLOAT, MPI_SUM, comm_,
-                           &request),
-            "allreduce", count);
-      pending->requests.push_back(request);
-    }
-    return pending;
+    return start_allreduce(data, count);
   }
 
   void barrier() override {
@@ -182,17 +172,25 @@ class MpiCommunicator final : public Communicator {
     std::vector<MPI_Request> requests;
   };
 
+  // Every chunk's MPI_Iallreduce under way at once, in one Pending.
   template <typename T>
-  void allreduce(T* data, std::size_t count) {
+  std::unique_ptr<Pending> start_allreduce(T* data, std::size_t count) {
     check_usable("allreduce");
+    auto pending = std::make_unique<Pending>(*this, count);
     for (std::size_t offset = 0; offset < count; offset += max_chunk_) {
       const int chunk = static_cast<int>(std::min(max_chunk_, count - offset));
       MPI_Request request = MPI_REQUEST_NULL;
       check(MPI_Iallreduce(MPI_IN_PLACE, data + offset, chunk, mpi_type<T>(), MPI_SUM, comm_,
                            &request),
             "allreduce", count);
-      wait(request, "allreduce", count);
+      pending->requests.push_back(request);
     }
+    return pending;
+  }
+
+  template <typename T>
+  void allreduce(T* data, std::size_t count) {
+    start_allreduce(data, count)->wait();
   }
 
   template <typename T>

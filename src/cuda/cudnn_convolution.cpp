@@ -88,6 +88,35 @@ void log_choice(const std::string& where, const char* pass, const AlgorithmChoic
              << (timed ? "timed search" : "heuristic") << ")";
 }
 
+// One pass's algorithm: the first of cuDNN's heuristic ranking (`rank`, the
+// *_v7 query) that fits the workspace cap; with --cudnn_algorithm_search=timed
+// and something fitting, the first of cuDNN's measured ranking (`find`, the
+// Find*Ex call, given the largest fitting workspace) instead; then settled
+// (the smallest over the cap, with a warning, if none fits) and logged.
+//   workspace_of(algo, &bytes), rank(count, &returned, results),
+//   find(count, &returned, results, workspace_bytes): cuDNN statuses.
+template <typename Perf, typename WorkspaceOf, typename Rank, typename Find>
+auto choose_algorithm(const std::string& where, const char* pass, int count,
+                      WorkspaceOf workspace_of, Rank rank, Find find) {
+  const std::size_t cap = cudnn_workspace_limit_bytes();
+  std::vector<Perf> results(static_cast<std::size_t>(count));
+  int returned = 0;
+  XTRAIN_CUDNN_CHECK(rank(count, &returned, results.data()));
+  results.resize(static_cast<std::size_t>(returned));
+  auto choice = first_fitting(results, cap, workspace_of);
+  const bool timed = cudnn_algorithm_search() == CudnnAlgorithmSearch::kTimed && choice.found;
+  if (timed) {
+    results.assign(static_cast<std::size_t>(count), {});
+    XTRAIN_CUDNN_CHECK(find(count, &returned, results.data(), choice.largest_fitting));
+    results.resize(static_cast<std::size_t>(returned));
+    auto fastest = first_fitting(results, cap, workspace_of);
+    if (fastest.found) choice = fastest;
+  }
+  settle(&choice, where, pass, cap);
+  log_choice(where, pass, choice, timed);
+  return choice;
+}
+
 }  // namespace
 
 CudnnConvolution::CudnnConvolution(std::string where) : where_(std::move(where)) {}
@@ -120,35 +149,27 @@ void CudnnConvolution::set_shape(const ConvolutionShape& shape) {
 
 void CudnnConvolution::choose_forward(const float* x, const float* w, float* y) {
   cudnnHandle_t handle = cudnn_handle();
-  const std::size_t cap = cudnn_workspace_limit_bytes();
-  auto workspace_of = [&](cudnnConvolutionFwdAlgo_t algo, std::size_t* bytes) {
-    return cudnnGetConvolutionForwardWorkspaceSize(handle, input_.get(), filter_.get(),
-                                                   convolution_.get(), output_.get(), algo, bytes);
-  };
   int count = 0;
   XTRAIN_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &count));
-  std::vector<cudnnConvolutionFwdAlgoPerf_t> results(static_cast<std::size_t>(count));
-  int returned = 0;
-  XTRAIN_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, input_.get(), filter_.get(),
-                                                            convolution_.get(), output_.get(),
-                                                            count, &returned, results.data()));
-  results.resize(static_cast<std::size_t>(returned));
-  auto choice = first_fitting(results, cap, workspace_of);
-  const bool timed = cudnn_algorithm_search() == CudnnAlgorithmSearch::kTimed && choice.found;
-  if (timed) {
-    // Runs each algorithm once, writing y (forward overwrites it anyway).
-    DeviceScratch search_space;
-    void* space = search_space.reserve(choice.largest_fitting);
-    results.assign(static_cast<std::size_t>(count), {});
-    XTRAIN_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-        handle, input_.get(), x, filter_.get(), w, convolution_.get(), output_.get(), y, count,
-        &returned, results.data(), space, choice.largest_fitting));
-    results.resize(static_cast<std::size_t>(returned));
-    auto fastest = first_fitting(results, cap, workspace_of);
-    if (fastest.found) choice = fastest;
-  }
-  settle(&choice, where_, "forward", cap);
-  log_choice(where_, "forward", choice, timed);
+  using Perf = cudnnConvolutionFwdAlgoPerf_t;
+  const auto choice = choose_algorithm<Perf>(
+      where_, "forward", count,
+      [&](cudnnConvolutionFwdAlgo_t algo, std::size_t* bytes) {
+        return cudnnGetConvolutionForwardWorkspaceSize(
+            handle, input_.get(), filter_.get(), convolution_.get(), output_.get(), algo, bytes);
+      },
+      [&](int n, int* returned, Perf* results) {
+        return cudnnGetConvolutionForwardAlgorithm_v7(handle, input_.get(), filter_.get(),
+                                                      convolution_.get(), output_.get(), n,
+                                                      returned, results);
+      },
+      [&](int n, int* returned, Perf* results, std::size_t bytes) {
+        // Runs each algorithm once, writing y (forward overwrites it anyway).
+        DeviceScratch space;
+        return cudnnFindConvolutionForwardAlgorithmEx(
+            handle, input_.get(), x, filter_.get(), w, convolution_.get(), output_.get(), y, n,
+            returned, results, space.reserve(bytes), bytes);
+      });
   forward_algo_ = choice.algo;
   forward_workspace_ = choice.workspace;
   forward_chosen_ = true;
@@ -156,35 +177,27 @@ void CudnnConvolution::choose_forward(const float* x, const float* w, float* y) 
 
 void CudnnConvolution::choose_backward_data(const float* dy, const float* w, float* dx) {
   cudnnHandle_t handle = cudnn_handle();
-  const std::size_t cap = cudnn_workspace_limit_bytes();
-  auto workspace_of = [&](cudnnConvolutionBwdDataAlgo_t algo, std::size_t* bytes) {
-    return cudnnGetConvolutionBackwardDataWorkspaceSize(
-        handle, filter_.get(), output_.get(), convolution_.get(), input_.get(), algo, bytes);
-  };
   int count = 0;
   XTRAIN_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, &count));
-  std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(static_cast<std::size_t>(count));
-  int returned = 0;
-  XTRAIN_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-      handle, filter_.get(), output_.get(), convolution_.get(), input_.get(), count, &returned,
-      results.data()));
-  results.resize(static_cast<std::size_t>(returned));
-  auto choice = first_fitting(results, cap, workspace_of);
-  const bool timed = cudnn_algorithm_search() == CudnnAlgorithmSearch::kTimed && choice.found;
-  if (timed) {
-    // Writes dx, which backward_data overwrites anyway.
-    DeviceScratch search_space;
-    void* space = search_space.reserve(choice.largest_fitting);
-    results.assign(static_cast<std::size_t>(count), {});
-    XTRAIN_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-        handle, filter_.get(), w, output_.get(), dy, convolution_.get(), input_.get(), dx, count,
-        &returned, results.data(), space, choice.largest_fitting));
-    results.resize(static_cast<std::size_t>(returned));
-    auto fastest = first_fitting(results, cap, workspace_of);
-    if (fastest.found) choice = fastest;
-  }
-  settle(&choice, where_, "backward-data", cap);
-  log_choice(where_, "backward-data", choice, timed);
+  using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
+  const auto choice = choose_algorithm<Perf>(
+      where_, "backward-data", count,
+      [&](cudnnConvolutionBwdDataAlgo_t algo, std::size_t* bytes) {
+        return cudnnGetConvolutionBackwardDataWorkspaceSize(
+            handle, filter_.get(), output_.get(), convolution_.get(), input_.get(), algo, bytes);
+      },
+      [&](int n, int* returned, Perf* results) {
+        return cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, filter_.get(), output_.get(),
+                                                           convolution_.get(), input_.get(), n,
+                                                           returned, results);
+      },
+      [&](int n, int* returned, Perf* results, std::size_t bytes) {
+        // Writes dx, which backward_data overwrites anyway.
+        DeviceScratch space;
+        return cudnnFindConvolutionBackwardDataAlgorithmEx(
+            handle, filter_.get(), w, output_.get(), dy, convolution_.get(), input_.get(), dx, n,
+            returned, results, space.reserve(bytes), bytes);
+      });
   backward_data_algo_ = choice.algo;
   backward_data_workspace_ = choice.workspace;
   backward_data_chosen_ = true;
@@ -192,39 +205,32 @@ void CudnnConvolution::choose_backward_data(const float* dy, const float* w, flo
 
 void CudnnConvolution::choose_backward_filter(const float* x, const float* dy) {
   cudnnHandle_t handle = cudnn_handle();
-  const std::size_t cap = cudnn_workspace_limit_bytes();
-  auto workspace_of = [&](cudnnConvolutionBwdFilterAlgo_t algo, std::size_t* bytes) {
-    return cudnnGetConvolutionBackwardFilterWorkspaceSize(
-        handle, input_.get(), output_.get(), convolution_.get(), filter_.get(), algo, bytes);
-  };
   int count = 0;
   XTRAIN_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, &count));
-  std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(static_cast<std::size_t>(count));
-  int returned = 0;
-  XTRAIN_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-      handle, input_.get(), output_.get(), convolution_.get(), filter_.get(), count, &returned,
-      results.data()));
-  results.resize(static_cast<std::size_t>(returned));
-  auto choice = first_fitting(results, cap, workspace_of);
-  const bool timed = cudnn_algorithm_search() == CudnnAlgorithmSearch::kTimed && choice.found;
-  if (timed) {
-    // The search writes its filter gradient into a scratch copy: the real
-    // one accumulates (beta = 1) and must not be clobbered.
-    // Workspace first, then the float array at a 256-byte aligned offset.
-    const std::size_t filter_offset = (choice.largest_fitting + 255) / 256 * 256;
-    const std::size_t filter_bytes = shape_.weight_count() * sizeof(float);
-    DeviceScratch search_space;
-    auto* base = static_cast<char*>(search_space.reserve(filter_offset + filter_bytes));
-    results.assign(static_cast<std::size_t>(count), {});
-    XTRAIN_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-        handle, input_.get(), x, output_.get(), dy, convolution_.get(), filter_.get(),
-        base + filter_offset, count, &returned, results.data(), base, choice.largest_fitting));
-    results.resize(static_cast<std::size_t>(returned));
-    auto fastest = first_fitting(results, cap, workspace_of);
-    if (fastest.found) choice = fastest;
-  }
-  settle(&choice, where_, "backward-filter", cap);
-  log_choice(where_, "backward-filter", choice, timed);
+  using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
+  const auto choice = choose_algorithm<Perf>(
+      where_, "backward-filter", count,
+      [&](cudnnConvolutionBwdFilterAlgo_t algo, std::size_t* bytes) {
+        return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+            handle, input_.get(), output_.get(), convolution_.get(), filter_.get(), algo, bytes);
+      },
+      [&](int n, int* returned, Perf* results) {
+        return cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, input_.get(), output_.get(),
+                                                             convolution_.get(), filter_.get(), n,
+                                                             returned, results);
+      },
+      [&](int n, int* returned, Perf* results, std::size_t bytes) {
+        // The search writes its filter gradient into a scratch copy: the real
+        // one accumulates (beta = 1) and must not be clobbered. Workspace
+        // first, then the float array at a 256-byte aligned offset.
+        const std::size_t filter_offset = (bytes + 255) / 256 * 256;
+        const std::size_t filter_bytes = shape_.weight_count() * sizeof(float);
+        DeviceScratch space;
+        auto* base = static_cast<char*>(space.reserve(filter_offset + filter_bytes));
+        return cudnnFindConvolutionBackwardFilterAlgorithmEx(
+            handle, input_.get(), x, output_.get(), dy, convolution_.get(), filter_.get(),
+            base + filter_offset, n, returned, results, base, bytes);
+      });
   backward_filter_algo_ = choice.algo;
   backward_filter_workspace_ = choice.workspace;
   backward_filter_chosen_ = true;
