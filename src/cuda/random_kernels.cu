@@ -1,0 +1,34 @@
+// The CUDA side of src/layers/dropout_mask.hpp: one thread per Philox block
+// of four elements, grid-stride.
+#include "cuda/cuda_context.hpp"
+#include "cuda/kernel_launch.cuh"
+#include "cuda/random_kernels.hpp"
+
+namespace xtrain::cuda {
+namespace {
+
+cudaStream_t on_thread_stream(cudaStream_t stream) { return stream ? stream : cuda::stream(); }
+
+__global__ void dropout_mask_kernel(DropoutMask draw, std::uint64_t first_item,
+                                    std::uint64_t blocks_per_item, std::int64_t total_blocks,
+                                    std::size_t per_item, unsigned* mask) {
+  XTRAIN_GRID_STRIDE_LOOP(i, total_blocks) {
+    const std::uint64_t item = static_cast<std::uint64_t>(i) / blocks_per_item;
+    const std::uint64_t block = static_cast<std::uint64_t>(i) % blocks_per_item;
+    draw.draw_block(first_item + item, block, mask + item * per_item, per_item);
+  }
+}
+
+}  // namespace
+
+void dropout_draw_mask(const DropoutMask& draw, std::uint64_t first_item, std::size_t items,
+                       std::size_t per_item, unsigned* mask, cudaStream_t stream) {
+  if (items == 0 || per_item == 0) return;
+  const std::uint64_t blocks_per_item = (per_item + 3) / 4;
+  const std::size_t total_blocks = items * blocks_per_item;
+  dropout_mask_kernel<<<blocks_for(total_blocks), kThreadsPerBlock, 0, on_thread_stream(stream)>>>(
+      draw, first_item, blocks_per_item, static_cast<std::int64_t>(total_blocks), per_item, mask);
+  check_launch();
+}
+
+}  // namespace xtrain::cuda
