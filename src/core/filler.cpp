@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/random_fill.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
@@ -134,6 +135,28 @@ class BilinearFiller : public Filler {
 };
 
 }  // namespace
+
+std::optional<RandomDistribution> per_element_distribution(const FillerParameter& param,
+                                                           const Blob& blob) {
+  const std::string& type = param.type();
+  const auto uniform = [](float low, float high) {
+    XTRAIN_CHECK(low <= high, "uniform distribution needs min <= max, got min = ", low,
+                 ", max = ", high);
+    return RandomDistribution{RandomDrawKind::kUniform, high - low, low};
+  };
+  const auto normal = [](float mean, float stddev) {
+    XTRAIN_CHECK(stddev > 0, "gaussian distribution needs std > 0, got ", stddev);
+    return RandomDistribution{RandomDrawKind::kNormal, stddev, mean};
+  };
+  if (type == "uniform") return uniform(param.min(), param.max());
+  if (type == "gaussian" && param.sparse() < 0) return normal(param.mean(), param.std());
+  if (type == "xavier") {
+    const float scale = std::sqrt(3.0f / variance_norm_count(blob, param));
+    return uniform(-scale, scale);
+  }
+  if (type == "msra") return normal(0.0f, std::sqrt(2.0f / variance_norm_count(blob, param)));
+  return std::nullopt;
+}
 
 std::unique_ptr<Filler> make_filler(const FillerParameter& param) {
   const std::string& type = param.type();

@@ -1,6 +1,7 @@
 // CUDA launchers that draw random numbers on the device, with the functors
 // the CPU paths apply (so the two draw the same bits): Dropout's mask
-// (src/layers/dropout_mask.hpp). Device pointers; each runs on `stream`, by
+// (src/layers/dropout_mask.hpp) and per-element random fills
+// (src/core/random_fill.hpp). Device pointers; each runs on `stream`, by
 // default (nullptr) the calling thread's stream. Compiled only in CUDA builds.
 #pragma once
 
@@ -9,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/random_fill.hpp"
 #include "layers/dropout_mask.hpp"
 
 namespace xtrain::cuda {
@@ -17,5 +19,8 @@ namespace xtrain::cuda {
 // items first_item + j.
 void dropout_draw_mask(const DropoutMask& draw, std::uint64_t first_item, std::size_t items,
                        std::size_t per_item, unsigned* mask, cudaStream_t stream = nullptr);
+
+// out[0..n).
+void philox_fill(const PhiloxFill& fill, float* out, std::size_t n, cudaStream_t stream = nullptr);
 
 }  // namespace xtrain::cuda

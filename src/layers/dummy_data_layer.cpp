@@ -6,17 +6,31 @@
 // The tops are shaped and the constant fillers applied once, at setup; only
 // the tops with a non-constant filler are refilled on every forward (Caffe's
 // refill rule), so a constant top that a later layer changes stays changed.
+//
+// Refills of independent draws per element (uniform, gaussian without
+// sparse, xavier, msra) are Philox draws (src/core/random_fill.hpp) keyed by
+// one 64-bit seed per forward from the layer's stream, top i being Philox
+// stream i; on a GPU a kernel draws them into the top where it lies, the same
+// bits as the CPU. The other refilled fillers (positive_unitball's row sums,
+// bilinear, sparse gaussian) fill on the host from the layer's stream, after
+// that seed, and the top is uploaded at its first GPU read.
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/random_fill.hpp"
 #include "layers/builtin_layers.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/filler.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
+
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/random_kernels.hpp"
+#endif
 
 namespace xtrain {
 namespace {
@@ -36,7 +50,7 @@ class DummyDataLayer : public Layer {
                  " data_filler entries for ", tops, " tops; give none (zeros), one for all ",
                  "tops, or one per top");
     fillers_.clear();
-    refill_.clear();
+    filler_params_.clear();
     if (filler_count == 0) {
       FillerParameter zeros;
       zeros.set_type("constant");
@@ -73,17 +87,48 @@ class DummyDataLayer : public Layer {
         top[i]->reshape(shape);
       }
     }
+    draws_.assign(top.size(), std::nullopt);
+    for (std::size_t i = 0; i < top.size(); ++i) {
+      if (!refilled(i)) continue;
+      guard_fill(i, *top[i], [&] {
+        draws_[i] = per_element_distribution(filler_params_[filler_of(i)], *top[i]);
+      });
+    }
     // The constant tops now, once; the others on every forward.
-    fill(top, /*constant=*/true);
+    for (std::size_t i = 0; i < top.size(); ++i) {
+      if (!refilled(i)) fill_on_host(i, *top[i]);
+    }
   }
 
   // The tops keep the shapes given at setup.
   void reshape(const BlobVec&, const BlobVec&) override {}
 
  protected:
-  void forward_cpu(const BlobVec&, const BlobVec& top) override { fill(top, /*constant=*/false); }
+  void forward_cpu(const BlobVec&, const BlobVec& top) override {
+    const Philox4x32Key key = next_key();
+    for (std::size_t i = 0; i < top.size(); ++i) {
+      if (draws_[i]) {
+        philox_fill_cpu(philox_fill(i, key), top[i]->mutable_cpu_data(), top[i]->count());
+      }
+    }
+    refill_on_host(top);
+  }
 
   void backward_cpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
+
+#ifdef XTRAIN_USE_CUDA
+  void forward_gpu(const BlobVec&, const BlobVec& top) override {
+    const Philox4x32Key key = next_key();
+    for (std::size_t i = 0; i < top.size(); ++i) {
+      if (draws_[i] && top[i]->count() > 0) {
+        cuda::philox_fill(philox_fill(i, key), top[i]->mutable_gpu_data(), top[i]->count());
+      }
+    }
+    refill_on_host(top);
+  }
+
+  void backward_gpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
+#endif
 
  private:
   void add_filler(const FillerParameter& filler) {
@@ -92,7 +137,7 @@ class DummyDataLayer : public Layer {
     } catch (const Error& error) {
       throw Error(where() + ": data_filler: " + error.what());
     }
-    refill_.push_back(filler.type() != "constant");
+    filler_params_.push_back(filler);
   }
 
   void check_count(int given, int tops, const char* field) const {
@@ -108,23 +153,52 @@ class DummyDataLayer : public Layer {
     return static_cast<int>(value);
   }
 
-  // Fills the tops whose filler is constant (or not): the filler of top i is
-  // fillers_[i], or fillers_[0] when one filler serves all.
-  void fill(const BlobVec& top, bool constant) {
-    for (std::size_t i = 0; i < top.size(); ++i) {
-      const std::size_t filler = fillers_.size() > 1 ? i : 0;
-      if (refill_[filler] == constant) continue;
-      try {
-        fillers_[filler]->fill(*top[i], random());
-      } catch (const Error& error) {
-        throw Error(where() + ": filling top " + std::to_string(i) + " (" + top[i]->shape_string() +
-                    "): " + error.what());
-      }
+  // The filler of top i: fillers_[i], or fillers_[0] when one serves all.
+  std::size_t filler_of(std::size_t top_index) const { return fillers_.size() > 1 ? top_index : 0; }
+  bool refilled(std::size_t top_index) const {
+    return filler_params_[filler_of(top_index)].type() != "constant";
+  }
+
+  template <typename Body>
+  void guard_fill(std::size_t top_index, const Blob& blob, Body body) const {
+    try {
+      body();
+    } catch (const Error& error) {
+      throw Error(where() + ": filling top " + std::to_string(top_index) + " (" +
+                  blob.shape_string() + "): " + error.what());
     }
   }
 
+  void fill_on_host(std::size_t top_index, Blob& blob) {
+    guard_fill(top_index, blob, [&] { fillers_[filler_of(top_index)]->fill(blob, random()); });
+  }
+
+  // The refilled tops that no Philox draw fills.
+  void refill_on_host(const BlobVec& top) {
+    for (std::size_t i = 0; i < top.size(); ++i) {
+      if (refilled(i) && !draws_[i]) fill_on_host(i, *top[i]);
+    }
+  }
+
+  // This forward's Philox key, from the layer's stream (when a top needs it).
+  Philox4x32Key next_key() {
+    for (const auto& draw : draws_) {
+      if (!draw) continue;
+      const std::uint64_t high = random().engine()();
+      const std::uint64_t low = random().engine()();
+      return philox_key((high << 32) | low);
+    }
+    return philox_key(0);
+  }
+
+  PhiloxFill philox_fill(std::size_t top_index, const Philox4x32Key& key) const {
+    return PhiloxFill{*draws_[top_index], key, static_cast<std::uint32_t>(top_index)};
+  }
+
   std::vector<std::unique_ptr<Filler>> fillers_;
-  std::vector<bool> refill_;  // per filler: not constant, so refilled every forward
+  std::vector<FillerParameter> filler_params_;
+  // Per top: the distribution of its Philox refill, if it has one.
+  std::vector<std::optional<RandomDistribution>> draws_;
 };
 
 }  // namespace
