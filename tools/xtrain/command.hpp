@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "xtrain/comm.hpp"
 #include "xtrain/device.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
@@ -36,17 +37,26 @@ std::vector<std::string> split_commas(const std::string& text);
 
 // The ids of --gpu ("0", "0,1", "all") among `available` visible GPUs.
 std::vector<int> parse_gpu_ids(const std::string& gpu_flag, int available);
+// The GPU of the rank with `local_rank` in a job of several ranks, decided
+// without CUDA: among the GPUs CUDA_VISIBLE_DEVICES lists (local rank modulo
+// their count: a launcher that binds each rank to its own GPU leaves it one),
+// or GPU `local_rank` when the variable is unset.
+int gpu_of_local_rank(int local_rank);
 // The devices from --gpu (and the solver's mode, if any): the CPU, or the
-// GPUs named, each checked and the first selected for this thread. Throws
-// xtrain::Error with one clear line when a GPU is asked for and cannot be
-// used (none visible, a wrong or repeated id, busy in exclusive mode).
+// GPUs named, each checked and the first selected for this thread. In a job
+// of several ranks (`job` given, size > 1) the rank takes one GPU, that of
+// its local rank, and no other GPU is touched: the choice is made before
+// any CUDA call that could create a context. Throws xtrain::Error with one
+// clear line when a GPU is asked for and cannot be used (none visible, a
+// wrong or repeated id, busy in exclusive mode).
 std::vector<Device> choose_devices(const std::string& gpu_flag, bool solver_wants_gpu,
-                                   int solver_device_id);
+                                   int solver_device_id, const ProcessGroup* job);
 // The same for commands that run on one device (several ids: an error).
 Device choose_device(const std::string& gpu_flag, bool solver_wants_gpu, int solver_device_id);
 
 // Sizes the CPU thread pool from --threads, logs what runs the kernels, and
-// applies the cuDNN flags (--cudnn_workspace_mb, --cudnn_algorithm_search).
+// applies the GPU flags (--cudnn_workspace_mb, --cudnn_algorithm_search,
+// --gpu_math).
 void configure_compute();
 
 // TRAIN or TEST from a flag value; `fallback` when empty.

@@ -68,22 +68,17 @@ struct JobCommunicators {
 };
 
 // Joins the job the launcher's environment describes (a lone process when
-// there is none). GPU ranks take one GPU each: the local rank picks among the
-// visible ones. The ranks other than the root log warnings only.
-JobCommunicators join_process_group(Device* device) {
-  const ProcessGroup group = process_group_from_environment();
+// there is none), on `device`: a GPU rank's own GPU, already chosen and
+// selected by choose_devices. The ranks other than the root log warnings only.
+JobCommunicators join_process_group(const ProcessGroup& group, const Device& device) {
   JobCommunicators job;
   if (group.size > 1) {
     XTRAIN_CHECK(FLAGS_collective_timeout > 0, "--collective_timeout must be positive, got ",
                  FLAGS_collective_timeout);
-    if (device->is_gpu()) {
-      *device = Device::gpu(group.local_rank % cuda_device_count());
-      use_device(*device);
-    }
   }
   job.host = make_communicator(group, group.size > 1 ? FLAGS_collective_timeout : 1.0);
-  if (group.size > 1 && device->is_gpu()) {
-    job.gradients = make_gpu_communicator(*job.host, device->id, FLAGS_collective_timeout);
+  if (group.size > 1 && device.is_gpu()) {
+    job.gradients = make_gpu_communicator(*job.host, device.id, FLAGS_collective_timeout);
   }
   if (group.rank != 0) set_min_log_severity(LogSeverity::kWarning);
   return job;
@@ -191,10 +186,6 @@ int train_replica(const TrainingRun& run, SolverOptions options, const std::stri
 // (the root on this one), the gradients summed with NCCL, bootstrapped and
 // the stop agreements made over the threads' host communicator.
 int train_on_several_gpus(const TrainingRun& run, const std::vector<Device>& gpus) {
-  XTRAIN_CHECK(process_group_from_environment().size == 1, "--gpu=", FLAGS_gpu,
-               " names several GPUs, but this process is one rank of a job of several (mpirun, "
-               "srun): give each rank one GPU (--gpu=0: the local rank picks among the visible "
-               "ones) and start one rank per GPU");
   XTRAIN_CHECK(FLAGS_collective_timeout > 0, "--collective_timeout must be positive, got ",
                FLAGS_collective_timeout);
   ThreadReplicas replicas(static_cast<int>(gpus.size()), FLAGS_collective_timeout);
@@ -239,14 +230,16 @@ int train_command() {
   apply_flag_overrides(&solver_param);
   fill_default_snapshot_prefix(&solver_param, FLAGS_solver);
   make_parent_directories(solver_param.snapshot_prefix());
+  // The launcher's environment first: a GPU rank must touch no GPU but its own.
+  const ProcessGroup group = process_group_from_environment();
   const std::vector<Device> devices =
       choose_devices(FLAGS_gpu, solver_param.solver_mode() == SolverParameter::GPU,
-                     static_cast<int>(solver_param.device_id()));
-  Device device = devices.front();
+                     static_cast<int>(solver_param.device_id()), &group);
+  const Device device = devices.front();
   // Several processes (mpirun, srun): one replica each, gradients averaged.
   // Declared before the solver, which uses them until the end.
   const JobCommunicators job =
-      devices.size() > 1 ? JobCommunicators{} : join_process_group(&device);
+      devices.size() > 1 ? JobCommunicators{} : join_process_group(group, device);
   if (device.is_gpu()) {
     solver_param.set_solver_mode(SolverParameter::GPU);
     solver_param.set_device_id(device.id);
