@@ -28,6 +28,14 @@ cublasHandle_t ThreadContext::cublas() {
     XTRAIN_CUBLAS_CHECK(cublasCreate(&cublas_));
     XTRAIN_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
   }
+  // --gpu_math (xtrain/gpu_math.hpp): cuBLAS's default math is float32
+  // throughout; TF32 tensor-op math only when asked for.
+  const GpuMath math = gpu_math();
+  if (!cublas_math_applied_ || *cublas_math_applied_ != math) {
+    XTRAIN_CUBLAS_CHECK(cublasSetMathMode(
+        cublas_, math == GpuMath::kTf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    cublas_math_applied_ = math;
+  }
   return cublas_;
 }
 

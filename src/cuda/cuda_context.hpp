@@ -13,6 +13,10 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+#include <optional>
+
+#include "xtrain/gpu_math.hpp"
+
 namespace xtrain::cuda {
 
 // Created per thread and device on first use; the cuBLAS and cuDNN handles
@@ -34,6 +38,7 @@ class ThreadContext {
   int device_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
+  std::optional<GpuMath> cublas_math_applied_;  // the math mode cublas_ has
   cudnnHandle_t cudnn_ = nullptr;
 };
 

@@ -8,6 +8,7 @@
 #include "cuda/cuda_context.hpp"
 #include "xtrain/cudnn_options.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/gpu_math.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain::cuda {
@@ -28,9 +29,13 @@ struct AlgorithmChoice {
   std::size_t smallest_over_cap_workspace = 0;
 };
 
-// The descriptor asks for FMA math; an algorithm reported with a tensor-op
-// math type would compute in TF32 or half precision, which we never want.
+// Whether an algorithm computes as --gpu_math allows. The descriptor asks
+// for FMA math under fp32 (an algorithm reported with a tensor-op math type
+// would compute in TF32 or half precision) and for the default math, which
+// permits TF32 tensor cores, under tf32. Down-conversion to half precision
+// (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) is never wanted.
 bool keeps_float_precision(cudnnMathType_t math) {
+  if (gpu_math() == GpuMath::kTf32) return math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
   return math == CUDNN_DEFAULT_MATH || math == CUDNN_FMA_MATH;
 }
 

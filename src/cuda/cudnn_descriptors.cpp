@@ -2,6 +2,7 @@
 
 #include "core/device_memory.hpp"
 #include "cuda/cuda_check.hpp"
+#include "xtrain/gpu_math.hpp"
 
 namespace xtrain::cuda {
 
@@ -33,7 +34,10 @@ void CudnnConvolutionDescriptor::set(int pad_h, int pad_w, int stride_h, int str
                                                      dilation_h, dilation_w,
                                                      CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   XTRAIN_CUDNN_CHECK(cudnnSetConvolutionGroupCount(descriptor_, group));
-  XTRAIN_CUDNN_CHECK(cudnnSetConvolutionMathType(descriptor_, CUDNN_FMA_MATH));
+  // fp32: FMA math, no tensor-core conversion at all; tf32: the default
+  // math, which lets cuDNN use TF32 tensor cores (xtrain/gpu_math.hpp).
+  XTRAIN_CUDNN_CHECK(cudnnSetConvolutionMathType(
+      descriptor_, gpu_math() == GpuMath::kTf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
 }
 
 CudnnPoolingDescriptor::CudnnPoolingDescriptor() {

@@ -43,9 +43,11 @@ class CudnnFilter {
 };
 
 // cudnnConvolutionDescriptor_t of a 2-D cross-correlation (Caffe's
-// convolution does not flip the kernel) in float, in `group` groups, with
-// the FMA math type: no TF32 or half-precision tensor-core conversion, so the
-// GPU's results stay within float rounding of the CPU's.
+// convolution does not flip the kernel) in float, in `group` groups. Under
+// --gpu_math=fp32 (the default) with the FMA math type: no TF32 or
+// half-precision tensor-core conversion, so the GPU's results stay within
+// float rounding of the CPU's; under tf32 with cuDNN's default math type,
+// which allows TF32 tensor cores (set() reads xtrain/gpu_math.hpp).
 class CudnnConvolutionDescriptor {
  public:
   CudnnConvolutionDescriptor();

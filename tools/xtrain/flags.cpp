@@ -46,6 +46,9 @@ DEFINE_int32(
     "GPU: the most cuDNN workspace one convolution may use, MiB (more: faster algorithms)");
 DEFINE_string(cudnn_algorithm_search, "heuristic",
               "GPU: how convolution algorithms are chosen: heuristic (cuDNN's ranking) or timed");
+DEFINE_string(gpu_math, "fp32",
+              "GPU: fp32 (IEEE float32, Caffe's numbers) or tf32 (tensor cores for GEMMs and "
+              "convolutions on Ampere and later: faster, ~3 significant digits)");
 DEFINE_double(
     collective_timeout, 600,
     "several replicas (--gpu=0,1; mpirun, srun): seconds to wait for the others before failing");

@@ -53,7 +53,8 @@ const std::vector<std::string> kComputeFlags = {"gpu",
                                                 "share_activation_memory",
                                                 "channel_blocked_activations",
                                                 "cudnn_workspace_mb",
-                                                "cudnn_algorithm_search"};
+                                                "cudnn_algorithm_search",
+                                                "gpu_math"};
 
 std::vector<std::string> joined(std::vector<std::string> first,
                                 const std::vector<std::vector<std::string>>& rest) {
@@ -76,7 +77,7 @@ const xtrain::cli::CommandHelp kCommandHelp[] = {
     {"classify",
      "IMAGE...",
      {"model", "weights", "labels", "top_k", "mean", "mean_values", "scale", "gpu", "threads",
-      "cudnn_workspace_mb", "cudnn_algorithm_search"}},
+      "cudnn_workspace_mb", "cudnn_algorithm_search", "gpu_math"}},
     {"draw", "NET.prototxt OUT.svg",
      joined({"rankdir", "format", "phase", "model", "output"}, {kNetStateFlags})},
     {"extract_features", "[WEIGHTS NET BLOBS DBS NUM_BATCHES lmdb [CPU|GPU] [ID]]",
