@@ -498,6 +498,14 @@ class OnednnConvolution final : public ConvolutionEngine {
 
 bool onednn_available() { return true; }
 
+bool onednn_blocks_channels_by_16() {
+  // cpu_isa values are nested bit sets: every AVX-512 core level contains
+  // avx512_core's bits.
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto avx512 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+  return (isa & avx512) == avx512;
+}
+
 std::unique_ptr<ConvolutionEngine> make_onednn_convolution(const ConvolutionShape& shape,
                                                            const OnednnConvolutionOptions& options,
                                                            std::string* why_not) {
@@ -519,6 +527,8 @@ std::unique_ptr<ConvolutionEngine> make_onednn_convolution(const ConvolutionShap
 namespace xtrain {
 
 bool onednn_available() { return false; }
+
+bool onednn_blocks_channels_by_16() { return false; }
 
 std::unique_ptr<ConvolutionEngine> make_onednn_convolution(const ConvolutionShape& shape,
                                                            const OnednnConvolutionOptions& options,

@@ -35,6 +35,13 @@ struct OnednnConvolutionOptions {
 // Whether this build has oneDNN.
 bool onednn_available();
 
+// Whether oneDNN's convolution kernels on this CPU (as capped by
+// ONEDNN_MAX_CPU_ISA) compute in nChw16c, the channel-blocked layout xtrain
+// keeps between layers: its AVX-512 kernels do. Its AVX2 kernels block by 8
+// (nChw8c), which xtrain does not keep, so on an AVX2-only CPU a convolution
+// takes and gives plain NCHW and oneDNN reorders at its boundary.
+bool onednn_blocks_channels_by_16();
+
 // The engine for `shape`, or null when oneDNN declines it (or the build has
 // no oneDNN), with the reason in *why_not.
 std::unique_ptr<ConvolutionEngine> make_onednn_convolution(const ConvolutionShape& shape,
