@@ -30,6 +30,11 @@ if(XTRAIN_HAVE_CUDA)
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
     set(CMAKE_CUDA_ARCHITECTURES "75;80;90")
   endif()
+  # One CUDA runtime, the shared one (as CUDA::cudart below): nvcc's default
+  # would also link the static runtime into libxtrain, and the shared one is
+  # what a GPU machine's toolkit (or a preloaded stand-in, in the tests)
+  # provides.
+  set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
   enable_language(CUDA)
   set(CMAKE_CUDA_STANDARD 17)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)

@@ -15,6 +15,10 @@
 #include "xtrain/solver.hpp"
 #include "xtrain/synced_memory.hpp"
 
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/math_gpu.hpp"
+#endif
+
 namespace xtrain::testing {
 namespace {
 
@@ -110,6 +114,34 @@ XTRAIN_DEVICE_TEST(DeviceMemory, SteadyStateTrainingAllocatesNothing) {
   }
   EXPECT_TRUE(std::isfinite(solver->net().blobs().back()->cpu_data()[0]));
 }
+
+#ifdef XTRAIN_USE_CUDA
+// An upload from page-locked memory does not wait for the copy (no stall of
+// the stream): the next host write must wait for it instead, or it would
+// race the DMA engine still reading the buffer. 64 MiB makes a race likely.
+TEST(GpuAsyncUpload, AHostWriteAfterAnUploadNeverReachesTheDevicesCopy) {
+  if (!gpu_unavailable_reason().empty()) {
+    GTEST_SKIP() << "no GPU: " << gpu_unavailable_reason();
+  }
+  use_device(Device::gpu(0));
+  const std::size_t count = std::size_t{16} << 20;
+  Blob uploaded({static_cast<int>(count)});
+  Blob snapshot({static_cast<int>(count)});
+  float* host = uploaded.mutable_cpu_data();
+  for (std::size_t i = 0; i < count; ++i) host[i] = static_cast<float>(i % 1000);
+  // Queued on the stream in this order: the upload, a device-side copy of
+  // what arrived; then the host overwrites its copy at once.
+  const float* device_values = uploaded.gpu_data();
+  math::gpu::copy(count, device_values, snapshot.mutable_gpu_data());
+  float* rewritten = uploaded.mutable_cpu_data();
+  for (std::size_t i = 0; i < count; ++i) rewritten[i] = -1.0f;
+  const float* arrived = snapshot.cpu_data();
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < count; ++i) wrong += arrived[i] != static_cast<float>(i % 1000);
+  EXPECT_EQ(wrong, 0u) << "values the host wrote after the upload reached the device";
+  EXPECT_FLOAT_EQ(uploaded.cpu_data()[7], -1.0f);
+}
+#endif
 
 }  // namespace
 }  // namespace xtrain::testing

@@ -5,8 +5,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 namespace xtrain {
+namespace device_memory {
+class StreamMarker;  // src/core/device_memory.hpp
+}
 
 // How the host copy orders a blob's values. kPlain is row-major over the
 // blob's shape (NCHW for images), what every API user sees. A layer may keep
@@ -70,6 +74,9 @@ class SyncedMemory {
 
  private:
   void* allocate_host_copy();
+  // Before the host copy is written or freed: waits until an upload still
+  // reading it (to_gpu from page-locked memory does not wait) has done so.
+  void finish_upload();
   void to_cpu();
   void to_gpu();
   void free_cpu();
@@ -84,6 +91,10 @@ class SyncedMemory {
   int gpu_device_ = -1;
   MemoryLayout layout_ = MemoryLayout::kPlain;  // of the host copy; the device's is plain
   BlockedGeometry blocked_;
+  // Marks the end of the last asynchronous upload on its stream; the upload
+  // may still be reading the host copy while upload_pending_.
+  std::unique_ptr<device_memory::StreamMarker> upload_done_;
+  bool upload_pending_ = false;
 };
 
 }  // namespace xtrain

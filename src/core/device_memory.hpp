@@ -13,10 +13,20 @@ namespace xtrain::device_memory {
 // the device's ordinal. free never throws.
 void* allocate(std::size_t size, int* device);
 void free(void* ptr, int device) noexcept;
-// On the calling thread's stream; the copies return when the data is there.
+// On the calling thread's stream. zero returns at once; copy_to_host and
+// copy_to_device return when the data is there (the host reads it, or may
+// overwrite its buffer at once).
 void zero(void* ptr, std::size_t size, int device);
 void copy_to_host(void* host, const void* device_ptr, std::size_t size, int device);
 void copy_to_device(void* device_ptr, const void* host, std::size_t size, int device);
+// Queues the copy on the calling thread's stream and returns at once: the
+// host buffer, which must be page-locked (allocate_host with *pinned true),
+// is read while later work is being queued. The caller records a
+// StreamMarker after it and waits for that on the host (wait_on_host) before
+// it writes or frees the buffer. Work queued later on the same stream sees
+// the data; another thread's stream waits with make_this_thread_wait.
+void copy_to_device_async(void* device_ptr, const void* pinned_host, std::size_t size,
+                          int device);
 
 // Host buffers, 64-byte aligned. Once a GPU is in use in this process
 // (use_device in include/xtrain/device.hpp) they are page-locked ("pinned"),
@@ -25,11 +35,12 @@ void copy_to_device(void* device_ptr, const void* host, std::size_t size, int de
 void* allocate_host(std::size_t size, bool* pinned);
 void free_host(void* ptr, bool pinned) noexcept;
 
-// Orders GPU work between threads: record() marks the current point of the
-// calling thread's stream; make_this_thread_wait() makes the calling thread's
-// stream (another thread's, usually) wait until that point has run, without
-// blocking the host. Before the first record() there is nothing to wait for.
-// No-ops in a CPU-only build.
+// Orders GPU work between threads, and the host after it: record() marks
+// the current point of the calling thread's stream; make_this_thread_wait()
+// makes the calling thread's stream (another thread's, usually) wait until
+// that point has run, without blocking the host; wait_on_host() blocks the
+// calling thread until it has run. Before the first record() there is
+// nothing to wait for. No-ops in a CPU-only build.
 class StreamMarker {
  public:
   StreamMarker() = default;
@@ -39,6 +50,7 @@ class StreamMarker {
 
   void record();
   void make_this_thread_wait() const;
+  void wait_on_host() const;
 
  private:
   void* event_ = nullptr;  // a cudaEvent_t, created at the first record()

@@ -19,6 +19,7 @@ void free(void*, int) noexcept {}
 void zero(void*, std::size_t, int) { no_cuda(); }
 void copy_to_host(void*, const void*, std::size_t, int) { no_cuda(); }
 void copy_to_device(void*, const void*, std::size_t, int) { no_cuda(); }
+void copy_to_device_async(void*, const void*, std::size_t, int) { no_cuda(); }
 
 void* allocate_host(std::size_t size, bool* pinned) {
   *pinned = false;
@@ -30,6 +31,7 @@ void free_host(void* ptr, bool) noexcept { free_aligned_host(ptr); }
 StreamMarker::~StreamMarker() = default;
 void StreamMarker::record() {}
 void StreamMarker::make_this_thread_wait() const {}
+void StreamMarker::wait_on_host() const {}
 
 }  // namespace xtrain::device_memory
 

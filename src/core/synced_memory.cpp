@@ -35,7 +35,14 @@ SyncedMemory::~SyncedMemory() {
   free_gpu();
 }
 
+void SyncedMemory::finish_upload() {
+  if (!upload_pending_) return;
+  upload_done_->wait_on_host();
+  upload_pending_ = false;
+}
+
 void SyncedMemory::free_cpu() {
+  finish_upload();
   if (cpu_ptr_ && owns_cpu_data_) device_memory::free_host(cpu_ptr_, cpu_pinned_);
   cpu_ptr_ = nullptr;
   owns_cpu_data_ = false;
@@ -59,6 +66,7 @@ void SyncedMemory::to_cpu() {
         cpu_ptr_ = allocate_host_copy();
         owns_cpu_data_ = true;
       }
+      finish_upload();  // an earlier upload on another thread's stream
       device_memory::copy_to_host(cpu_ptr_, gpu_ptr_, size_, gpu_device_);
       head_ = Head::kSynced;
       break;
@@ -78,7 +86,18 @@ void SyncedMemory::to_gpu() {
       break;
     case Head::kAtCpu:
       if (!gpu_ptr_) gpu_ptr_ = device_memory::allocate(size_, &gpu_device_);
-      device_memory::copy_to_device(gpu_ptr_, cpu_ptr_, size_, gpu_device_);
+      if (cpu_pinned_ && owns_cpu_data_) {
+        // The stream runs on while the copy reads the page-locked host copy;
+        // the next host write waits for it (finish_upload).
+        device_memory::copy_to_device_async(gpu_ptr_, cpu_ptr_, size_, gpu_device_);
+        if (!upload_done_) upload_done_ = std::make_unique<device_memory::StreamMarker>();
+        upload_done_->record();
+        upload_pending_ = true;
+      } else {
+        // Pageable memory (given by set_cpu_data, or pinning failed): the
+        // runtime copies it synchronously anyway.
+        device_memory::copy_to_device(gpu_ptr_, cpu_ptr_, size_, gpu_device_);
+      }
       head_ = Head::kSynced;
       break;
     case Head::kAtGpu:
@@ -104,6 +123,7 @@ const void* SyncedMemory::cpu_data_as_stored() {
 
 void* SyncedMemory::mutable_cpu_data_as_stored() {
   to_cpu();
+  finish_upload();
   head_ = Head::kAtCpu;
   return cpu_ptr_;
 }
@@ -118,6 +138,7 @@ void SyncedMemory::convert_host(MemoryLayout layout, const BlockedGeometry& geom
   // A device copy is always plain; a blocked host copy is always the head.
   XTRAIN_ASSERT(head_ != Head::kAtGpu || layout_ == MemoryLayout::kPlain);
   to_cpu();
+  finish_upload();
   const BlockedGeometry& g = layout == MemoryLayout::kChannelBlocked ? geometry : blocked_;
   const ChannelBlockedShape shape{g.num, g.channels, g.spatial};
   XTRAIN_ASSERT(channels_can_be_blocked(static_cast<int>(shape.channels)) &&

@@ -116,6 +116,18 @@ void copy_to_device(void* device_ptr, const void* host, std::size_t size, int de
   cuda::synchronize();
 }
 
+// From page-locked memory the DMA engine reads the host buffer while the
+// stream runs on; the caller keeps the buffer intact until then
+// (StreamMarker). (From pageable memory the runtime would first wait for the
+// stream to drain: the stall this function exists to avoid.)
+void copy_to_device_async(void* device_ptr, const void* pinned_host, std::size_t size,
+                          int device) {
+  cuda::DeviceGuard guard(device);
+  if (size == 0) return;
+  XTRAIN_CUDA_CHECK(
+      cudaMemcpyAsync(device_ptr, pinned_host, size, cudaMemcpyHostToDevice, cuda::stream()));
+}
+
 void* allocate_host(std::size_t size, bool* pinned) {
   *pinned = false;
   if (size == 0) return nullptr;
@@ -158,6 +170,11 @@ void StreamMarker::make_this_thread_wait() const {
   if (!event_) return;
   cuda::DeviceGuard guard(device_);
   XTRAIN_CUDA_CHECK(cudaStreamWaitEvent(cuda::stream(), static_cast<cudaEvent_t>(event_), 0));
+}
+
+void StreamMarker::wait_on_host() const {
+  if (!event_) return;
+  XTRAIN_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event_)));
 }
 
 }  // namespace device_memory

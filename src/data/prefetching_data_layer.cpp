@@ -236,8 +236,9 @@ void PrefetchingDataLayer::worker_loop(int index) {
   }
 }
 
-// For a GPU net, the worker that finished a batch copies it to the device on
-// its own stream while the net computes, so forward() finds it there.
+// For a GPU net, the worker that finished a batch queues its copy to the
+// device on its own stream while the net computes; forward() makes the net's
+// stream wait for it, without blocking either thread.
 void PrefetchingDataLayer::copy_to_device(Batch& batch) const {
   if (!device().is_gpu() || !batch.error.empty()) return;
   try {
@@ -245,6 +246,7 @@ void PrefetchingDataLayer::copy_to_device(Batch& batch) const {
     batch.released_by_net.make_this_thread_wait();
     batch.data.gpu_data();
     if (output_labels_) batch.labels.gpu_data();
+    batch.uploaded.record();
   } catch (const std::exception& caught) {
     batch.error = where() + ": copying a batch to " + device().to_string() + ": " + caught.what();
   }
@@ -281,6 +283,8 @@ void PrefetchingDataLayer::forward_cpu(const BlobVec&, const BlobVec& top) {
   }
 
   records_consumed_ += global_batch_records();
+  // The net's kernels, queued after this, run once the upload has.
+  if (device().is_gpu()) batch->uploaded.make_this_thread_wait();
   top[0]->share_data(batch->data);
   if (output_labels_) top[1]->share_data(batch->labels);
   // The previous batch is free only now that no top points at it.

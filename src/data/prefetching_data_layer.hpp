@@ -141,9 +141,11 @@ class PrefetchingDataLayer : public Layer, public DataWaitReporter {
     // Guarded by work_mutex_:
     int claimed = 0;     // items handed to workers
     int finished = 0;    // items done (or abandoned after an error)
-    bool ready = false;  // finished, and on the device for a GPU net
-    // GPU nets: where the net's stream let go of the batch (see recycle()).
+    bool ready = false;  // finished, and its upload queued for a GPU net
+    // GPU nets: where the net's stream let go of the batch (see recycle()),
+    // and where the worker's stream has it on the device (see forward).
     device_memory::StreamMarker released_by_net;
+    device_memory::StreamMarker uploaded;
     int failed_item = -1;
     std::string error;
   };

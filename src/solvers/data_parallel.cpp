@@ -6,6 +6,7 @@
 // others wait for it in a collective.
 #include "solvers/device_update.hpp"
 #include "solvers/gradient_buckets.hpp"
+#include "xtrain/device.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/solver.hpp"
@@ -54,8 +55,25 @@ float Solver::compute_gradients() {
   Communicator& exchange = gradient_communicator();
   const Device where =
       device_.is_gpu() && exchange.works_on_device_memory() ? device_ : Device::cpu();
-  if (!gradient_buckets_) {
+  const bool first_exchange = !gradient_buckets_;
+  if (first_exchange) {
     gradient_buckets_ = std::make_unique<GradientBuckets>(*net_, options_.gradient_bucket_bytes);
+  }
+  if (first_exchange) {
+    // The first backward on a GPU loads its kernels (CUDA 13 loads modules
+    // lazily, at a kernel's first launch) and allocates its buffers; either
+    // may wait for the device's other work, and an NCCL sum already queued
+    // spins until every replica joins it: with several GPUs that can hang.
+    // So the first exchange starts only once the backward pass has run to
+    // the end; from the second iteration on, the sums overlap backward. (The
+    // same on the CPU, where it costs nothing and is tested.)
+    net_->backward();
+    synchronize(device_);
+    gradient_buckets_->begin(exchange, where, loss / static_cast<float>(passes));
+    for (int layer = static_cast<int>(net_->layers().size()) - 1; layer >= 0; --layer) {
+      gradient_buckets_->layer_done(layer);
+    }
+    return gradient_buckets_->finish();
   }
   gradient_buckets_->begin(exchange, where, loss / static_cast<float>(passes));
   net_->backward([this](int layer) { gradient_buckets_->layer_done(layer); });

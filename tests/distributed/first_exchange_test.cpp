@@ -1,0 +1,101 @@
+// A solver's first gradient exchange starts only after its whole backward
+// pass (on a GPU the first backward loads kernels and allocates memory, which
+// may wait for an NCCL sum already spinning on the device: docs/cuda.md, "a
+// safe first iteration"); from the second iteration on, the sums overlap
+// backward again.
+#include <google/protobuf/text_format.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "xtrain/comm.hpp"
+#include "xtrain/solver.hpp"
+
+namespace xtrain {
+namespace {
+
+// data -> ip1 -> relu -> ip2 -> loss: ip1 is the last layer backward reaches.
+const char* const kNet = R"(
+name: 'first_exchange'
+layer { name: 'data' type: 'DummyData' top: 'data' top: 'label'
+  dummy_data_param { shape { dim: 4 dim: 32 } shape { dim: 4 }
+                     data_filler { type: 'gaussian' std: 1 } data_filler { type: 'constant' value: 1 } } }
+layer { name: 'ip1' type: 'InnerProduct' bottom: 'data' top: 'ip1'
+  inner_product_param { num_output: 16 weight_filler { type: 'xavier' } } }
+layer { name: 'relu' type: 'ReLU' bottom: 'ip1' top: 'ip1' }
+layer { name: 'ip2' type: 'InnerProduct' bottom: 'ip1' top: 'ip2'
+  inner_product_param { num_output: 4 weight_filler { type: 'xavier' } } }
+layer { name: 'loss' type: 'SoftmaxWithLoss' bottom: 'ip2' bottom: 'label' top: 'loss' }
+)";
+
+// Two equal replicas (a sum doubles the values). For every sum started,
+// records whether backward had already reached ip1, the first layer: then
+// ip1's weight gradient is no longer all zeros (the solver clears the
+// gradients before each iteration's forward).
+class ProgressRecordingCommunicator final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  std::string backend() const override { return "recording"; }
+  void allreduce_sum(float* data, std::size_t count) override {
+    for (std::size_t i = 0; i < count; ++i) data[i] *= 2;
+  }
+  void allreduce_sum(double*, std::size_t) override {}
+  void broadcast(float*, std::size_t, int) override {}
+  void broadcast(double*, std::size_t, int) override {}
+  void barrier() override {}
+  std::unique_ptr<PendingCollective> start_allreduce_sum(float* data, std::size_t count) override {
+    backward_had_reached_ip1.push_back(ip1_has_gradient());
+    return Communicator::start_allreduce_sum(data, count);
+  }
+
+  const Blob* ip1_weights = nullptr;
+  std::vector<bool> backward_had_reached_ip1;
+
+ private:
+  bool ip1_has_gradient() const {
+    for (std::size_t i = 0; i < ip1_weights->count(); ++i) {
+      if (ip1_weights->cpu_diff()[i] != 0) return true;
+    }
+    return false;
+  }
+};
+
+TEST(FirstGradientExchange, WaitsForTheWholeBackwardThenSumsOverlapAgain) {
+  SolverParameter param;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      "base_lr: 0.1 lr_policy: 'fixed' max_iter: 2 display: 0 random_seed: 5 "
+      "snapshot_after_train: false",
+      &param));
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(kNet, param.mutable_net_param()));
+  ProgressRecordingCommunicator recording;
+  SolverOptions options;
+  options.verbose_nets = false;
+  options.communicator = &recording;
+  options.gradient_bucket_bytes = 1;  // a bucket per parameter: several sums
+  std::unique_ptr<Solver> solver = create_solver(param, options);
+  const Net& net = solver->net();
+  for (std::size_t i = 0; i < net.layers().size(); ++i) {
+    if (net.layer_names()[i] == "ip1") recording.ip1_weights = net.layers()[i]->blobs()[0].get();
+  }
+  ASSERT_NE(recording.ip1_weights, nullptr);
+
+  solver->step(1);
+  const std::vector<bool> first = recording.backward_had_reached_ip1;
+  ASSERT_FALSE(first.empty());
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    EXPECT_TRUE(first[i]) << "sum " << i << " of the first iteration started during backward";
+  }
+
+  recording.backward_had_reached_ip1.clear();
+  solver->step(1);
+  const std::vector<bool> second = recording.backward_had_reached_ip1;
+  ASSERT_EQ(second.size(), first.size());
+  EXPECT_FALSE(second.front()) << "the second iteration's first sum (the loss and ip2's "
+                                  "gradients) should start before backward reaches ip1";
+}
+
+}  // namespace
+}  // namespace xtrain
