@@ -1,81 +1,44 @@
 #include <cstdint>
 
+#include "core/reduction_terms.hpp"
 #include "cuda/batch_norm_gpu_kernels.hpp"
 #include "cuda/cuda_context.hpp"
+#include "cuda/grid_reduction.cuh"
 #include "cuda/kernel_launch.cuh"
 #include "layers/batch_norm_math.hpp"
 
 namespace xtrain::cuda {
 namespace {
 
-// The block reductions halve the block: kThreadsPerBlock is a power of two.
-static_assert((kThreadsPerBlock & (kThreadsPerBlock - 1)) == 0);
+// The per-channel sums are the grid-wide reductions of grid_reduction.cuh
+// over the (num, channels, spatial) array: many blocks per channel, the order
+// of additions fixed by the shape, all in double.
 
-// The sum of every thread's `value` in the block, returned to all threads.
-// `shared` holds kThreadsPerBlock doubles.
-__device__ double block_sum(double value, double* shared) {
-  shared[threadIdx.x] = value;
-  __syncthreads();
-  for (int half = kThreadsPerBlock / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) shared[threadIdx.x] += shared[threadIdx.x + half];
-    __syncthreads();
+// mean and biased variance from a channel's moments (NaN for no values, as
+// on the CPU).
+struct WriteMeanAndVariance {
+  float* mean;
+  float* variance;
+  __device__ void operator()(std::size_t c, const reduction::Moments& moments) const {
+    mean[c] = static_cast<float>(moments.mean());
+    variance[c] = static_cast<float>(moments.variance());
   }
-  const double total = shared[0];
-  __syncthreads();  // shared is reused by the next call
-  return total;
-}
+};
 
-// Value i of channel c's num * spatial values: sample i / spatial, position
-// i % spatial.
-__device__ std::int64_t channel_value_offset(const BatchNormShape& s, int c, std::int64_t i) {
-  const std::int64_t n = i / static_cast<std::int64_t>(s.spatial);
-  const std::int64_t at = i % static_cast<std::int64_t>(s.spatial);
-  return (n * s.channels + c) * static_cast<std::int64_t>(s.spatial) + at;
-}
+// sum(dy) / m and sum(dy * y) / m.
+struct WriteGradientMeans {
+  float* dy_mean;
+  float* dy_dot_y_mean;
+  double m;
+  __device__ void operator()(std::size_t c, const reduction::SumAndDot& total) const {
+    dy_mean[c] = static_cast<float>(total.sum / m);
+    dy_dot_y_mean[c] = static_cast<float>(total.dot / m);
+  }
+};
 
-// One block per channel (blockIdx.x).
-__global__ void statistics_kernel(BatchNormShape s, const float* input, float* mean,
-                                  float* variance) {
-  __shared__ double shared[kThreadsPerBlock];
-  const int c = blockIdx.x;
-  const std::int64_t m = static_cast<std::int64_t>(s.num) * static_cast<std::int64_t>(s.spatial);
-  double sum = 0;
-  for (std::int64_t i = threadIdx.x; i < m; i += kThreadsPerBlock) {
-    sum += input[channel_value_offset(s, c, i)];
-  }
-  const double channel_mean = block_sum(sum, shared) / static_cast<double>(m);
-  double squares = 0;
-  for (std::int64_t i = threadIdx.x; i < m; i += kThreadsPerBlock) {
-    const double d = input[channel_value_offset(s, c, i)] - channel_mean;
-    squares += d * d;
-  }
-  const double channel_squares = block_sum(squares, shared);
-  if (threadIdx.x == 0) {
-    mean[c] = static_cast<float>(channel_mean);
-    variance[c] = static_cast<float>(channel_squares / static_cast<double>(m));
-  }
-}
-
-// One block per channel: sum(dy) / m and sum(dy * y) / m.
-__global__ void gradient_statistics_kernel(BatchNormShape s, const float* output_diff,
-                                           const float* normalised, float* dy_mean,
-                                           float* dy_dot_y_mean) {
-  __shared__ double shared[kThreadsPerBlock];
-  const int c = blockIdx.x;
-  const std::int64_t m = static_cast<std::int64_t>(s.num) * static_cast<std::int64_t>(s.spatial);
-  double sum = 0;
-  double dot = 0;
-  for (std::int64_t i = threadIdx.x; i < m; i += kThreadsPerBlock) {
-    const std::int64_t at = channel_value_offset(s, c, i);
-    sum += output_diff[at];
-    dot += static_cast<double>(output_diff[at]) * normalised[at];
-  }
-  const double total = block_sum(sum, shared);
-  const double dot_total = block_sum(dot, shared);
-  if (threadIdx.x == 0) {
-    dy_mean[c] = static_cast<float>(total / static_cast<double>(m));
-    dy_dot_y_mean[c] = static_cast<float>(dot_total / static_cast<double>(m));
-  }
+reduction::ChannelTiling channel_tiling(const BatchNormShape& s) {
+  return reduction::ChannelTiling::plan(static_cast<std::size_t>(s.num),
+                                        static_cast<std::size_t>(s.channels), s.spatial);
 }
 
 // One thread per channel, one block. Thread 0 also updates the weight, after
@@ -139,9 +102,8 @@ void batch_norm_statistics_gpu(const BatchNormShape& shape, const float* input, 
   // Also with no values (m = 0): mean and variance come out 0 / 0 = NaN, as
   // on the CPU, instead of whatever the arrays held.
   if (shape.channels == 0) return;
-  statistics_kernel<<<shape.channels, kThreadsPerBlock, 0, stream()>>>(shape, input, mean,
-                                                                       variance);
-  XTRAIN_CUDA_CHECK(cudaGetLastError());
+  reduce_per_channel(channel_tiling(shape), reduction::MomentsOfTile{input},
+                     WriteMeanAndVariance{mean, variance}, stream());
 }
 
 void batch_norm_finish_statistics_gpu(const BatchNormShape& shape, bool use_global_stats,
@@ -172,9 +134,10 @@ void batch_norm_backward_gpu(const BatchNormShape& shape, const float* output_di
                              float* dy_dot_y_mean, float* input_diff) {
   const std::int64_t count = value_count(shape);
   if (count == 0) return;
-  gradient_statistics_kernel<<<shape.channels, kThreadsPerBlock, 0, stream()>>>(
-      shape, output_diff, normalised, dy_mean, dy_dot_y_mean);
-  XTRAIN_CUDA_CHECK(cudaGetLastError());
+  const double m = static_cast<double>(shape.num) * static_cast<double>(shape.spatial);
+  reduce_per_channel(channel_tiling(shape),
+                     reduction::SingleSweep<reduction::SumAndDotOf>{{output_diff, normalised}},
+                     WriteGradientMeans{dy_mean, dy_dot_y_mean, m}, stream());
   // Same stream: runs after every channel's sums are written.
   batch_gradient_kernel<<<blocks_for(static_cast<std::size_t>(count)), kThreadsPerBlock, 0,
                           stream()>>>(shape, count, output_diff, normalised, deviation, dy_mean,

@@ -16,8 +16,9 @@ struct BatchNormShape {
 };
 
 // Training statistics: mean and biased variance of each channel over its
-// num * spatial values (sums in double, one thread block per channel; the
-// variance as the mean squared deviation from the mean, two sweeps).
+// num * spatial values, by the grid-wide reduction of grid_reduction.cuh
+// (in double; each tile's squared deviations from its own mean, the tiles'
+// moments combined exactly in a fixed order: deterministic).
 void batch_norm_statistics_gpu(const BatchNormShape& shape, const float* input, float* mean,
                                float* variance);
 
@@ -35,7 +36,8 @@ void batch_norm_normalize_gpu(const BatchNormShape& shape, const float* input, c
                               const float* deviation, float* output, float* kept);
 
 // Backward with batch statistics: dy_mean = sum(dy) / m and dy_dot_y_mean =
-// sum(dy * y) / m per channel, then dx = batch_gradient(...). In place allowed.
+// sum(dy * y) / m per channel (grid-wide, in double), then
+// dx = batch_gradient(...). In place allowed.
 void batch_norm_backward_gpu(const BatchNormShape& shape, const float* output_diff,
                              const float* normalised, const float* deviation, float* dy_mean,
                              float* dy_dot_y_mean, float* input_diff);

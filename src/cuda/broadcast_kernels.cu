@@ -1,7 +1,9 @@
 // The kernels of Scale and Bias. Element j of an (outer, dim, inner) array
 // has d = (j / inner) % dim.
+#include "core/reduction_terms.hpp"
 #include "cuda/broadcast_kernels.hpp"
 #include "cuda/cuda_context.hpp"
+#include "cuda/grid_reduction.cuh"
 #include "cuda/kernel_launch.cuh"
 #include "layers/scale_ops.hpp"
 
@@ -36,38 +38,16 @@ __global__ void scale_backward_kernel(std::size_t n, std::size_t dim, std::size_
   }
 }
 
-// One block per d: its threads stride over the outer * inner values of d,
-// then add their partial sums up in shared memory (in double, like the CPU
-// path's channel_statistics).
-__global__ void per_dim_sums_kernel(std::size_t outer, std::size_t dim, std::size_t inner,
-                                    const float* dy, const float* x, float* sums, float* dots,
-                                    bool accumulate) {
-  __shared__ double partial_sums[kThreadsPerBlock];
-  __shared__ double partial_dots[kThreadsPerBlock];
-  const std::size_t d = blockIdx.x;
-  const std::size_t total = outer * inner;
-  double sum = 0;
-  double dot = 0;
-  for (std::size_t k = threadIdx.x; k < total; k += blockDim.x) {
-    const std::size_t j = (k / inner) * dim * inner + d * inner + k % inner;
-    sum += dy[j];
-    if (dots) dot += static_cast<double>(dy[j]) * x[j];
+// sums[d] (+)= total.sum, dots[d] (+)= total.dot, for each given array.
+struct WriteDimSums {
+  float* sums;
+  float* dots;
+  bool accumulate;
+  __device__ void operator()(std::size_t d, const reduction::SumAndDot& total) const {
+    if (sums) sums[d] = (accumulate ? sums[d] : 0.0f) + static_cast<float>(total.sum);
+    if (dots) dots[d] = (accumulate ? dots[d] : 0.0f) + static_cast<float>(total.dot);
   }
-  partial_sums[threadIdx.x] = sum;
-  partial_dots[threadIdx.x] = dot;
-  __syncthreads();
-  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) {
-      partial_sums[threadIdx.x] += partial_sums[threadIdx.x + half];
-      partial_dots[threadIdx.x] += partial_dots[threadIdx.x + half];
-    }
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) {
-    if (sums) sums[d] = (accumulate ? sums[d] : 0.0f) + static_cast<float>(partial_sums[0]);
-    if (dots) dots[d] = (accumulate ? dots[d] : 0.0f) + static_cast<float>(partial_dots[0]);
-  }
-}
+};
 
 }  // namespace
 
@@ -100,9 +80,11 @@ void scale_backward(const float* dy, const float* scale, float* dx, std::size_t 
 void per_dim_sums(const float* dy, const float* x, std::size_t outer, std::size_t dim,
                   std::size_t inner, float* sums, float* dots, bool accumulate) {
   if (dim == 0 || (!sums && !dots)) return;
-  per_dim_sums_kernel<<<static_cast<unsigned>(dim), kThreadsPerBlock, 0, stream()>>>(
-      outer, dim, inner, dy, x, sums, dots, accumulate);
-  check_launch();
+  // Many blocks per d, in double, in an order fixed by the shape
+  // (grid_reduction.cuh).
+  reduce_per_channel(reduction::ChannelTiling::plan(outer, dim, inner),
+                     reduction::SingleSweep<reduction::SumAndDotOf>{{dy, dots ? x : nullptr}},
+                     WriteDimSums{sums, dots, accumulate}, stream());
 }
 
 }  // namespace xtrain::cuda

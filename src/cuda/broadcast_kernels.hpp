@@ -21,6 +21,7 @@ void scale_backward(const float* dy, const float* scale, float* dx, std::size_t 
 // Per d, in double: sums[d] (+)= sum_{o,i} dy, and, when dots is given,
 // dots[d] (+)= sum_{o,i} dy x (x must then be given). `accumulate` adds to the
 // arrays (a parameter's diff); otherwise they are overwritten (a bottom's).
+// A grid-wide reduction (grid_reduction.cuh): deterministic.
 void per_dim_sums(const float* dy, const float* x, std::size_t outer, std::size_t dim,
                   std::size_t inner, float* sums, float* dots, bool accumulate);
 

@@ -3,8 +3,10 @@
 // single line, plus the per-position softmax kernels (one thread walks the
 // channels of one (outer, inner) position).
 #include "core/elementwise_ops.hpp"
+#include "core/reduction_terms.hpp"
 #include "cuda/cuda_context.hpp"
 #include "cuda/elementwise_kernels.hpp"
+#include "cuda/grid_reduction.cuh"
 #include "cuda/kernel_launch.cuh"
 
 namespace xtrain::cuda {
@@ -219,29 +221,13 @@ __global__ void prelu_backward_kernel(std::size_t n, std::size_t channels, std::
   }
 }
 
-// One block per slope: its threads stride over the slope's elements (a run of
-// channels_per_slope * inner values in each outer index), then add up their
-// partial sums in shared memory.
-__global__ void prelu_slope_gradient_kernel(std::size_t outer, std::size_t channels,
-                                            std::size_t inner, std::size_t channels_per_slope,
-                                            const float* x, const float* dy, float* slope_diff) {
-  __shared__ float partial[kThreadsPerBlock];
-  const std::size_t slope = blockIdx.x;
-  const std::size_t run = channels_per_slope * inner;
-  const std::size_t total = outer * run;
-  float sum = 0;
-  for (std::size_t j = threadIdx.x; j < total; j += blockDim.x) {
-    const std::size_t i = (j / run) * channels * inner + slope * run + j % run;
-    sum += ops::PReluSlopeGradient{}(x[i], dy[i]);
+// slope_diff[s] += the slope's total (summed in double by grid_reduction.cuh).
+struct AddToSlopeDiff {
+  float* slope_diff;
+  __device__ void operator()(std::size_t slope, double total) const {
+    slope_diff[slope] += static_cast<float>(total);
   }
-  partial[threadIdx.x] = sum;
-  __syncthreads();
-  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) slope_diff[slope] += partial[0];
-}
+};
 
 }  // namespace
 
@@ -270,10 +256,11 @@ void prelu_slope_gradient(const float* x, const float* dy, float* slope_diff, st
                           cudaStream_t stream) {
   const std::size_t slopes = channels / channels_per_slope;
   if (slopes == 0 || outer * inner == 0) return;
-  prelu_slope_gradient_kernel<<<static_cast<unsigned>(slopes), kThreadsPerBlock, 0,
-                                on_thread_stream(stream)>>>(outer, channels, inner,
-                                                            channels_per_slope, x, dy, slope_diff);
-  XTRAIN_CUDA_CHECK(cudaGetLastError());
+  // Slope s's elements are a run of channels_per_slope * inner values in each
+  // outer index: the (outer, slopes, run) array's per-channel sums.
+  reduce_per_channel(reduction::ChannelTiling::plan(outer, slopes, channels_per_slope * inner),
+                     reduction::SingleSweep<reduction::PReluSlopeSumOf>{{x, dy}},
+                     AddToSlopeDiff{slope_diff}, on_thread_stream(stream));
 }
 
 }  // namespace xtrain::cuda
