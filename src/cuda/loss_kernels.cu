@@ -1,5 +1,6 @@
 // The kernels of the loss layers: a per-position term (src/layers/loss_ops.hpp)
-// summed by loss_reduce.cuh, and elementwise gradients.
+// summed by loss_reduce.cuh, Accuracy's per-class counts, and elementwise
+// gradients.
 #include "cuda/loss_kernels.hpp"
 #include "cuda/loss_reduce.cuh"
 #include "layers/loss_ops.hpp"
@@ -66,22 +67,95 @@ struct AccuracyPosition {
   }
 };
 
-// One thread per class walks every position (outer * inner is a batch's
-// labels), in order, as the CPU loop does.
-__global__ void per_class_accuracy_kernel(const float* scores, const float* labels,
-                                          std::size_t positions, int classes, std::size_t inner,
-                                          unsigned top_k, ops::LabelRule rule, float* per_class) {
-  for (std::size_t c = grid_start(); c < static_cast<std::size_t>(classes); c += grid_stride()) {
-    float seen = 0;
-    float hits = 0;
-    for (std::size_t p = 0; p < positions; ++p) {
-      if (rule(labels[p]) != static_cast<int>(c)) continue;
-      seen += 1;
-      const float* column = scores + (p / inner) * classes * inner + p % inner;
-      if (ops::in_top_k(column, inner, classes, static_cast<int>(c), top_k)) hits += 1;
+// Per-class accuracy counts, over the positions' tiles of the plan
+// (1, 1, positions): for each labelled position, seen[label] += 1 and, when
+// the label is in_top_k, hits[label] += 1. Integer counts: whatever order the
+// blocks add them in, the totals are the same, so atomics keep them
+// deterministic. With few classes a block counts in shared memory first
+// (local: 2 * classes counters, per-block counts < 2^32) and adds its nonzero
+// counts to the device's; with many it adds each position directly.
+struct CountClassHits {
+  const float* scores;
+  const float* labels;
+  int classes;
+  std::size_t inner;
+  unsigned top_k;
+  ops::LabelRule rule;
+  unsigned* local;
+  unsigned long long* seen;
+  unsigned long long* hits;
+  __device__ void operator()(std::size_t, std::size_t p) const {
+    const int label = rule(labels[p]);
+    if (label < 0) return;  // ignored, or invalid (reported by the totals)
+    const float* column = scores + (p / inner) * classes * inner + p % inner;
+    const bool hit = ops::in_top_k(column, inner, classes, label, top_k);
+    if (local) {
+      atomicAdd(&local[label], 1u);
+      if (hit) atomicAdd(&local[classes + label], 1u);
+    } else {
+      atomicAdd(&seen[label], 1ull);
+      if (hit) atomicAdd(&hits[label], 1ull);
     }
-    per_class[c] = seen == 0 ? 0.0f : hits / seen;
   }
+};
+
+constexpr int kSharedCountClasses = 4096;  // 32 KiB of shared counters
+
+__global__ void __launch_bounds__(reduction::kThreads)
+    count_class_hits_kernel(reduction::ChannelTiling tiling, CountClassHits count,
+                            bool count_in_shared) {
+  extern __shared__ unsigned local_counts[];  // 2 * classes when count_in_shared
+  const unsigned slots = count_in_shared ? 2u * static_cast<unsigned>(count.classes) : 0u;
+  count.local = count_in_shared ? local_counts : nullptr;
+  const std::size_t blocks = tiling.block_count();
+  for (std::size_t block = blockIdx.x; block < blocks; block += gridDim.x) {
+    for (unsigned i = threadIdx.x; i < slots; i += blockDim.x) local_counts[i] = 0;
+    __syncthreads();
+    reduction::visit_thread_values(tiling, tiling.tile(block), threadIdx.x, count);
+    __syncthreads();
+    for (unsigned c = threadIdx.x; c < slots / 2; c += blockDim.x) {
+      const unsigned seen = local_counts[c];
+      const unsigned hits = local_counts[slots / 2 + c];
+      if (seen != 0) atomicAdd(&count.seen[c], static_cast<unsigned long long>(seen));
+      if (hits != 0) atomicAdd(&count.hits[c], static_cast<unsigned long long>(hits));
+    }
+    __syncthreads();  // the counts are read before the next block zeroes them
+  }
+}
+
+// per_class[c] = hits / seen, 0 for a class never seen (the CPU's
+// class_accuracy[c] / class_counts_[c], exact while the counts stay below
+// 2^24 in float).
+__global__ void class_accuracy_kernel(int classes, const unsigned long long* seen,
+                                      const unsigned long long* hits, float* per_class) {
+  XTRAIN_GRID_STRIDE_LOOP(c, classes) {
+    per_class[c] = seen[c] == 0 ? 0.0f : static_cast<float>(hits[c]) / static_cast<float>(seen[c]);
+  }
+}
+
+void per_class_accuracy(const float* scores, const float* labels, std::size_t positions,
+                        int classes, std::size_t inner, unsigned top_k, ops::LabelRule rule,
+                        float* per_class) {
+  ReductionScratch counts(2 * static_cast<std::size_t>(classes) * sizeof(unsigned long long));
+  auto* seen = static_cast<unsigned long long*>(counts.data());
+  unsigned long long* hits = seen + classes;
+  XTRAIN_CUDA_CHECK(
+      cudaMemsetAsync(seen, 0, 2 * static_cast<std::size_t>(classes) * sizeof(*seen), stream()));
+  if (positions > 0) {
+    const reduction::ChannelTiling tiling = reduction::ChannelTiling::plan(1, 1, positions);
+    const bool count_in_shared =
+        classes <= kSharedCountClasses && tiling.tile_values <= 0xffffffffu;
+    const std::size_t shared_bytes =
+        count_in_shared ? 2 * static_cast<std::size_t>(classes) * sizeof(unsigned) : 0;
+    count_class_hits_kernel<<<reduction_grid(tiling.block_count()), reduction::kThreads,
+                              shared_bytes, stream()>>>(
+        tiling, CountClassHits{scores, labels, classes, inner, top_k, rule, nullptr, seen, hits},
+        count_in_shared);
+    check_launch();
+  }
+  class_accuracy_kernel<<<blocks_for(classes), kThreadsPerBlock, 0, stream()>>>(classes, seen, hits,
+                                                                                per_class);
+  check_launch();
 }
 
 struct LabelCheck {
@@ -368,9 +442,7 @@ LossTotals accuracy_forward(const float* scores, const float* labels, std::size_
                             int ignore_label, float* per_class, void* scratch) {
   const ops::LabelRule rule{has_ignore_label, ignore_label, classes};
   if (per_class && classes > 0) {
-    per_class_accuracy_kernel<<<blocks_for(classes), kThreadsPerBlock, 0, stream()>>>(
-        scores, labels, outer * inner, classes, inner, top_k, rule, per_class);
-    check_launch();
+    per_class_accuracy(scores, labels, outer * inner, classes, inner, top_k, rule, per_class);
   }
   return sum_positions(outer * inner, AccuracyPosition{scores, labels, classes, inner, top_k, rule},
                        scratch);

@@ -1,76 +1,47 @@
 // Summing a loss over positions on the device and bringing the total to the
-// host: the reduction all loss kernels share (src/cuda/loss_kernels.cu).
+// host: the reduction all loss kernels share (src/cuda/loss_kernels.cu), and
+// Embed's index check (copy_kernels.cu).
 //
-// One block walks every position (grid-stride within the block), so the sum
-// is deterministic; loss layers see a batch's worth of positions, which one
-// block covers quickly. A position term returns its loss value, whether it
-// counts (not ignored) and whether its label is invalid; the host gets the
-// float sum, the number counted and the first invalid position (-1 if none).
+// A position term returns its loss value, whether it counts (not ignored)
+// and whether its label is invalid (reduction::PositionLoss); the host gets
+// the sum (added in double, returned as float), the number counted and the
+// first invalid position (-1 if none). The positions are summed by the
+// grid-wide reduction of grid_reduction.cuh over the flat array (1, 1, n):
+// many blocks for a segmentation net's millions of positions, one for a
+// classifier's batch, the order of additions fixed by n alone, so the loss is
+// deterministic.
 #pragma once
 
 #include <cstddef>
 
+#include "core/reduction_terms.hpp"
 #include "cuda/cuda_context.hpp"
-#include "cuda/kernel_launch.cuh"
+#include "cuda/grid_reduction.cuh"
 #include "cuda/loss_kernels.hpp"
 
 namespace xtrain::cuda {
 
-struct PositionLoss {
-  float value = 0;
-  bool counted = false;
-  bool invalid = false;
+using reduction::PositionLoss;
+
+struct WriteLossTotals {
+  LossTotals* totals;
+  __device__ void operator()(std::size_t, const reduction::PositionTotals& total) const {
+    totals->sum = static_cast<float>(total.sum);
+    totals->counted = total.counted;
+    totals->first_invalid = total.first_invalid;
+  }
 };
 
-template <typename Term>
-__global__ void sum_positions_kernel(std::size_t n, Term term, LossTotals* totals) {
-  __shared__ float sums[kThreadsPerBlock];
-  __shared__ unsigned long long counts[kThreadsPerBlock];
-  __shared__ long long first_invalid[kThreadsPerBlock];
-  float sum = 0;
-  unsigned long long counted = 0;
-  long long invalid = -1;
-  for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) {
-    const PositionLoss loss = term(i);
-    if (loss.invalid) {
-      if (invalid < 0) invalid = static_cast<long long>(i);  // i only grows per thread
-      continue;
-    }
-    if (!loss.counted) continue;
-    sum += loss.value;
-    ++counted;
-  }
-  sums[threadIdx.x] = sum;
-  counts[threadIdx.x] = counted;
-  first_invalid[threadIdx.x] = invalid;
-  __syncthreads();
-  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) {
-      sums[threadIdx.x] += sums[threadIdx.x + half];
-      counts[threadIdx.x] += counts[threadIdx.x + half];
-      const long long other = first_invalid[threadIdx.x + half];
-      if (other >= 0 && (first_invalid[threadIdx.x] < 0 || other < first_invalid[threadIdx.x])) {
-        first_invalid[threadIdx.x] = other;
-      }
-    }
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) {
-    totals->sum = sums[0];
-    totals->counted = counts[0];
-    totals->first_invalid = first_invalid[0];
-  }
-}
-
 // Runs the reduction into `scratch` (device memory of sizeof(LossTotals)) and
-// waits for the result.
+// waits for the result. Term: __device__ PositionLoss operator()(std::size_t).
 template <typename Term>
 LossTotals sum_positions(std::size_t n, Term term, void* scratch) {
   LossTotals totals;
   if (n == 0) return totals;
   auto* device_totals = static_cast<LossTotals*>(scratch);
-  sum_positions_kernel<<<1, kThreadsPerBlock, 0, stream()>>>(n, term, device_totals);
-  check_launch();
+  reduce_per_channel(reduction::ChannelTiling::plan(1, 1, n),
+                     reduction::SingleSweep<reduction::PositionSum<Term>>{{term}},
+                     WriteLossTotals{device_totals}, stream());
   XTRAIN_CUDA_CHECK(cudaMemcpyAsync(&totals, device_totals, sizeof(LossTotals),
                                     cudaMemcpyDeviceToHost, stream()));
   XTRAIN_CUDA_CHECK(cudaStreamSynchronize(stream()));
