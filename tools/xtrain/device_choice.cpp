@@ -82,34 +82,35 @@ std::vector<Device> choose_devices(const std::string& gpu_flag, bool solver_want
                                    int solver_device_id, const ProcessGroup* job) {
   if (gpu_flag.empty() && !solver_wants_gpu) return {Device::cpu()};
   const std::string asked = gpu_flag.empty() ? "solver_mode: GPU" : "--gpu=" + gpu_flag;
-  const GpuRequest request =
-      parse_gpu_request(gpu_flag.empty() ? std::to_string(solver_device_id) : gpu_flag);
+  const std::string ids_asked = gpu_flag.empty() ? std::to_string(solver_device_id) : gpu_flag;
+  const GpuRequest request = parse_gpu_request(ids_asked);
+  // Counting the GPUs creates no context on any of them.
+  std::string why_none;
+  const int available = cuda_device_count(&why_none);
+  XTRAIN_CHECK(available > 0, asked, " asks for a GPU, but ", why_none,
+               "; run on the CPU instead (no --gpu, and solver_mode: CPU in the solver)");
 
   if (job != nullptr && job->size > 1) {
     XTRAIN_CHECK(!request.all && request.ids.size() == 1, asked,
                  " names several GPUs, but this process is one rank of a job of several "
                  "(mpirun, srun): give each rank one GPU (--gpu=0: the local rank picks among "
                  "the visible ones) and start one rank per GPU");
+    const std::string rank = detail::concat("rank ", job->rank, " of ", job->size, " (local rank ",
+                                            job->local_rank, ", ", job->launcher, ")");
     const Device gpu = Device::gpu(gpu_of_local_rank(job->local_rank));
+    XTRAIN_CHECK(gpu.id < available, rank, " would take ", gpu.to_string(), ", but only ",
+                 available,
+                 " GPUs are visible: start at most one rank per GPU on each node, or bind each "
+                 "rank to a GPU of its own (Slurm: --gpus-per-task=1)");
     try {
       use_device(gpu);
     } catch (const Error& error) {
-      throw Error(detail::concat("rank ", job->rank, " of ", job->size, " (local rank ",
-                                 job->local_rank, ", ", job->launcher, ") takes ",
-                                 gpu.to_string(), ": ", error.what(),
-                                 " (start at most one rank per GPU on each node)"));
+      throw Error(detail::concat(rank, " takes ", gpu.to_string(), ": ", error.what()));
     }
     return {gpu};
   }
 
-  std::string why_none;
-  std::vector<int> ids = request.ids;
-  if (request.all) {
-    const int available = cuda_device_count(&why_none);
-    XTRAIN_CHECK(available > 0, asked, " asks for a GPU, but ", why_none,
-                 "; run on the CPU instead (no --gpu, and solver_mode: CPU in the solver)");
-    ids = parse_gpu_ids("all", available);
-  }
+  const std::vector<int> ids = parse_gpu_ids(ids_asked, available);
   std::vector<Device> devices;
   for (const int id : ids) {
     for (const Device& chosen : devices) {
@@ -117,8 +118,8 @@ std::vector<Device> choose_devices(const std::string& gpu_flag, bool solver_want
     }
     devices.push_back(Device::gpu(id));
   }
-  // Selects each now, so that a missing or busy (exclusive-mode) GPU is
-  // reported before any work starts; the first stays this thread's.
+  // Selects each now, so that a busy (exclusive-mode) GPU is reported before
+  // any work starts; the first stays this thread's.
   for (const Device& device : devices) {
     try {
       use_device(device);
