@@ -167,6 +167,7 @@ TEST(ComputeMean, AveragesFloatDataRecords) {
 }
 
 TEST(ComputeMean, FashionMnistPngsRawAndEncodedGiveTheIdxMean) {
+  XTRAIN_SKIP_WITHOUT_FASHION_MNIST();
   TempDir dir("compute_mean");
   const IdxDataset fashion = testing::fashion_mnist_test_set(200);
   const auto listed = testing::write_fashion_pngs(dir.file("images"), fashion);

@@ -21,14 +21,24 @@
 //
 // Without a usable GPU (a CPU-only build, no driver, no device) the GPU
 // instances skip, before the fixture's SetUp, with the reason
-// cuda_device_count() gives; ctest reports them as skipped, not passed.
+// cuda_device_count() gives; ctest reports them as skipped, not passed. With
+// XTRAIN_REQUIRE_GPU=1 in the environment they fail instead, one line each
+// ("XTRAIN_REQUIRE_GPU=1 but no GPU: <reason>"), so that a run meant for a GPU
+// machine cannot pass having run nothing.
+//
+// A test that only makes sense on a GPU is written with XTRAIN_GPU_TEST or
+// XTRAIN_GPU_TEST_F (like TEST and TEST_F): it registers `GPU/Suite.Name`
+// alone and skips or fails the same way. Every GPU-only test carries the
+// `GPU/` prefix, which is how `ctest -L gpu` finds them (tests/CMakeLists.txt).
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "xtrain/device.hpp"
 #include "xtrain/layer.hpp"
@@ -72,6 +82,13 @@ inline const std::string& gpu_unavailable_reason() {
   return reason;
 }
 
+// Whether the environment says GPU tests must run: XTRAIN_REQUIRE_GPU set to
+// anything but "" or "0".
+inline bool gpu_required() {
+  const char* value = std::getenv("XTRAIN_REQUIRE_GPU");
+  return value != nullptr && *value != '\0' && std::string(value) != "0";
+}
+
 // In SetUpTestSuite(): whether the suite is a GPU instance whose tests will
 // all skip, so that costly suite set-up can be skipped too.
 inline bool suite_skips_for_lack_of_gpu() {
@@ -79,6 +96,19 @@ inline bool suite_skips_for_lack_of_gpu() {
   return suite && std::string(suite->name()).rfind("GPU/", 0) == 0 &&
          !gpu_unavailable_reason().empty();
 }
+
+// In a test body or SetUp() that needs GPU 0: returns from it, skipping the
+// test without a usable GPU, or failing it when XTRAIN_REQUIRE_GPU is set.
+#define XTRAIN_SKIP_WITHOUT_GPU()                                                          \
+  do {                                                                                     \
+    const std::string& xtrain_no_gpu_reason = ::xtrain::testing::gpu_unavailable_reason(); \
+    if (!xtrain_no_gpu_reason.empty()) {                                                   \
+      if (::xtrain::testing::gpu_required()) {                                             \
+        GTEST_FAIL() << "XTRAIN_REQUIRE_GPU=1 but no GPU: " << xtrain_no_gpu_reason;       \
+      }                                                                                    \
+      GTEST_SKIP() << "no GPU: " << xtrain_no_gpu_reason;                                  \
+    }                                                                                      \
+  } while (false)
 
 // "CPU" or "GPU", the prefix of the test names.
 inline std::string device_tag(const Device& device) { return device.is_gpu() ? "GPU" : "CPU"; }
@@ -110,9 +140,7 @@ class OnDevice : public Fixture {
 
  protected:
   void SetUp() override {
-    if (device_.is_gpu() && !gpu_unavailable_reason().empty()) {
-      GTEST_SKIP() << "no GPU: " << gpu_unavailable_reason();
-    }
+    if (device_.is_gpu()) XTRAIN_SKIP_WITHOUT_GPU();
     scope_ = std::make_unique<ScopedDevice>(device_);
     Fixture::SetUp();
   }
@@ -127,10 +155,14 @@ class OnDevice : public Fixture {
   std::unique_ptr<ScopedDevice> scope_;
 };
 
-// Registers `CPU/<suite>.<name>` and `GPU/<suite>.<name>`, each a new Test.
+// Registers `<tag>/<suite>.<name>` for each device (CPU and GPU 0 unless
+// `gpu_only`), each a new Test.
 template <typename Fixture, typename Test>
-bool register_device_tests(const char* suite, const char* name, const char* file, int line) {
-  for (const Device& device : {Device::cpu(), Device::gpu(0)}) {
+bool register_device_tests(const char* suite, const char* name, const char* file, int line,
+                           bool gpu_only = false) {
+  const std::vector<Device> devices = gpu_only ? std::vector<Device>{Device::gpu(0)}
+                                               : std::vector<Device>{Device::cpu(), Device::gpu(0)};
+  for (const Device& device : devices) {
     const std::string tag = device_tag(device);
     ::testing::RegisterTest((tag + "/" + suite).c_str(), name, nullptr, nullptr, file, line,
                             [device]() -> Fixture* {
@@ -155,9 +187,7 @@ class DeviceTestWithParam : public ::testing::TestWithParam<T> {
     const bool on_gpu = suite.rfind("GPU/", 0) == 0;
     ASSERT_TRUE(on_gpu || suite.rfind("CPU/", 0) == 0)
         << suite << ": instantiate with XTRAIN_INSTANTIATE_ON_DEVICES";
-    if (on_gpu && !gpu_unavailable_reason().empty()) {
-      GTEST_SKIP() << "no GPU: " << gpu_unavailable_reason();
-    }
+    if (on_gpu) XTRAIN_SKIP_WITHOUT_GPU();
     scope_ = std::make_unique<ScopedDevice>(on_gpu ? Device::gpu(0) : Device::cpu());
   }
   void TearDown() override { scope_.reset(); }
@@ -194,6 +224,33 @@ class DeviceTestWithParam : public ::testing::TestWithParam<T> {
       ::xtrain::testing::detail::register_device_tests<::testing::Test,                         \
                                                        XTRAIN_DEVICE_TEST_CLASS_(Suite, Name)>( \
           #Suite, #Name, __FILE__, __LINE__);                                                   \
+  void XTRAIN_DEVICE_TEST_CLASS_(Suite, Name)::TestBody()
+
+// Like TEST_F(Fixture, Name) for a test that needs a GPU: `GPU/Fixture.Name`
+// alone, run with GPU 0 current.
+#define XTRAIN_GPU_TEST_F(Fixture, Name)                                                          \
+  class XTRAIN_DEVICE_TEST_CLASS_(Fixture, Name)                                                  \
+      : public ::xtrain::testing::detail::OnDevice<Fixture> {                                     \
+   public:                                                                                        \
+    void TestBody() override;                                                                     \
+  };                                                                                              \
+  [[maybe_unused]] static const bool Fixture##_##Name##_gpu_test_registered =                     \
+      ::xtrain::testing::detail::register_device_tests<Fixture,                                   \
+                                                       XTRAIN_DEVICE_TEST_CLASS_(Fixture, Name)>( \
+          #Fixture, #Name, __FILE__, __LINE__, /*gpu_only=*/true);                                \
+  void XTRAIN_DEVICE_TEST_CLASS_(Fixture, Name)::TestBody()
+
+// Like TEST(Suite, Name) for a test that needs a GPU: `GPU/Suite.Name` alone.
+#define XTRAIN_GPU_TEST(Suite, Name)                                                            \
+  class XTRAIN_DEVICE_TEST_CLASS_(Suite, Name)                                                  \
+      : public ::xtrain::testing::detail::OnDevice<::testing::Test> {                           \
+   public:                                                                                      \
+    void TestBody() override;                                                                   \
+  };                                                                                            \
+  [[maybe_unused]] static const bool Suite##_##Name##_gpu_test_registered =                     \
+      ::xtrain::testing::detail::register_device_tests<::testing::Test,                         \
+                                                       XTRAIN_DEVICE_TEST_CLASS_(Suite, Name)>( \
+          #Suite, #Name, __FILE__, __LINE__, /*gpu_only=*/true);                                \
   void XTRAIN_DEVICE_TEST_CLASS_(Suite, Name)::TestBody()
 
 // Like INSTANTIATE_TEST_SUITE_P(Prefix, Suite, ...) for a DeviceTestWithParam

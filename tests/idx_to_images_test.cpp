@@ -23,13 +23,14 @@ using testing::ToolResult;
 const char* kClasses = "tshirt_top,trouser,pullover,dress,coat,sandal,shirt,sneaker,bag,ankle_boot";
 
 ToolResult export_images(const std::string& output, const std::string& flags) {
-  const std::string dir = testing::kFashionMnistDir;
+  const std::string dir = testing::fashion_mnist_dir();
   return run_tool("'" + tool_path("idx_to_images") + "' " + flags + " '" + dir +
                   "/t10k-images-idx3-ubyte.gz' '" + dir + "/t10k-labels-idx1-ubyte.gz' '" + output +
                   "'");
 }
 
 TEST(IdxToImages, WritesClassFoldersOfExactPngsAndAList) {
+  XTRAIN_SKIP_WITHOUT_FASHION_MNIST();
   TempDir dir("idx_to_images");
   const ToolResult result =
       export_images(dir.file("out"), std::string("--count=30 --class_names=") + kClasses);
@@ -78,6 +79,7 @@ TEST(IdxToImages, WritesClassFoldersOfExactPngsAndAList) {
 }
 
 TEST(IdxToImages, RefusesBadFlags) {
+  XTRAIN_SKIP_WITHOUT_FASHION_MNIST();
   TempDir dir("idx_to_images");
   ToolResult result = export_images(dir.file("out"), "--class_names=a,b/c");
   EXPECT_EQ(result.exit_code, 1);

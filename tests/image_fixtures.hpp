@@ -18,20 +18,20 @@
 
 #include "data/idx_file.hpp"
 #include "data/lmdb_database.hpp"
+#include "fashion_mnist_files.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
 namespace xtrain::testing {
-
-inline const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 
 struct ListedImage {
   std::string path;  // as written in the list (relative to the root folder)
   int label = 0;
 };
 
-// The first `count` Fashion-MNIST test images.
+// The first `count` Fashion-MNIST test images (callers skip without the data
+// set: XTRAIN_SKIP_WITHOUT_FASHION_MNIST).
 inline IdxDataset fashion_mnist_test_set(std::size_t count) {
-  const std::string dir = kFashionMnistDir;
+  const std::string dir = fashion_mnist_dir();
   IdxDataset dataset =
       read_idx_dataset(dir + "/t10k-images-idx3-ubyte.gz", dir + "/t10k-labels-idx1-ubyte.gz");
   const std::size_t pixels = static_cast<std::size_t>(dataset.images.rows) * dataset.images.cols;

@@ -1,6 +1,7 @@
 // The NCCL communicator (src/cuda/nccl_communicator.hpp). Without a GPU only
 // its failure paths can run here: making one must throw xtrain::Error, never
-// crash. The single-rank tests that move data need a GPU and skip otherwise.
+// crash. The single-rank tests that move data need a GPU (GPU/NcclCommunicator.*)
+// and skip otherwise.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -49,7 +50,7 @@ std::string error_of(const std::function<void()>& call) {
 
 TEST(NcclCommunicator, WithoutAGpuSetUpThrowsAnError) {
   if (testing::gpu_unavailable_reason().empty()) {
-    GTEST_SKIP() << "a GPU is present: NcclCommunicator.OneRank* cover set-up";
+    GTEST_SKIP() << "a GPU is present: GPU/NcclCommunicator.OneRank* cover set-up";
   }
   auto bootstrap = make_communicator(ProcessGroup{}, 1.0);
   const std::string message = error_of([&] { make_nccl_communicator(*bootstrap, 0, 1.0); });
@@ -74,10 +75,7 @@ TEST(NcclCommunicator, RejectsBadArguments) {
 }
 
 // One rank: the sum and the broadcast leave the values, on the device.
-TEST(NcclCommunicator, OneRankCollectivesOnDeviceMemory) {
-  if (!testing::gpu_unavailable_reason().empty()) {
-    GTEST_SKIP() << "no GPU: " << testing::gpu_unavailable_reason();
-  }
+XTRAIN_GPU_TEST(NcclCommunicator, OneRankCollectivesOnDeviceMemory) {
   if (!nccl_available()) GTEST_SKIP() << "built without NCCL";
   auto bootstrap = make_communicator(ProcessGroup{}, 10.0);
   auto comm = make_nccl_communicator(*bootstrap, 0, 10.0);

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "device_test_support.hpp"
 #include "distributed/data_parallel_fixture.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/comm.hpp"
@@ -145,10 +146,11 @@ TEST_F(ThreadReplicaTraining, AStalledReplicaFailsTheTrainingWithinTheTimeout) {
 }
 
 // One replica per GPU, gradients summed with NCCL: as one GPU with batch 2B.
-TEST_F(ThreadReplicaTraining, TwoGpuReplicasTrainLikeOneGpuWithBatch2B) {
+// Without a GPU it skips, or fails under XTRAIN_REQUIRE_GPU=1 like every GPU
+// test; with one GPU only it skips even then.
+XTRAIN_GPU_TEST_F(ThreadReplicaTraining, TwoGpuReplicasTrainLikeOneGpuWithBatch2B) {
   std::string why;
-  const int gpus = cuda_device_count(&why);
-  if (gpus < 2) GTEST_SKIP() << "needs two GPUs (" << (gpus == 0 ? why : "one visible") << ")";
+  if (cuda_device_count(&why) < 2) GTEST_SKIP() << "needs two GPUs, one is visible";
   const NetParameter alone = train_alone(8, Device::gpu(0));
   const std::vector<NetParameter> replicas =
       train_replicas({Device::gpu(0), Device::gpu(1)}, 4, /*bucket_bytes=*/256);

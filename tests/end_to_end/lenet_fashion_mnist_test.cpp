@@ -1,6 +1,6 @@
 // End to end on real data: LeNet learns Fashion-MNIST (Debian's
-// dataset-fashion-mnist), through the library and through the CLI with
-// Caffe's stock LeNet files.
+// dataset-fashion-mnist, or XTRAIN_FASHION_MNIST_DIR; the tests skip without
+// it), through the library and through the CLI with Caffe's stock LeNet files.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include "data/idx_file.hpp"
 #include "data/lmdb_database.hpp"
 #include "device_test_support.hpp"
+#include "fashion_mnist_files.hpp"
 #include "report_render_support.hpp"
 #include "report_test_support.hpp"
 #include "tool_runner.hpp"
@@ -23,15 +24,14 @@
 namespace xtrain::testing {
 namespace {
 
-const std::string kFashionMnist = "/usr/share/datasets/fashion-mnist";
 constexpr int kTrainImages = 2000;
 constexpr int kTestImages = 1000;
 
 // The first `count` images of a split, as an LMDB in Caffe's format.
 void write_subset(const std::string& prefix, std::size_t count, const std::string& db_path) {
   const IdxDataset dataset =
-      read_idx_dataset(kFashionMnist + "/" + prefix + "-images-idx3-ubyte.gz",
-                       kFashionMnist + "/" + prefix + "-labels-idx1-ubyte.gz");
+      read_idx_dataset(fashion_mnist_dir() + "/" + prefix + "-images-idx3-ubyte.gz",
+                       fashion_mnist_dir() + "/" + prefix + "-labels-idx1-ubyte.gz");
   LmdbWriter writer(LmdbDatabase::open_for_writing(db_path));
   const DatumShape shape{1, dataset.images.rows, dataset.images.cols};
   for (std::size_t i = 0; i < count; ++i) {
@@ -46,17 +46,18 @@ void write_subset(const std::string& prefix, std::size_t count, const std::strin
 class LenetFashionMnist : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (!std::filesystem::exists(kFashionMnist + "/train-images-idx3-ubyte.gz")) return;
+    if (!fashion_mnist_missing_reason().empty()) return;
     if (suite_skips_for_lack_of_gpu()) return;
     workdir_ = std::make_unique<TempDir>("lenet_e2e");
     write_subset("train", kTrainImages, workdir_->file("data/fashion_mnist/train_lmdb"));
     write_subset("t10k", kTestImages, workdir_->file("data/fashion_mnist/test_lmdb"));
   }
   static void TearDownTestSuite() { workdir_.reset(); }
+  // Runs after the device check: a GPU instance without a GPU skips (or fails
+  // under XTRAIN_REQUIRE_GPU=1) for that reason first.
   void SetUp() override {
-    // The packaged data set is a declared dependency (scripts/install_deps.sh);
-    // without it these tests cannot say anything.
-    ASSERT_TRUE(workdir_) << "Fashion-MNIST is missing: apt-get install dataset-fashion-mnist";
+    XTRAIN_SKIP_WITHOUT_FASHION_MNIST();
+    ASSERT_TRUE(workdir_);
   }
   static std::unique_ptr<TempDir> workdir_;
 };

@@ -17,6 +17,7 @@
 #include "data/datum_io.hpp"
 #include "data/idx_file.hpp"
 #include "data/lmdb_database.hpp"
+#include "fashion_mnist_files.hpp"
 #include "lmdb_fixture.hpp"
 #include "pattern_images.hpp"
 #include "tool_runner.hpp"
@@ -26,7 +27,6 @@
 namespace xtrain::testing {
 namespace {
 
-const std::string kFashionMnist = "/usr/share/datasets/fashion-mnist";
 constexpr int kWindow = 10;  // iterations averaged at the start and at the end
 
 std::string model_file(const std::string& relative) {
@@ -79,8 +79,8 @@ void write_mean(const std::vector<FixtureImage>& images, int channels, int heigh
 void write_fashion_mnist_subset(const std::string& prefix, std::size_t count,
                                 const std::string& db_path) {
   const IdxDataset dataset =
-      read_idx_dataset(kFashionMnist + "/" + prefix + "-images-idx3-ubyte.gz",
-                       kFashionMnist + "/" + prefix + "-labels-idx1-ubyte.gz");
+      read_idx_dataset(fashion_mnist_dir() + "/" + prefix + "-images-idx3-ubyte.gz",
+                       fashion_mnist_dir() + "/" + prefix + "-labels-idx1-ubyte.gz");
   LmdbWriter writer(LmdbDatabase::open_for_writing(db_path));
   const DatumShape shape{1, dataset.images.rows, dataset.images.cols};
   for (std::size_t i = 0; i < count; ++i) {
@@ -193,9 +193,7 @@ TEST_F(TrainingLossFalls, Cifar10Full) {
 // pixels, falling fast from 880-970 as the biases learn the mean image) to
 // 273-326, a ratio of 0.55-0.65.
 TEST_F(TrainingLossFalls, FashionMnistAutoencoder) {
-  // The packaged data set is a declared dependency (scripts/install_deps.sh).
-  ASSERT_TRUE(std::filesystem::exists(kFashionMnist + "/train-images-idx3-ubyte.gz"))
-      << "Fashion-MNIST is missing: apt-get install dataset-fashion-mnist";
+  XTRAIN_SKIP_WITHOUT_FASHION_MNIST();
   write_fashion_mnist_subset("train", 1000, workdir_->file("fashion_mnist_lmdb"));
   const LossDrop drop = loss_drop(train(solver_on_local_data(
       "fashion_mnist_autoencoder/solver.prototxt", workdir_->file("fashion_mnist_lmdb"), "", 200)));
