@@ -119,10 +119,7 @@ XTRAIN_DEVICE_TEST(DeviceMemory, SteadyStateTrainingAllocatesNothing) {
 // An upload from page-locked memory does not wait for the copy (no stall of
 // the stream): the next host write must wait for it instead, or it would
 // race the DMA engine still reading the buffer. 64 MiB makes a race likely.
-TEST(GpuAsyncUpload, AHostWriteAfterAnUploadNeverReachesTheDevicesCopy) {
-  if (!gpu_unavailable_reason().empty()) {
-    GTEST_SKIP() << "no GPU: " << gpu_unavailable_reason();
-  }
+XTRAIN_GPU_TEST(AsyncUpload, AHostWriteAfterAnUploadNeverReachesTheDevicesCopy) {
   use_device(Device::gpu(0));
   const std::size_t count = std::size_t{16} << 20;
   Blob uploaded({static_cast<int>(count)});

@@ -17,10 +17,10 @@
 namespace xtrain {
 namespace {
 
-class GpuMathSetting {
+class ScopedGpuMath {
  public:
-  explicit GpuMathSetting(GpuMath math) { set_gpu_math(math); }
-  ~GpuMathSetting() { set_gpu_math(GpuMath::kFp32); }
+  explicit ScopedGpuMath(GpuMath math) { set_gpu_math(math); }
+  ~ScopedGpuMath() { set_gpu_math(GpuMath::kFp32); }
 };
 
 TEST(GpuMath, DefaultsToFp32AndParsesTheFlagSpellings) {
@@ -43,7 +43,7 @@ TEST(GpuMath, DefaultsToFp32AndParsesTheFlagSpellings) {
 // An InnerProduct's output under each setting: identical on the CPU (the
 // setting is the GPU libraries' only); on a GPU within TF32's rounding.
 std::vector<float> inner_product_output(GpuMath math) {
-  const GpuMathSetting setting(math);
+  const ScopedGpuMath setting(math);
   LayerParameter param;
   param.set_name("ip");
   param.set_type("InnerProduct");
@@ -75,14 +75,11 @@ XTRAIN_DEVICE_TEST(GpuMathResults, Tf32ChangesOnlyTheGpusRounding) {
 }
 
 #ifdef XTRAIN_USE_CUDA
-TEST(GpuMathOnGpu, TheCublasHandleFollowsTheSetting) {
-  if (!testing::gpu_unavailable_reason().empty()) {
-    GTEST_SKIP() << "no GPU: " << testing::gpu_unavailable_reason();
-  }
+XTRAIN_GPU_TEST(GpuMath, TheCublasHandleFollowsTheSetting) {
   use_device(Device::gpu(0));
   cublasMath_t mode{};
   {
-    const GpuMathSetting tf32(GpuMath::kTf32);
+    const ScopedGpuMath tf32(GpuMath::kTf32);
     ASSERT_EQ(cublasGetMathMode(cuda::cublas_handle(), &mode), CUBLAS_STATUS_SUCCESS);
     EXPECT_EQ(mode, CUBLAS_TF32_TENSOR_OP_MATH);
   }
