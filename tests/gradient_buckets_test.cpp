@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "two_equal_replicas.hpp"
 #include "xtrain/comm.hpp"
 #include "xtrain/net.hpp"
 
@@ -67,31 +68,6 @@ int learnable_id(const Net& net, const std::string& name, int k) {
   return -1;
 }
 
-// A group of two replicas that are the same: a sum doubles every value.
-// Records, for each sum started, how many layers backward had finished.
-class RecordingCommunicator final : public Communicator {
- public:
-  int rank() const override { return 0; }
-  int size() const override { return 2; }
-  std::string backend() const override { return "recording"; }
-  void allreduce_sum(float* data, std::size_t count) override {
-    for (std::size_t i = 0; i < count; ++i) data[i] *= 2;
-  }
-  void allreduce_sum(double*, std::size_t) override {}
-  void broadcast(float*, std::size_t, int) override {}
-  void broadcast(double*, std::size_t, int) override {}
-  void barrier() override {}
-  std::unique_ptr<PendingCollective> start_allreduce_sum(float* data, std::size_t count) override {
-    layers_done_at_start.push_back(layers_done);
-    counts.push_back(count);
-    return Communicator::start_allreduce_sum(data, count);
-  }
-
-  int layers_done = 0;
-  std::vector<int> layers_done_at_start;
-  std::vector<std::size_t> counts;
-};
-
 TEST(GradientBuckets, EveryParameterOnceInTheOrderBackwardFinishesThem) {
   auto net = make_net(1);
   GradientBuckets buckets(*net, /*bucket_bytes=*/1);  // a bucket per parameter
@@ -133,13 +109,21 @@ TEST(GradientBuckets, SumsStartWhileBackwardGoesOnAndNotBeforeAParameterIsFinal)
   const float reference_loss = reference->forward_backward();
 
   GradientBuckets buckets(*net, /*bucket_bytes=*/1);
-  RecordingCommunicator recording;
+  // For each sum started: how many layers backward had finished, its size.
+  testing::TwoEqualReplicas recording;
+  int layers_done = 0;
+  std::vector<int> layers_done_at_start;
+  std::vector<std::size_t> counts;
+  recording.on_start = [&](std::size_t count) {
+    layers_done_at_start.push_back(layers_done);
+    counts.push_back(count);
+  };
   net->clear_param_diffs();
   const float loss = net->forward();
   buckets.begin(recording, Device::cpu(), loss);
   const int layers = static_cast<int>(net->layers().size());
   net->backward([&](int layer) {
-    ++recording.layers_done;
+    ++layers_done;
     buckets.layer_done(layer);
   });
   EXPECT_FLOAT_EQ(buckets.finish(), reference_loss);  // doubled, then halved
@@ -148,10 +132,10 @@ TEST(GradientBuckets, SumsStartWhileBackwardGoesOnAndNotBeforeAParameterIsFinal)
   // finished, not all at the end of backward (6 layers).
   const int ip2_done = layers - layer_index(*net, "ip2");
   const int ip1_done = layers - layer_index(*net, "ip1");
-  EXPECT_EQ(recording.layers_done_at_start,
+  EXPECT_EQ(layers_done_at_start,
             (std::vector<int>{2, ip2_done, ip2_done, ip1_done, ip1_done}));
   // The first carries the loss too.
-  EXPECT_EQ(recording.counts.front(), 1u + 64u);
+  EXPECT_EQ(counts.front(), 1u + 64u);
   // The averages of two equal replicas are the gradients themselves.
   for (std::size_t i = 0; i < net->learnable_params().size(); ++i) {
     const Blob& mine = *net->learnable_params()[i];

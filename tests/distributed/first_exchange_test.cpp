@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "two_equal_replicas.hpp"
 #include "xtrain/comm.hpp"
 #include "xtrain/solver.hpp"
 
@@ -30,38 +31,15 @@ layer { name: 'ip2' type: 'InnerProduct' bottom: 'ip1' top: 'ip2'
 layer { name: 'loss' type: 'SoftmaxWithLoss' bottom: 'ip2' bottom: 'label' top: 'loss' }
 )";
 
-// Two equal replicas (a sum doubles the values). For every sum started,
-// records whether backward had already reached ip1, the first layer: then
-// ip1's weight gradient is no longer all zeros (the solver clears the
-// gradients before each iteration's forward).
-class ProgressRecordingCommunicator final : public Communicator {
- public:
-  int rank() const override { return 0; }
-  int size() const override { return 2; }
-  std::string backend() const override { return "recording"; }
-  void allreduce_sum(float* data, std::size_t count) override {
-    for (std::size_t i = 0; i < count; ++i) data[i] *= 2;
+// Whether backward has reached ip1, the first layer: then ip1's weight
+// gradient is no longer all zeros (the solver clears the gradients before
+// each iteration's forward).
+bool has_gradient(const Blob& weights) {
+  for (std::size_t i = 0; i < weights.count(); ++i) {
+    if (weights.cpu_diff()[i] != 0) return true;
   }
-  void allreduce_sum(double*, std::size_t) override {}
-  void broadcast(float*, std::size_t, int) override {}
-  void broadcast(double*, std::size_t, int) override {}
-  void barrier() override {}
-  std::unique_ptr<PendingCollective> start_allreduce_sum(float* data, std::size_t count) override {
-    backward_had_reached_ip1.push_back(ip1_has_gradient());
-    return Communicator::start_allreduce_sum(data, count);
-  }
-
-  const Blob* ip1_weights = nullptr;
-  std::vector<bool> backward_had_reached_ip1;
-
- private:
-  bool ip1_has_gradient() const {
-    for (std::size_t i = 0; i < ip1_weights->count(); ++i) {
-      if (ip1_weights->cpu_diff()[i] != 0) return true;
-    }
-    return false;
-  }
-};
+  return false;
+}
 
 TEST(FirstGradientExchange, WaitsForTheWholeBackwardThenSumsOverlapAgain) {
   SolverParameter param;
@@ -70,28 +48,34 @@ TEST(FirstGradientExchange, WaitsForTheWholeBackwardThenSumsOverlapAgain) {
       "snapshot_after_train: false",
       &param));
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(kNet, param.mutable_net_param()));
-  ProgressRecordingCommunicator recording;
+  testing::TwoEqualReplicas recording;
   SolverOptions options;
   options.verbose_nets = false;
   options.communicator = &recording;
   options.gradient_bucket_bytes = 1;  // a bucket per parameter: several sums
   std::unique_ptr<Solver> solver = create_solver(param, options);
   const Net& net = solver->net();
+  const Blob* ip1_weights = nullptr;
   for (std::size_t i = 0; i < net.layers().size(); ++i) {
-    if (net.layer_names()[i] == "ip1") recording.ip1_weights = net.layers()[i]->blobs()[0].get();
+    if (net.layer_names()[i] == "ip1") ip1_weights = net.layers()[i]->blobs()[0].get();
   }
-  ASSERT_NE(recording.ip1_weights, nullptr);
+  ASSERT_NE(ip1_weights, nullptr);
+  // For every sum started: whether backward had already reached ip1.
+  std::vector<bool> backward_had_reached_ip1;
+  recording.on_start = [&](std::size_t) {
+    backward_had_reached_ip1.push_back(has_gradient(*ip1_weights));
+  };
 
   solver->step(1);
-  const std::vector<bool> first = recording.backward_had_reached_ip1;
+  const std::vector<bool> first = backward_had_reached_ip1;
   ASSERT_FALSE(first.empty());
   for (std::size_t i = 0; i < first.size(); ++i) {
     EXPECT_TRUE(first[i]) << "sum " << i << " of the first iteration started during backward";
   }
 
-  recording.backward_had_reached_ip1.clear();
+  backward_had_reached_ip1.clear();
   solver->step(1);
-  const std::vector<bool> second = recording.backward_had_reached_ip1;
+  const std::vector<bool> second = backward_had_reached_ip1;
   ASSERT_EQ(second.size(), first.size());
   EXPECT_FALSE(second.front()) << "the second iteration's first sum (the loss and ip2's "
                                   "gradients) should start before backward reaches ip1";

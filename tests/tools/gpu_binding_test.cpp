@@ -13,20 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "tiny_net.hpp"
 #include "tool_runner.hpp"
 
 namespace xtrain::testing {
 namespace {
 
 #ifdef XTRAIN_FAKE_CUDART
-
-const char* kNet = R"(name: "tiny"
-layer { name: "data" type: "Input" top: "data" top: "label"
-        input_param { shape { dim: 4 dim: 3 } shape { dim: 4 } } }
-layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip"
-        inner_product_param { num_output: 2 weight_filler { type: "xavier" } } }
-layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
-)";
 
 // The launchers' variables, cleared so that the scenario alone sets them.
 const char* kClearedEnvironment =
@@ -37,7 +30,7 @@ const char* kClearedEnvironment =
 class GpuBinding : public ::testing::Test {
  protected:
   GpuBinding() : dir_("gpu_binding") {
-    const std::string net = dir_.write("net.prototxt", kNet);
+    const std::string net = dir_.write("net.prototxt", kTinyTrainableNet);
     solver_ = dir_.write("solver.prototxt", "net: \"" + net +
                                                 "\"\nbase_lr: 0.1\nlr_policy: \"fixed\"\n"
                                                 "max_iter: 2\nsnapshot_prefix: \"" +

@@ -5,24 +5,17 @@
 // CUDA_VISIBLE_DEVICES="" makes the error reproducible everywhere.
 #include <gtest/gtest.h>
 
+#include "tiny_net.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/device.hpp"
 
 namespace xtrain::testing {
 namespace {
 
-const char* kNet = R"(name: "tiny"
-layer { name: "data" type: "Input" top: "data" top: "label"
-        input_param { shape { dim: 4 dim: 3 } shape { dim: 4 } } }
-layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip"
-        inner_product_param { num_output: 2 weight_filler { type: "xavier" } } }
-layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
-)";
-
 class GpuCli : public ::testing::Test {
  protected:
   GpuCli() : dir_("gpu_cli") {
-    net_ = dir_.write("net.prototxt", kNet);
+    net_ = dir_.write("net.prototxt", kTinyTrainableNet);
     solver_ = write_solver("CPU");
   }
 
