@@ -87,9 +87,9 @@ def loader_paths(executables):
 def closure(executables, paths):
     """(carried, stand_ins, provided): soname -> path, following NEEDED."""
     carried, stand_ins, provided = {}, {}, {}
-    todo = list(executables)
-    while todo:
-        for name in needed(todo.pop()):
+    unvisited = list(executables)
+    while unvisited:
+        for name in needed(unvisited.pop()):
             if name in carried or name in stand_ins or name in provided:
                 continue
             if name not in paths:
@@ -100,7 +100,7 @@ def closure(executables, paths):
                 stand_ins[name] = paths[name]
             else:
                 carried[name] = paths[name]
-                todo.append(paths[name])
+                unvisited.append(paths[name])
     return carried, stand_ins, provided
 
 
