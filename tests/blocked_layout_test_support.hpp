@@ -14,32 +14,38 @@
 
 namespace xtrain::testing {
 
-// Sets XTRAIN_CONV_IMPL (or unsets it, for null) for one scope and puts the
-// old value back: the test nets' convolutions are small enough for the GEMM
-// engine unless told otherwise.
-class ScopedConvImpl {
+// Sets an environment variable (or unsets it, for null) for one scope and
+// puts the old value back.
+class ScopedEnvironment {
  public:
-  explicit ScopedConvImpl(const char* value) {
-    if (const char* old = std::getenv(kName)) old_ = old;
+  ScopedEnvironment(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
     if (value) {
-      setenv(kName, value, 1);
+      setenv(name, value, 1);
     } else {
-      unsetenv(kName);
+      unsetenv(name);
     }
   }
-  ~ScopedConvImpl() {
+  ~ScopedEnvironment() {
     if (old_) {
-      setenv(kName, old_->c_str(), 1);
+      setenv(name_.c_str(), old_->c_str(), 1);
     } else {
-      unsetenv(kName);
+      unsetenv(name_.c_str());
     }
   }
-  ScopedConvImpl(const ScopedConvImpl&) = delete;
-  ScopedConvImpl& operator=(const ScopedConvImpl&) = delete;
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
 
  private:
-  static constexpr const char* kName = "XTRAIN_CONV_IMPL";
+  std::string name_;
   std::optional<std::string> old_;
+};
+
+// XTRAIN_CONV_IMPL for one scope: the test nets' convolutions are small
+// enough for the GEMM engine unless told otherwise.
+class ScopedConvImpl : public ScopedEnvironment {
+ public:
+  explicit ScopedConvImpl(const char* value) : ScopedEnvironment("XTRAIN_CONV_IMPL", value) {}
 };
 
 inline bool same_bits(const float* a, const float* b, std::size_t count) {

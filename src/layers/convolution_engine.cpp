@@ -1,11 +1,15 @@
 #include "layers/convolution_engine.hpp"
 
+#include <chrono>
 #include <cstdlib>
 #include <string_view>
 #include <tuple>
 
+#include "layers/convolution_choice_cache.hpp"
+#include "layers/convolution_search.hpp"
 #include "layers/gemm_convolution.hpp"
 #include "layers/onednn_convolution.hpp"
+#include "xtrain/cpu_convolution_options.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/proto/xtrain.pb.h"
@@ -20,6 +24,30 @@ auto as_tuple(const ConvolutionShape& s) {
                          s.group, s.bias_term);
 }
 
+// The timed search's engine (see CpuAlgorithmSearch::kTimed): the cached
+// choice for the shape, else one found by timing and then cached. Null when
+// the choice cannot be built (the caller falls back to the heuristic).
+std::unique_ptr<ConvolutionEngine> make_timed_convolution_engine(const ConvolutionShape& shape,
+                                                                 const std::string& where) {
+  if (const std::optional<ConvolutionChoice> cached = cached_convolution_choice(shape)) {
+    if (auto engine = make_chosen_convolution(shape, *cached)) {
+      XLOG(INFO) << where << " " << shape.to_string() << ": timed earlier (cached in "
+                 << cpu_convolution_cache_file() << "): " << cached->describe();
+      return engine;
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const ConvolutionChoice choice = search_convolution(shape);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto engine = make_chosen_convolution(shape, choice);
+  if (!engine) return nullptr;
+  cache_convolution_choice(shape, choice);
+  XLOG(INFO) << where << " " << shape.to_string() << ": timed (search took " << seconds
+             << " s): " << choice.describe();
+  return engine;
+}
+
 }  // namespace
 
 std::string ConvolutionShape::to_string() const {
@@ -29,6 +57,18 @@ std::string ConvolutionShape::to_string() const {
                         ", stride ", g.stride_h, "x", g.stride_w, ", pad ", g.pad_h, "x", g.pad_w,
                         ", dilation ", g.dilation_h, "x", g.dilation_w, ", group ", group,
                         bias_term ? ", bias" : ", no bias");
+}
+
+const char* to_string(ConvolutionPass pass) {
+  switch (pass) {
+    case ConvolutionPass::kForward:
+      return "forward";
+    case ConvolutionPass::kBackwardData:
+      return "backward-data";
+    case ConvolutionPass::kBackwardWeights:
+      return "backward-weights";
+  }
+  return "?";
 }
 
 void ConvolutionEngine::forward_in(const Layouts& layouts, const float* bottom,
@@ -78,12 +118,23 @@ std::unique_ptr<ConvolutionEngine> make_convolution_engine(const ConvolutionShap
     why_not = "XTRAIN_CONV_IMPL=gemm";
   } else if (param.force_nd_im2col()) {
     why_not = "force_nd_im2col is set";
-  } else if (choice == ConvolutionEngineChoice::kAuto && shape.flops() < kSmallestForOnednn) {
+  } else if (choice == ConvolutionEngineChoice::kAuto &&
+             cpu_algorithm_search() == CpuAlgorithmSearch::kTimed) {
+    // The search times GEMM too, so it also decides the small shapes.
+    if (auto timed = make_timed_convolution_engine(shape, where)) return timed;
+    XLOG(WARNING) << where << " " << shape.to_string()
+                  << ": the timed choice could not be built; using the heuristic";
+  }
+  if (why_not.empty() && choice == ConvolutionEngineChoice::kAuto &&
+      shape.flops() < kSmallestForOnednn) {
     why_not = detail::concat("too small for oneDNN to pay off (", shape.flops(),
                              " FLOPs per forward pass)");
-  } else if (auto fast = make_onednn_convolution(shape, OnednnConvolutionOptions(), &why_not)) {
-    XLOG(INFO) << where << " " << shape.to_string() << ": " << fast->name();
-    return fast;
+  }
+  if (why_not.empty()) {
+    if (auto fast = make_onednn_convolution(shape, OnednnConvolutionOptions(), &why_not)) {
+      XLOG(INFO) << where << " " << shape.to_string() << ": " << fast->name();
+      return fast;
+    }
   }
   XLOG(INFO) << where << " " << shape.to_string() << ": gemm (im2col + BLAS), because " << why_not;
   return std::make_unique<GemmConvolution>(shape);

@@ -55,6 +55,12 @@ struct ConvolutionShape {
 bool operator==(const ConvolutionShape& a, const ConvolutionShape& b);
 inline bool operator!=(const ConvolutionShape& a, const ConvolutionShape& b) { return !(a == b); }
 
+// The three computations of a convolution, each of which may run on another
+// kernel (or engine) than the others.
+enum class ConvolutionPass { kForward, kBackwardData, kBackwardWeights };
+constexpr int kConvolutionPassCount = 3;
+const char* to_string(ConvolutionPass pass);  // "forward", "backward-data", "backward-weights"
+
 class ConvolutionEngine {
  public:
   virtual ~ConvolutionEngine() = default;
@@ -62,6 +68,12 @@ class ConvolutionEngine {
   // "gemm", or "onednn (jit:avx512_core, ...)": names the kernels in use.
   virtual std::string name() const = 0;
   virtual const ConvolutionShape& shape() const = 0;
+  // What computes one pass: oneDNN's implementation name ("jit:avx2"), or
+  // name() for an engine with one kernel for all.
+  virtual std::string kernel(ConvolutionPass pass) const {
+    (void)pass;
+    return name();
+  }
 
   // top = weights * bottom (+ bias, when the shape has bias_term; else
   // `bias` is ignored). Overwrites top.

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
+#include <sstream>
 #include <unordered_map>
 
 #include "core/channel_blocked_layout.hpp"
@@ -169,7 +170,7 @@ bool starts_with(const std::string& text, const char* prefix) {
   return text.compare(0, std::strlen(prefix), prefix) == 0;
 }
 
-enum class Pass { kForward, kBackwardData, kBackwardWeights };
+using Pass = ConvolutionPass;
 
 // Measured exceptions to oneDNN's first choice of kernel (2 cores, medians):
 // with few input channels (a first layer: LeNet conv1 has 1, CIFAR-10 and
@@ -205,25 +206,57 @@ OnednnConvolutionOptions::Layout measured_best_layout(const ConvolutionShape& sh
   return Layout::kChosenByOnednn;
 }
 
-// Walks oneDNN's ordered list of implementations for `desc` to the one whose
-// name starts with `preferred`; keeps the first when there is none (or no
-// preference). oneDNN's iterator points into `desc`, which must outlive the
-// walk.
+// Which of oneDNN's implementations to take: the one named exactly `name`, or
+// else the first whose name starts with `prefix`, or else oneDNN's first.
+struct ImplementationWanted {
+  std::string name;
+  const char* prefix = nullptr;
+
+  bool empty() const { return name.empty() && prefix == nullptr; }
+  bool matches_name(const std::string& implementation) const { return implementation == name; }
+  bool matches_prefix(const std::string& implementation) const {
+    return prefix != nullptr && starts_with(implementation, prefix);
+  }
+};
+
+// Walks oneDNN's ordered list of implementations for `desc` to the one
+// `wanted` names; keeps the first when there is none. oneDNN's iterator
+// points into `desc`, which must outlive the walk.
 template <typename PrimitiveDesc, typename OpDesc, typename MakePrimitiveDesc>
 PrimitiveDesc choose_implementation(const OpDesc& desc, MakePrimitiveDesc make,
-                                    const char* preferred) {
-  PrimitiveDesc pd = make(desc);
-  if (preferred == nullptr || starts_with(implementation_of(pd), preferred)) return pd;
-  while (pd.next_impl()) {
-    if (starts_with(implementation_of(pd), preferred)) return pd;
+                                    const ImplementationWanted& wanted) {
+  if (wanted.empty()) return make(desc);
+  for (const bool by_name : {true, false}) {
+    if (by_name && wanted.name.empty()) continue;
+    PrimitiveDesc pd = make(desc);
+    do {
+      const std::string implementation = implementation_of(pd);
+      if (by_name ? wanted.matches_name(implementation) : wanted.matches_prefix(implementation)) {
+        return pd;
+      }
+    } while (pd.next_impl());
   }
   return make(desc);
 }
 
-class OnednnConvolution final : public ConvolutionEngine {
- public:
-  OnednnConvolution(const ConvolutionShape& shape, const OnednnConvolutionOptions& options)
-      : shape_(shape), stream_(cpu_engine()) {
+// Every implementation in oneDNN's list for `desc`, reference kernels left out.
+template <typename PrimitiveDesc, typename OpDesc, typename MakePrimitiveDesc>
+std::vector<std::string> list_implementations(const OpDesc& desc, MakePrimitiveDesc make) {
+  std::vector<std::string> names;
+  PrimitiveDesc pd = make(desc);
+  do {
+    const std::string implementation = implementation_of(pd);
+    if (!starts_with(implementation, "ref")) names.push_back(implementation);
+  } while (pd.next_impl());
+  return names;
+}
+
+// oneDNN's descriptions of one convolution shape: the arrays as the caller
+// keeps them (plain, or channel-blocked where the channels allow) and the
+// three passes' operations with the activations in `layout` inside.
+struct OperationDescriptors {
+  OperationDescriptors(const ConvolutionShape& shape, OnednnConvolutionOptions::Layout layout) {
+    using Layout = OnednnConvolutionOptions::Layout;
     const Im2colGeometry& g = shape.geometry;
     const memory::dim n = shape.num, c = g.channels, oc = shape.num_output, groups = shape.group;
     const memory::dims src_dims = {n, c, g.height, g.width};
@@ -231,16 +264,13 @@ class OnednnConvolution final : public ConvolutionEngine {
     const memory::dims weight_dims =
         groups == 1 ? memory::dims{oc, c, g.kernel_h, g.kernel_w}
                     : memory::dims{groups, oc / groups, c / groups, g.kernel_h, g.kernel_w};
-    src_plain_ = memory::desc(src_dims, DataType::f32, Tag::nchw);
-    dst_plain_ = memory::desc(dst_dims, DataType::f32, Tag::nchw);
-    src_blocked_ = channel_blocked_desc(src_dims);
-    dst_blocked_ = channel_blocked_desc(dst_dims);
-    weights_plain_ = memory::desc(weight_dims, DataType::f32, groups == 1 ? Tag::oihw : Tag::goihw);
-    if (shape.bias_term) bias_plain_ = memory::desc({oc}, DataType::f32, Tag::x);
+    src_plain = memory::desc(src_dims, DataType::f32, Tag::nchw);
+    dst_plain = memory::desc(dst_dims, DataType::f32, Tag::nchw);
+    src_blocked = channel_blocked_desc(src_dims);
+    dst_blocked = channel_blocked_desc(dst_dims);
+    weights_plain = memory::desc(weight_dims, DataType::f32, groups == 1 ? Tag::oihw : Tag::goihw);
+    if (shape.bias_term) bias_plain = memory::desc({oc}, DataType::f32, Tag::x);
 
-    using Layout = OnednnConvolutionOptions::Layout;
-    const Layout layout = options.activations == Layout::kMeasuredBest ? measured_best_layout(shape)
-                                                                       : options.activations;
     const Tag activations = layout == Layout::kNchw   ? Tag::nchw
                             : layout == Layout::kNhwc ? Tag::nhwc
                                                       : Tag::any;
@@ -252,48 +282,71 @@ class OnednnConvolution final : public ConvolutionEngine {
     const memory::dims strides = {g.stride_h, g.stride_w};
     const memory::dims dilates = {g.dilation_h - 1, g.dilation_w - 1};
     const memory::dims padding = {g.pad_h, g.pad_w};
+    constexpr auto direct = dnnl::algorithm::convolution_direct;
+    constexpr auto training = dnnl::prop_kind::forward_training;
+    if (shape.bias_term) {
+      forward.emplace(training, direct, src, weights, bias_plain, dst, strides, dilates, padding,
+                      padding);
+      backward_weights.emplace(direct, src, weights, bias_plain, dst, strides, dilates, padding,
+                               padding);
+    } else {
+      forward.emplace(training, direct, src, weights, dst, strides, dilates, padding, padding);
+      backward_weights.emplace(direct, src, weights, dst, strides, dilates, padding, padding);
+    }
+    backward_data.emplace(direct, src, weights, dst, strides, dilates, padding, padding);
+  }
+
+  memory::desc src_plain, dst_plain, weights_plain, bias_plain;
+  memory::desc src_blocked, dst_blocked;  // zero when the channels do not block
+  std::optional<dnnl::convolution_forward::desc> forward;
+  std::optional<dnnl::convolution_backward_data::desc> backward_data;
+  std::optional<dnnl::convolution_backward_weights::desc> backward_weights;
+};
+
+dnnl::convolution_forward::primitive_desc make_forward_pd(
+    const dnnl::convolution_forward::desc& desc) {
+  return dnnl::convolution_forward::primitive_desc(desc, cpu_engine());
+}
+// The backward passes' primitive descriptors take the forward one as a hint.
+auto backward_data_pd_maker(const dnnl::convolution_forward::primitive_desc& hint) {
+  return [&hint](const dnnl::convolution_backward_data::desc& desc) {
+    return dnnl::convolution_backward_data::primitive_desc(desc, cpu_engine(), hint);
+  };
+}
+auto backward_weights_pd_maker(const dnnl::convolution_forward::primitive_desc& hint) {
+  return [&hint](const dnnl::convolution_backward_weights::desc& desc) {
+    return dnnl::convolution_backward_weights::primitive_desc(desc, cpu_engine(), hint);
+  };
+}
+
+class OnednnConvolution final : public ConvolutionEngine {
+ public:
+  OnednnConvolution(const ConvolutionShape& shape, const OnednnConvolutionOptions& options)
+      : shape_(shape), stream_(cpu_engine()) {
+    using Layout = OnednnConvolutionOptions::Layout;
+    const Layout layout = options.activations == Layout::kMeasuredBest ? measured_best_layout(shape)
+                                                                       : options.activations;
+    const OperationDescriptors descriptors(shape, layout);
+    src_plain_ = descriptors.src_plain;
+    dst_plain_ = descriptors.dst_plain;
+    src_blocked_ = descriptors.src_blocked;
+    dst_blocked_ = descriptors.dst_blocked;
+    weights_plain_ = descriptors.weights_plain;
+    bias_plain_ = descriptors.bias_plain;
     auto preference = [&](Pass pass) {
-      return options.first_implementation ? nullptr : preferred_implementation(shape, pass);
+      ImplementationWanted wanted;
+      wanted.name = options.implementations[static_cast<int>(pass)];
+      if (!options.first_implementation) wanted.prefix = preferred_implementation(shape, pass);
+      return wanted;
     };
-
-    constexpr auto convolution_direct = dnnl::algorithm::convolution_direct;
-    const auto forward_desc =
-        shape.bias_term ? dnnl::convolution_forward::desc(
-                              dnnl::prop_kind::forward_training, convolution_direct, src, weights,
-                              bias_plain_, dst, strides, dilates, padding, padding)
-                        : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                                          convolution_direct, src, weights, dst,
-                                                          strides, dilates, padding, padding);
     forward_pd_ = choose_implementation<dnnl::convolution_forward::primitive_desc>(
-        forward_desc,
-        [](const auto& desc) {
-          return dnnl::convolution_forward::primitive_desc(desc, cpu_engine());
-        },
-        preference(Pass::kForward));
-
-    const dnnl::convolution_backward_data::desc backward_data_desc(
-        convolution_direct, src, weights, dst, strides, dilates, padding, padding);
+        *descriptors.forward, make_forward_pd, preference(Pass::kForward));
     backward_data_pd_ = choose_implementation<dnnl::convolution_backward_data::primitive_desc>(
-        backward_data_desc,
-        [&](const auto& desc) {
-          return dnnl::convolution_backward_data::primitive_desc(desc, cpu_engine(), forward_pd_);
-        },
+        *descriptors.backward_data, backward_data_pd_maker(forward_pd_),
         preference(Pass::kBackwardData));
-
-    const auto backward_weights_desc =
-        shape.bias_term
-            ? dnnl::convolution_backward_weights::desc(convolution_direct, src, weights,
-                                                       bias_plain_, dst, strides, dilates, padding,
-                                                       padding)
-            : dnnl::convolution_backward_weights::desc(convolution_direct, src, weights, dst,
-                                                       strides, dilates, padding, padding);
     backward_weights_pd_ =
         choose_implementation<dnnl::convolution_backward_weights::primitive_desc>(
-            backward_weights_desc,
-            [&](const auto& desc) {
-              return dnnl::convolution_backward_weights::primitive_desc(desc, cpu_engine(),
-                                                                        forward_pd_);
-            },
+            *descriptors.backward_weights, backward_weights_pd_maker(forward_pd_),
             preference(Pass::kBackwardWeights));
   }
 
@@ -315,6 +368,17 @@ class OnednnConvolution final : public ConvolutionEngine {
            implementation_of(backward_weights_pd_) + ")";
   }
   const ConvolutionShape& shape() const override { return shape_; }
+  std::string kernel(ConvolutionPass pass) const override {
+    switch (pass) {
+      case Pass::kForward:
+        return implementation_of(forward_pd_);
+      case Pass::kBackwardData:
+        return implementation_of(backward_data_pd_);
+      case Pass::kBackwardWeights:
+        return implementation_of(backward_weights_pd_);
+    }
+    return {};
+  }
 
   bool accepts_channel_blocked() const override { return true; }
   bool prefers_channel_blocked() const override {
@@ -506,6 +570,37 @@ bool onednn_blocks_channels_by_16() {
   return (isa & avx512) == avx512;
 }
 
+std::string onednn_kernel_set() {
+  const dnnl_version_t* version = dnnl_version();
+  std::ostringstream text;
+  text << "oneDNN " << version->major << "." << version->minor << "." << version->patch << " ("
+       << version->hash << ", ISA 0x" << std::hex
+       << static_cast<unsigned>(dnnl::get_effective_cpu_isa()) << ")";
+  return text.str();
+}
+
+std::vector<std::string> onednn_convolution_implementations(
+    const ConvolutionShape& shape, OnednnConvolutionOptions::Layout layout, ConvolutionPass pass) {
+  try {
+    const OperationDescriptors descriptors(shape, layout);
+    const auto forward_pd = make_forward_pd(*descriptors.forward);
+    switch (pass) {
+      case Pass::kForward:
+        return list_implementations<dnnl::convolution_forward::primitive_desc>(
+            *descriptors.forward, make_forward_pd);
+      case Pass::kBackwardData:
+        return list_implementations<dnnl::convolution_backward_data::primitive_desc>(
+            *descriptors.backward_data, backward_data_pd_maker(forward_pd));
+      case Pass::kBackwardWeights:
+        return list_implementations<dnnl::convolution_backward_weights::primitive_desc>(
+            *descriptors.backward_weights, backward_weights_pd_maker(forward_pd));
+    }
+  } catch (const dnnl::error&) {
+    // oneDNN cannot compute this shape in this layout: no candidates.
+  }
+  return {};
+}
+
 std::unique_ptr<ConvolutionEngine> make_onednn_convolution(const ConvolutionShape& shape,
                                                            const OnednnConvolutionOptions& options,
                                                            std::string* why_not) {
@@ -529,6 +624,14 @@ namespace xtrain {
 bool onednn_available() { return false; }
 
 bool onednn_blocks_channels_by_16() { return false; }
+
+std::string onednn_kernel_set() { return "no oneDNN"; }
+
+std::vector<std::string> onednn_convolution_implementations(const ConvolutionShape&,
+                                                            OnednnConvolutionOptions::Layout,
+                                                            ConvolutionPass) {
+  return {};
+}
 
 std::unique_ptr<ConvolutionEngine> make_onednn_convolution(const ConvolutionShape& shape,
                                                            const OnednnConvolutionOptions& options,

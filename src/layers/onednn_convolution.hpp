@@ -8,8 +8,10 @@
 // are added into the plain diffs by one reorder with a sum post-op.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "layers/convolution_engine.hpp"
 
@@ -30,6 +32,11 @@ struct OnednnConvolutionOptions {
   // Take oneDNN's first implementation for every direction, ignoring the
   // measured exceptions in onednn_convolution.cpp.
   bool first_implementation = false;
+  // Per pass (indexed by ConvolutionPass), the implementation to take, by the
+  // exact name oneDNN gives it ("jit:avx512_core", "gemm:jit", ...; see
+  // onednn_convolution_implementations). Empty: the rules above decide. A
+  // name that oneDNN does not offer for the shape falls back to them too.
+  std::array<std::string, kConvolutionPassCount> implementations;
 };
 
 // Whether this build has oneDNN.
@@ -41,6 +48,17 @@ bool onednn_available();
 // (nChw8c), which xtrain does not keep, so on an AVX2-only CPU a convolution
 // takes and gives plain NCHW and oneDNN reorders at its boundary.
 bool onednn_blocks_channels_by_16();
+
+// Which oneDNN and which of its kernel sets this process runs, e.g.
+// "oneDNN 2.6.3 (ISA 0x...)": a timed choice made under another is stale.
+std::string onednn_kernel_set();
+
+// The names of the implementations oneDNN offers for one pass of `shape` with
+// the activations in `layout` (not kMeasuredBest), best first as oneDNN
+// ranks them, without its reference kernels; empty when it offers none (or
+// the build has no oneDNN).
+std::vector<std::string> onednn_convolution_implementations(
+    const ConvolutionShape& shape, OnednnConvolutionOptions::Layout layout, ConvolutionPass pass);
 
 // The engine for `shape`, or null when oneDNN declines it (or the build has
 // no oneDNN), with the reason in *why_not.

@@ -2,6 +2,7 @@
 // per-layer benchmark, and whole training iterations with --training_step.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <regex>
 
 #include "tool_runner.hpp"
@@ -50,6 +51,31 @@ TEST(TimeCommand, BadThreadCountAndPhaseAreOneLineErrors) {
                     " --iterations=1 --training_step --phase=TEST");
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_CONTAINS(last_line(result.output), "--training_step times training");
+}
+
+// --cpu_algorithm_search=timed (the default outside the test harness) times
+// each convolution's kernels once and keeps the choice for the next run.
+TEST(TimeCommand, TimedConvolutionChoicesAreCachedForTheNextRun) {
+  TempDir cache("time_cache");
+  const std::string command = "XTRAIN_CACHE_DIR=" + cache.path() + " " + tool_path("xtrain") +
+                              " time --model=" + kLenet +
+                              " --iterations=1 --cpu_algorithm_search=timed";
+  ToolResult result = run_tool(command);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_CONTAINS(result.output, "layer 'conv1' (Convolution) 64x1x28x28 -> 20x24x24");
+  EXPECT_CONTAINS(result.output, ": timed (search took ");
+  EXPECT_TRUE(std::filesystem::exists(cache.file("cpu_convolutions.tsv")));
+  result = run_tool(command);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_CONTAINS(result.output, ": timed earlier (cached in " + cache.file("cpu_convolutions.tsv"));
+  EXPECT_EQ(result.output.find("search took"), std::string::npos) << result.output;
+}
+
+TEST(TimeCommand, UnknownAlgorithmSearchIsAOneLineError) {
+  const ToolResult result = run_tool(tool_path("xtrain") + " time --model=" + kLenet +
+                                     " --iterations=1 --cpu_algorithm_search=fast");
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_CONTAINS(last_line(result.output), "--cpu_algorithm_search=fast is not a search mode");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "command.hpp"
 #include "flags.hpp"
+#include "xtrain/cpu_convolution_options.hpp"
 #include "xtrain/cpu_threads.hpp"
 #include "xtrain/cudnn_options.hpp"
 #include "xtrain/error.hpp"
@@ -23,6 +24,7 @@ std::vector<std::string> split_commas(const std::string& text) {
 void configure_compute() {
   set_cpu_threads(FLAGS_threads);
   XLOG(INFO) << "CPU: " << cpu_thread_summary();
+  set_cpu_algorithm_search(parse_cpu_algorithm_search(FLAGS_cpu_algorithm_search));
   if (cuda_compiled_in()) XLOG(INFO) << "GPU libraries: " << cuda_library_versions();
   XTRAIN_CHECK(FLAGS_cudnn_workspace_mb >= 0, "--cudnn_workspace_mb=", FLAGS_cudnn_workspace_mb,
                ": give a size in MiB, 0 or more");

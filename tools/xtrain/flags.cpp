@@ -4,8 +4,20 @@
 #include "flags.hpp"
 
 #include <cstdint>
+#include <cstdlib>
 
 #include "xtrain/cudnn_options.hpp"
+
+namespace {
+
+// The default of --cpu_algorithm_search: XTRAIN_CPU_ALGORITHM_SEARCH when set
+// (a site or a test harness can fix it for every run), else timed.
+const char* default_cpu_algorithm_search() {
+  const char* value = std::getenv("XTRAIN_CPU_ALGORITHM_SEARCH");
+  return value != nullptr && *value != '\0' ? value : "timed";
+}
+
+}  // namespace
 
 DEFINE_string(solver, "", "the solver prototxt");
 DEFINE_string(model, "", "the net prototxt");
@@ -46,6 +58,9 @@ DEFINE_int32(
     "GPU: the most cuDNN workspace one convolution may use, MiB (more: faster algorithms)");
 DEFINE_string(cudnn_algorithm_search, "heuristic",
               "GPU: how convolution algorithms are chosen: heuristic (cuDNN's ranking) or timed");
+DEFINE_string(cpu_algorithm_search, default_cpu_algorithm_search(),
+              "CPU: how each convolution pass's kernel is chosen: timed (run the candidates once "
+              "per shape, cache the choice) or heuristic (fixed rules)");
 DEFINE_string(gpu_math, "fp32",
               "GPU: fp32 (IEEE float32, Caffe's numbers) or tf32 (tensor cores for GEMMs and "
               "convolutions on Ampere and later: faster, ~3 significant digits)");

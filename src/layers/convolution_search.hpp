@@ -1,0 +1,56 @@
+// The timed search of CpuAlgorithmSearch::kTimed: which engine computes each
+// pass of one convolution shape, found by running the candidates.
+//
+// Candidates, per pass: each implementation oneDNN offers with the
+// activations in its own (usually channel-blocked), channels-last and NCHW
+// layout, and im2col + GEMM. The passes of one oneDNN layout may take
+// different oneDNN kernels; GEMM joins a pass only where the activations are
+// plain at the layer's boundary (it computes on NCHW). Each candidate is timed
+// on the arrays it would get in the net -- channel-blocked ones where the
+// engine computes in that layout, since the Net then keeps its neighbours
+// blocked -- and the combination with the smallest forward + backward-data +
+// backward-weights time wins.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "layers/convolution_engine.hpp"
+#include "layers/onednn_convolution.hpp"
+
+namespace xtrain {
+
+// What computes each pass of one shape.
+struct ConvolutionChoice {
+  static constexpr const char* kGemm = "im2col_gemm";
+
+  // oneDNN's activation layout inside (kChosenByOnednn, kNhwc or kNchw);
+  // irrelevant when every pass is kGemm.
+  OnednnConvolutionOptions::Layout layout = OnednnConvolutionOptions::Layout::kChosenByOnednn;
+  // Per pass (indexed by ConvolutionPass): kGemm, or the name of a oneDNN
+  // implementation ("jit:avx512_core", "gemm:jit", ...).
+  std::array<std::string, kConvolutionPassCount> engines;
+  // Seconds per call as measured (0 when not measured, e.g. read from a cache).
+  std::array<double, kConvolutionPassCount> seconds{};
+
+  // "layout=any forward=jit:avx2 backward-data=im2col_gemm backward-weights=gemm:jit";
+  // parse() reads that back, or gives nothing for anything else.
+  std::string to_string() const;
+  static std::optional<ConvolutionChoice> parse(const std::string& text);
+  // "forward jit:avx2 (0.31 ms), backward-data im2col_gemm (0.20 ms),
+  // backward-weights gemm:jit (0.52 ms); oneDNN layout any", for the log.
+  std::string describe() const;
+};
+
+// Times the candidates for `shape` (see above); takes from a fraction of a
+// second to a few seconds for a large layer.
+ConvolutionChoice search_convolution(const ConvolutionShape& shape);
+
+// The engine a choice describes, or null when this machine cannot build it
+// (a cached choice naming a kernel this oneDNN does not offer for the shape).
+std::unique_ptr<ConvolutionEngine> make_chosen_convolution(const ConvolutionShape& shape,
+                                                           const ConvolutionChoice& choice);
+
+}  // namespace xtrain

@@ -1,0 +1,42 @@
+#include "layers/per_pass_convolution.hpp"
+
+#include "xtrain/error.hpp"
+
+namespace xtrain {
+
+PerPassConvolution::PerPassConvolution(
+    std::array<std::shared_ptr<ConvolutionEngine>, kConvolutionPassCount> by_pass)
+    : by_pass_(std::move(by_pass)) {
+  for (const auto& engine : by_pass_) {
+    XTRAIN_ASSERT(engine != nullptr && engine->shape() == by_pass_[0]->shape(),
+                  "the engines of a PerPassConvolution must share one shape");
+  }
+}
+
+std::string PerPassConvolution::name() const {
+  std::string text;
+  for (int pass = 0; pass < kConvolutionPassCount; ++pass) {
+    if (pass > 0) text += "; ";
+    text += std::string(to_string(static_cast<ConvolutionPass>(pass))) + " " +
+            by_pass_[pass]->name();
+  }
+  return text;
+}
+
+void PerPassConvolution::forward(const float* bottom, const float* weights, const float* bias,
+                                 float* top) {
+  engine(ConvolutionPass::kForward).forward(bottom, weights, bias, top);
+}
+
+void PerPassConvolution::backward_data(const float* top_diff, const float* weights,
+                                       float* bottom_diff) {
+  engine(ConvolutionPass::kBackwardData).backward_data(top_diff, weights, bottom_diff);
+}
+
+void PerPassConvolution::backward_weights(const float* bottom, const float* top_diff,
+                                          float* weight_diff, float* bias_diff) {
+  engine(ConvolutionPass::kBackwardWeights)
+      .backward_weights(bottom, top_diff, weight_diff, bias_diff);
+}
+
+}  // namespace xtrain

@@ -1,0 +1,39 @@
+// PerPassConvolution: a convolution whose passes run on different engines,
+// e.g. forward on oneDNN and backward-weights on im2col + GEMM, where the
+// timed search (convolution_search.hpp) found each pass fastest. It computes
+// on plain arrays only: an engine that wants another layout reorders inside.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string>
+
+#include "layers/convolution_engine.hpp"
+
+namespace xtrain {
+
+class PerPassConvolution final : public ConvolutionEngine {
+ public:
+  // `by_pass[p]` indexes `engines`, which must all be of one shape; `engines`
+  // holds each engine once.
+  PerPassConvolution(std::array<std::shared_ptr<ConvolutionEngine>, kConvolutionPassCount> by_pass);
+
+  // "forward onednn (...); backward-data gemm; backward-weights gemm"
+  std::string name() const override;
+  const ConvolutionShape& shape() const override { return by_pass_[0]->shape(); }
+  std::string kernel(ConvolutionPass pass) const override {
+    return by_pass_[static_cast<int>(pass)]->kernel(pass);
+  }
+
+  void forward(const float* bottom, const float* weights, const float* bias, float* top) override;
+  void backward_data(const float* top_diff, const float* weights, float* bottom_diff) override;
+  void backward_weights(const float* bottom, const float* top_diff, float* weight_diff,
+                        float* bias_diff) override;
+
+ private:
+  ConvolutionEngine& engine(ConvolutionPass pass) { return *by_pass_[static_cast<int>(pass)]; }
+
+  std::array<std::shared_ptr<ConvolutionEngine>, kConvolutionPassCount> by_pass_;
+};
+
+}  // namespace xtrain
