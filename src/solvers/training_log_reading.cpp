@@ -14,7 +14,11 @@ namespace xtrain {
 namespace {
 
 // glog's prefix: severity, MMDD, time (the year is not in the log).
-const std::regex kGlogPrefix(R"(^[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(\.\d+)?\s)");
+// glog before 0.6 writes "I1121 21:27:03.496044 ...", 0.6 and later put the
+// year first: "I20261121 21:27:03.496044 ...". Groups: year (optional),
+// month, day, hours, minutes, seconds, fraction.
+const std::regex kGlogPrefix(
+    R"(^[IWEF](\d{4})?(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(\.\d+)?\s)");
 const std::regex kSolving(R"(\] Solving (\S+))");
 const std::regex kTesting(R"(Iteration (\d+), Testing net \(#(\d+)\))");
 // Caffe 1.0 puts the speed between the iteration and the comma.
@@ -30,12 +34,18 @@ const std::regex kDevice(R"(\] Use (.+)\.\s*$)");
 // Seconds since the start of the year (a non-leap one: the log has no year).
 double seconds_of_year(const std::smatch& prefix) {
   static const int kDaysBeforeMonth[] = {0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334};
-  const int month = std::stoi(prefix[1]);
-  const int day = std::stoi(prefix[2]);
+  const int month = std::stoi(prefix[2]);
+  const int day = std::stoi(prefix[3]);
   const int days = kDaysBeforeMonth[(month >= 1 && month <= 12) ? month - 1 : 0] + day - 1;
-  const double fraction = prefix[6].matched ? std::stod("0" + prefix[6].str()) : 0.0;
-  return ((days * 24.0 + std::stoi(prefix[3])) * 60 + std::stoi(prefix[4])) * 60 +
-         std::stoi(prefix[5]) + fraction;
+  const double fraction = prefix[7].matched ? std::stod("0" + prefix[7].str()) : 0.0;
+  return ((days * 24.0 + std::stoi(prefix[4])) * 60 + std::stoi(prefix[5])) * 60 +
+         std::stoi(prefix[6]) + fraction;
+}
+
+// "1121 21:27:03": the month, day and time of a log line, without the year.
+std::string start_time_of(const std::smatch& prefix) {
+  return prefix[2].str() + prefix[3].str() + " " + prefix[4].str() + ":" + prefix[5].str() + ":" +
+         prefix[6].str();
 }
 
 class LogReader {
@@ -57,15 +67,13 @@ class LogReader {
     const double time = seconds_of_year(prefix);
     if (!start_time_) {
       start_time_ = time;
-      run().start_time =
-          line.substr(1, 4) + " " + prefix[3].str() + ":" + prefix[4].str() + ":" + prefix[5].str();
+      run().start_time = start_time_of(prefix);
     }
     std::smatch match;
     if (std::regex_search(line, match, kSolving)) {
       start_time_ = time;
       run().net_name = match[1];
-      run().start_time =
-          line.substr(1, 4) + " " + prefix[3].str() + ":" + prefix[4].str() + ":" + prefix[5].str();
+      run().start_time = start_time_of(prefix);
       return;
     }
     double seconds = time - *start_time_;

@@ -89,7 +89,6 @@ const xtrain::cli::CommandHelp kCommandHelp[] = {
 
 std::string usage() {
   std::string text =
-      "command line brew\n"
       "usage: xtrain <command> <args>\n\n"
       "commands:\n";
   for (const Subcommand& sub : kSubcommands) {

@@ -1,0 +1,60 @@
+// Reading curves back from glog-formatted training logs, as `xtrain plot`
+// does: Caffe's and xtrain's, with glog's two line prefixes.
+#include "solvers/training_log_reading.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+
+#include "xtrain/error.hpp"
+
+namespace xtrain {
+namespace {
+
+// A short Caffe training log; `date` is glog's date field: "1121" before
+// glog 0.6, "20261121" (year first) from 0.6 on.
+std::string caffe_log(const std::string& date) {
+  const std::string i = "I" + date + " ";
+  return i + "10:00:00.000000  1234 solver.cpp:48] Initializing solver from parameters:\n"
+             "base_lr: 0.01\n" +
+         i + "10:00:00.500000  1234 solver.cpp:273] Solving LeNet\n" + i +
+         "10:00:01.250000  1234 solver.cpp:218] Iteration 100 (2.5 iter/s, 40s/100 iters), loss "
+         "= 0.3\n" +
+         i + "10:00:01.250000  1234 sgd_solver.cpp:105] Iteration 100, lr = 0.0099\n" + i +
+         "10:00:02.000000  1234 solver.cpp:330] Iteration 200, Testing net (#0)\n" + i +
+         "10:00:02.500000  1234 solver.cpp:397]     Test net output #0: accuracy = 0.875\n";
+}
+
+TEST(TrainingLogReading, ReadsGlogPrefixesWithAndWithoutTheYear) {
+  for (const std::string date : {"1121", "20261121"}) {
+    SCOPED_TRACE("date field " + date);
+    std::istringstream log(caffe_log(date));
+    const TrainingLog read = read_training_log(log, "train.log");
+    ASSERT_EQ(read.records.size(), 3u);
+    EXPECT_EQ(read.records[0].kind, MetricsRecord::Kind::kRun);
+    EXPECT_EQ(read.records[0].net_name, "LeNet");
+    EXPECT_EQ(read.records[0].start_time, "1121 10:00:00");
+    EXPECT_NE(read.records[0].solver_text.find("base_lr: 0.01"), std::string::npos);
+    const MetricsRecord& train = read.records[1];
+    EXPECT_EQ(train.kind, MetricsRecord::Kind::kTrain);
+    EXPECT_EQ(train.iteration, 100);
+    EXPECT_DOUBLE_EQ(train.loss.value_or(-1), 0.3);
+    EXPECT_DOUBLE_EQ(train.lr.value_or(-1), 0.0099);
+    EXPECT_DOUBLE_EQ(train.seconds, 0.75) << "seconds since 'Solving'";
+    const MetricsRecord& test = read.records[2];
+    EXPECT_EQ(test.kind, MetricsRecord::Kind::kTest);
+    EXPECT_EQ(test.iteration, 200);
+    ASSERT_EQ(test.outputs.size(), 1u);
+    EXPECT_EQ(test.outputs[0].first, "accuracy");
+    EXPECT_DOUBLE_EQ(test.outputs[0].second, 0.875);
+  }
+}
+
+TEST(TrainingLogReading, AYearLikeDateWithoutTimeIsNoLogLine) {
+  std::istringstream log("I20261121 not a time\n");
+  EXPECT_THROW(read_training_log(log, "notes.txt"), Error);
+}
+
+}  // namespace
+}  // namespace xtrain
