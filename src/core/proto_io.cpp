@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "core/atomic_file.hpp"
+#include "core/input_file.hpp"
 #include "core/net_upgrade.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/proto/xtrain.pb.h"
@@ -41,12 +42,15 @@ class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
   std::string first_;
 };
 
-std::string read_whole_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  XTRAIN_CHECK(in.good(), "cannot open '", path, "': ", std::strerror(errno));
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
+// What a file holding `message` is to a user, for errors: "the net
+// prototxt", "the .caffemodel", ...
+std::string file_kind(const google::protobuf::Message& message, bool text) {
+  const std::string& type = message.GetDescriptor()->name();
+  if (type == "NetParameter") return text ? "the net prototxt" : "the .caffemodel";
+  if (type == "SolverParameter") return "the solver prototxt";
+  if (type == "SolverState") return "the .solverstate";
+  if (type == "BlobProto") return "the .binaryproto";
+  return "the " + type + " file";
 }
 
 }  // namespace
@@ -63,10 +67,12 @@ void read_proto_from_text_string(const std::string& text, google::protobuf::Mess
 }
 
 void read_proto_from_text_file(const std::string& path, google::protobuf::Message* message) {
-  read_proto_from_text_string(read_whole_file(path), message, path);
+  read_proto_from_text_string(read_input_file(path, file_kind(*message, /*text=*/true)), message,
+                              path);
 }
 
 void read_proto_from_binary_file(const std::string& path, google::protobuf::Message* message) {
+  check_input_file(path, file_kind(*message, /*text=*/false));
   const int fd = ::open(path.c_str(), O_RDONLY);
   XTRAIN_CHECK(fd >= 0, "cannot open '", path, "': ", std::strerror(errno));
   google::protobuf::io::FileInputStream file_stream(fd);
@@ -108,6 +114,9 @@ NetParameter read_net_params_from_text_file(const std::string& path) {
   NetParameter param;
   read_proto_from_text_file(path, &param);
   upgrade_net_as_needed(path, &param);
+  // An empty file parses as a net of nothing, which would "train" with loss 0.
+  XTRAIN_CHECK(param.layer_size() > 0, "the net prototxt '", path,
+               "' defines no layers (is it empty, or another kind of file?)");
   return param;
 }
 

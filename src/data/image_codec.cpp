@@ -12,6 +12,7 @@
 #include <opencv2/imgproc.hpp>
 #include <vector>
 
+#include "core/input_file.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -109,11 +110,7 @@ Image decode_image(const std::string& bytes, ColorMode mode, const std::string& 
 }
 
 std::string read_file_bytes(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  XTRAIN_CHECK(file.is_open(), "cannot open '", path, "': no such file or not readable");
-  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  XTRAIN_CHECK(!file.bad(), "cannot read '", path, "'");
-  return bytes;
+  return read_input_file(path, "");
 }
 
 Image decode_and_resize(const std::string& bytes, ColorMode mode, int resize_height,

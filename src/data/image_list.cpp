@@ -6,6 +6,7 @@
 #include <random>
 #include <utility>
 
+#include "core/input_file.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -65,9 +66,7 @@ ImageList parse_image_list(std::istream& input, const std::string& source) {
 }
 
 ImageList read_image_list(const std::string& path) {
-  std::ifstream file(path);
-  XTRAIN_CHECK(file.is_open(), "cannot open the image list '", path,
-               "': no such file or not readable");
+  std::ifstream file = open_input_file(path, "the image list");
   ImageList list = parse_image_list(file, path);
   XTRAIN_CHECK(!file.bad(), "error reading the image list '", path, "'");
   return list;

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <numeric>
 
+#include "core/input_file.hpp"
 #include "inference/classifier_input.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/net.hpp"
@@ -32,9 +33,7 @@ std::vector<Prediction> top_predictions(const float* scores, int num_classes, in
 }  // namespace
 
 std::vector<std::string> read_label_file(const std::string& path) {
-  std::ifstream file(path);
-  XTRAIN_CHECK(file.is_open(), "cannot open labels file '", path,
-               "': no such file or not readable");
+  std::ifstream file = open_input_file(path, "the labels file");
   std::vector<std::string> labels;
   std::string line;
   while (std::getline(file, line)) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <vector>
 
+#include "core/input_file.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -64,8 +65,7 @@ ChecksumStatus check_checksum_trailer(const std::string& bytes) {
 }
 
 FileDigest digest_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  XTRAIN_CHECK(in.good(), "cannot open '", path, "': ", std::strerror(errno));
+  std::ifstream in = open_input_file(path, "", /*binary=*/true);
   FileDigest digest;
   uLong crc = ::crc32(0L, Z_NULL, 0);
   std::vector<char> chunk(1 << 20);

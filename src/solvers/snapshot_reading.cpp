@@ -9,6 +9,7 @@
 #include <sstream>
 #include <vector>
 
+#include "core/input_file.hpp"
 #include "core/net_upgrade.hpp"
 #include "solvers/hdf5_snapshot.hpp"
 #include "solvers/snapshot_checksum.hpp"
@@ -33,14 +34,6 @@ bool has_unknown_field(const google::protobuf::Message& message, int number) {
   return false;
 }
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  XTRAIN_CHECK(in.good(), "cannot open '", path, "': ", std::strerror(errno));
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  XTRAIN_CHECK(!in.bad(), "cannot read '", path, "': ", std::strerror(errno));
-  return contents.str();
-}
 
 bool is_regular_file(const std::string& path) {
   std::error_code error;
@@ -79,7 +72,7 @@ bool is_regular_file(const std::string& path) {
 }
 
 SolverState read_binary_state(const std::string& path) {
-  const std::string bytes = read_bytes(path);
+  const std::string bytes = read_input_file(path, "the solver state");
   if (check_checksum_trailer(bytes) == ChecksumStatus::kMismatch) throw_damaged(path);
   SolverState state;
   const bool parsed = state.ParseFromString(bytes);
@@ -143,7 +136,7 @@ void check_weights_belong_to_state(const std::string& weights_path, const Solver
   }
   // Written by Caffe (or without a digest): the file's own trailer if it has
   // one, and that it parses as a net with layers.
-  const std::string bytes = read_bytes(weights_path);
+  const std::string bytes = read_input_file(weights_path, "the weights");
   if (check_checksum_trailer(bytes) == ChecksumStatus::kMismatch) throw_damaged(weights_path);
   NetParameter net;
   XTRAIN_CHECK(net.ParseFromString(bytes) && net.layer_size() > 0, "'", weights_path,
@@ -152,8 +145,9 @@ void check_weights_belong_to_state(const std::string& weights_path, const Solver
 }
 
 NetParameter read_weights_file(const std::string& path) {
+  check_input_file(path, "the weights");
   if (looks_like_hdf5(path)) return read_net_hdf5(path);
-  const std::string bytes = read_bytes(path);
+  const std::string bytes = read_input_file(path, "the weights");
   // A snapshot's weights were checked against their state already. Here the
   // file may have been edited on purpose since (net surgery with Caffe's
   // schema keeps our trailer as an unknown field, now stale), so a mismatch

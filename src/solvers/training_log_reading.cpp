@@ -8,6 +8,7 @@
 #include <optional>
 #include <regex>
 
+#include "core/input_file.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -182,8 +183,7 @@ TrainingLog read_training_log(std::istream& log, const std::string& name) {
 }
 
 TrainingLog read_training_log_file(const std::string& path) {
-  std::ifstream file(path);
-  XTRAIN_CHECK(file.is_open(), "cannot open the log ", path, ": ", std::strerror(errno));
+  std::ifstream file = open_input_file(path, "the log");
   return read_training_log(file, path);
 }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/input_file.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 
@@ -306,8 +307,7 @@ MetricsRecord metrics_record_from_json(const std::string& line) {
 }
 
 std::vector<MetricsRecord> read_metrics_file(const std::string& path, bool skip_damaged_last_line) {
-  std::ifstream file(path);
-  XTRAIN_CHECK(file.is_open(), "cannot open the metrics file ", path, ": ", std::strerror(errno));
+  std::ifstream file = open_input_file(path, "the metrics file");
   std::vector<std::string> lines;
   for (std::string line; std::getline(file, line);) lines.push_back(line);
   std::vector<MetricsRecord> records;

@@ -111,6 +111,41 @@ TEST(CliErrors, MeanFileOfTheWrongSizeNamesBothShapes) {
   EXPECT_CONTAINS(line, "mean.binaryproto");
 }
 
+// A directory or an empty file where a file is expected: one line naming
+// what was expected, not a net of nothing or a stream error later.
+TEST(CliErrors, DirectoriesAndEmptyNetsWhereFilesBelong) {
+  TempDir dir("cli_paths");
+  const std::string folder = dir.path();
+  const std::string net = dir.write("tiny.prototxt", tiny_net(2));
+  const std::string empty = dir.write("empty.prototxt", "");
+  const std::string solver_of_folder = dir.write("solver.prototxt", tiny_solver(folder, "x"));
+  const std::string xtrain = tool_path("xtrain");
+  struct Case {
+    std::string command, tool, expected;
+  };
+  const Case cases[] = {
+      {" time --model=" + folder, "xtrain time",
+       "the net prototxt '" + folder + "' is a directory, not a file"},
+      {" time --model=" + empty, "xtrain time",
+       "the net prototxt '" + empty + "' defines no layers"},
+      {" train --solver=" + folder, "xtrain train",
+       "the solver prototxt '" + folder + "' is a directory, not a file"},
+      {" train --solver=" + solver_of_folder, "xtrain train",
+       "the net prototxt '" + folder + "' is a directory, not a file"},
+      {" test --model=" + net + " --weights=" + folder, "xtrain test",
+       "the weights '" + folder + "' is a directory, not a file"},
+      {" train --solver=" + solver_of_folder + " --snapshot=" + folder, "xtrain train",
+       "is a directory, not a file"},
+      {" time --model=" + dir.file("missing.prototxt"), "xtrain time",
+       "cannot open the net prototxt '" + dir.file("missing.prototxt") +
+           "': No such file or directory"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.command);
+    EXPECT_CONTAINS(expect_one_line_error(run_tool(xtrain + c.command), c.tool), c.expected);
+  }
+}
+
 class TrainedTinyNet : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -6,6 +6,7 @@
 
 #include "command.hpp"
 #include "core/atomic_file.hpp"
+#include "core/input_file.hpp"
 #include "flags.hpp"
 #include "solvers/training_log_reading.hpp"
 #include "solvers/training_metrics.hpp"
@@ -29,8 +30,7 @@ bool ends_with(const std::string& text, const std::string& suffix) {
 
 // A metrics file holds JSON objects; a log starts with anything else.
 bool looks_like_metrics(const std::string& path) {
-  std::ifstream file(path);
-  XTRAIN_CHECK(file.is_open(), "cannot open ", path);
+  std::ifstream file = open_input_file(path, "");
   for (std::string line; std::getline(file, line);) {
     const std::size_t first = line.find_first_not_of(" \t\r");
     if (first != std::string::npos) return line[first] == '{';
