@@ -131,6 +131,8 @@ class Solver {
   void test(int test_net_id);
 
   int iter() const { return iter_; }
+  // The iteration the last solve() started from (after restoring).
+  int solve_start_iter() const { return solve_start_iter_; }
   int current_step() const { return current_step_; }
   float smoothed_loss() const { return smoothed_loss_; }
   Net& net() { return *net_; }
@@ -174,6 +176,7 @@ class Solver {
   SolverParameter param_;
   SolverOptions options_;
   int iter_ = 0;
+  int solve_start_iter_ = 0;
   int current_step_ = 0;
 
  private:
@@ -209,6 +212,8 @@ class Solver {
   float compute_gradients();
   // Every replica stops (or snapshots) when any asks to.
   Action agree_on_action(Action request, bool* time_budget_spent);
+  // The mean of `value` over the replicas (itself when training alone).
+  float mean_over_replicas(float value) const;
   std::unique_ptr<GradientBuckets> gradient_buckets_;  // data-parallel only
 
   // The run's seed (random_seed, or one from the clock); each net's streams

@@ -80,6 +80,13 @@ float Solver::compute_gradients() {
   return gradient_buckets_->finish();
 }
 
+float Solver::mean_over_replicas(float value) const {
+  if (!data_parallel()) return value;
+  double sum = value;
+  options_.communicator->allreduce_sum(&sum, 1);
+  return static_cast<float>(sum / options_.communicator->size());
+}
+
 Solver::Action Solver::agree_on_action(Action request, bool* time_budget_spent) {
   double votes[3] = {request == Action::kStop ? 1.0 : 0.0, request == Action::kSnapshot ? 1.0 : 0.0,
                      *time_budget_spent ? 1.0 : 0.0};

@@ -50,6 +50,9 @@ void check_learning_rate_policy(const SolverParameter& param) {
   const std::string& policy = param.lr_policy();
   XTRAIN_CHECK(param.has_lr_policy(), "the solver has no lr_policy; set one of: ", policy_list());
   XTRAIN_CHECK(param.has_base_lr(), "the solver has no base_lr; set e.g. `base_lr: 0.01`");
+  XTRAIN_CHECK(param.base_lr() >= 0, "base_lr: ", param.base_lr(),
+               " is negative, which would climb the loss instead of descending it; give a "
+               "positive rate, e.g. `base_lr: 0.01`");
   if (policy == "fixed") return;
   if (policy == "step") {
     require_stepsize(param);

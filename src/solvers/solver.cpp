@@ -123,6 +123,10 @@ void Solver::init_test_nets() {
   XTRAIN_CHECK(param_.test_state_size() == 0 || param_.test_state_size() == test_iters,
                "the solver has ", param_.test_state_size(), " test_state entries for ", test_iters,
                " test nets; give one test_state per test net, or none");
+  XTRAIN_CHECK(test_iters > 0 || param_.test_interval() == 0, "the solver sets test_interval: ",
+               param_.test_interval(),
+               " but no test_iter, so it would never test; add test_iter (the batches of one "
+               "test pass, e.g. test set size / test batch size) or remove test_interval");
   if (test_iters == 0) return;
   XTRAIN_CHECK(param_.test_interval() > 0, "the solver has ", test_iters,
                " test net(s) (test_iter) but no test_interval; set test_interval to the "
@@ -193,6 +197,11 @@ void Solver::solve(const std::string& resume_file) {
   start_training_record(resume_file);
 
   const int start_iter = iter_;
+  solve_start_iter_ = iter_;
+  if (options_.is_root && iter_ >= param_.max_iter()) {
+    XLOG(WARNING) << "Already at iteration " << iter_ << ", max_iter is " << param_.max_iter()
+                  << ": nothing to train. Raise max_iter (or give --max_iter) to train further.";
+  }
   step(param_.max_iter() - iter_);
   // A stop request still saves the work done, as in Caffe; stopping for the
   // time budget always does, since resuming is its whole point.
@@ -205,11 +214,16 @@ void Solver::solve(const std::string& resume_file) {
     write_training_report();
     return;
   }
-  // One more forward pass (no update) to show the loss of the final weights.
-  if (display_now()) {
-    update_smoothed_loss(net_->forward(), start_iter);
-    XLOG(INFO) << "Iteration " << iter_ << ", loss = " << smoothed_loss_;
-    record_train_point(std::nullopt, std::nullopt);
+  // One more forward pass (no update) to show the loss of the final weights,
+  // over every replica's batch as the display lines before it: every
+  // replica runs it (display_now() is the root's alone), the root shows it.
+  if (param_.display() > 0 && iter_ % param_.display() == 0) {
+    const float loss = mean_over_replicas(net_->forward());
+    if (display_now()) {
+      update_smoothed_loss(loss, start_iter);
+      XLOG(INFO) << "Iteration " << iter_ << ", loss = " << smoothed_loss_;
+      record_train_point(std::nullopt, std::nullopt);
+    }
   }
   if (options_.is_root && param_.test_interval() > 0 && iter_ % param_.test_interval() == 0) {
     test_all();

@@ -82,6 +82,14 @@ TEST_F(DataParallel, TwoRanksWithBatchBTrainLikeOneProcessWithBatch2B) {
   ASSERT_EQ(run_tool(train(solver("half", 4, kIterations))).exit_code, 0);
   EXPECT_GT(max_relative_difference(weights("half", kIterations), weights("alone", kIterations)),
             1e-3);
+  // The final loss line (a forward pass of the final weights) is over both
+  // ranks' batches too, not the root's alone.
+  const std::regex final_loss("Iteration 10, loss = ([0-9.e+-]+)");
+  std::smatch alone_loss, ranks_loss;
+  ASSERT_TRUE(std::regex_search(alone.output, alone_loss, final_loss)) << alone.output;
+  ASSERT_TRUE(std::regex_search(ranks.output, ranks_loss, final_loss)) << ranks.output;
+  EXPECT_NEAR(std::stod(ranks_loss[1]), std::stod(alone_loss[1]),
+              1e-4 * std::stod(alone_loss[1]));
   // Only the root writes snapshots (one pair, no second rank's files).
   EXPECT_EQ(run_tool("ls " + dir_.file("ranks") + "_iter_* | wc -l").output, "2\n");
 }

@@ -2,6 +2,8 @@
 // line, the layer or the shapes, and exit code 1 — never a crash.
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include "lmdb_fixture.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/proto/xtrain.pb.h"
@@ -146,6 +148,31 @@ TEST(CliErrors, DirectoriesAndEmptyNetsWhereFilesBelong) {
   }
 }
 
+// Solver values that cannot be meant: an error naming the field, not a run
+// that climbs the loss, trains nothing or never tests.
+TEST(CliErrors, SolverValuesThatCannotBeMeant) {
+  TempDir dir("cli_solver_values");
+  const std::string net = dir.write("tiny.prototxt", tiny_net(2));
+  const std::string good = tiny_solver(net, dir.file("tiny"));
+  struct Case {
+    std::string solver, expected;
+  };
+  const Case cases[] = {
+      {std::regex_replace(good, std::regex("base_lr: 0.1"), "base_lr: -0.01"),
+       "base_lr: -0.01 is negative"},
+      {"net: \"" + net + "\"\nbase_lr: 0.1\nlr_policy: \"fixed\"\n", "has no max_iter"},
+      {good + "test_interval: 1\n", "sets test_interval: 1 but no test_iter"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.solver);
+    const std::string solver = dir.write("solver.prototxt", c.solver);
+    EXPECT_CONTAINS(
+        expect_one_line_error(run_tool(tool_path("xtrain") + " train --solver=" + solver),
+                              "xtrain train"),
+        c.expected);
+  }
+}
+
 class TrainedTinyNet : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -159,6 +186,15 @@ class TrainedTinyNet : public ::testing::Test {
   std::string net_;
   std::string solver_;
 };
+
+// Resuming a training that already reached max_iter says so.
+TEST_F(TrainedTinyNet, ResumingAtMaxIterSaysThereIsNothingToTrain) {
+  const ToolResult result =
+      run_tool(tool_path("xtrain") + " train --solver=" + solver_ + " --snapshot=auto");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_CONTAINS(result.output, "Already at iteration 2, max_iter is 2: nothing to train");
+  EXPECT_CONTAINS(result.output, "s for 0 iterations (from 2 to 2)");
+}
 
 TEST_F(TrainedTinyNet, SnapshotGivenACaffemodelSaysWhatItExpected) {
   const std::string line =

@@ -143,7 +143,9 @@ int train_replica(const TrainingRun& run, SolverOptions options, const std::stri
   if (!root) return 0;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  XLOG(INFO) << "Training took " << seconds << " s for " << solver->iter() << " iterations";
+  XLOG(INFO) << "Training took " << seconds << " s for "
+             << solver->iter() - solver->solve_start_iter() << " iterations (from "
+             << solver->solve_start_iter() << " to " << solver->iter() << ")";
   XLOG(INFO) << "Training report: " << options.report_path;
   if (solver->requested_early_exit()) {
     for (const std::string& path : solver->last_snapshot_paths()) {
@@ -228,6 +230,9 @@ int train_command() {
     solver_param.mutable_train_state()->add_stage(stage);
   }
   apply_flag_overrides(&solver_param);
+  XTRAIN_CHECK(solver_param.has_max_iter(), "the solver '", FLAGS_solver,
+               "' has no max_iter, so it would train 0 iterations; set max_iter (the "
+               "iterations to train) or give --max_iter");
   fill_default_snapshot_prefix(&solver_param, FLAGS_solver);
   make_parent_directories(solver_param.snapshot_prefix());
   // The launcher's environment first: a GPU rank must touch no GPU but its own.
