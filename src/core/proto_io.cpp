@@ -18,6 +18,7 @@
 #include "core/atomic_file.hpp"
 #include "core/input_file.hpp"
 #include "core/net_upgrade.hpp"
+#include "core/unclosed_block_hint.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
@@ -33,14 +34,30 @@ class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
     if (!first_.empty()) return;
     first_ = source_ + ":" + std::to_string(line + 1) + ":" + std::to_string(column + 1) + ": " +
              message;
+    first_line_ = line + 1;
+    first_message_ = message;
   }
   void AddWarning(int, google::protobuf::io::ColumnNumber, const std::string&) override {}
   const std::string& first() const { return first_; }
+  int first_line() const { return first_line_; }
+  const std::string& first_message() const { return first_message_; }
 
  private:
   std::string source_;
   std::string first_;
+  int first_line_ = 0;
+  std::string first_message_;
 };
+
+// Whether a parse error looks like a block left open: the next layer read as
+// a field of the unclosed one, or the file ending inside a block.
+bool may_be_a_missing_brace(const std::string& message) {
+  for (const char* sign : {"no field named \"layer\"", "no field named \"layers\"",
+                           "reached end of input", "Expected identifier, got: "}) {
+    if (message.find(sign) != std::string::npos) return true;
+  }
+  return false;
+}
 
 // What a file holding `message` is to a user, for errors: "the net
 // prototxt", "the .caffemodel", ...
@@ -62,7 +79,12 @@ void read_proto_from_text_string(const std::string& text, google::protobuf::Mess
   parser.RecordErrorsTo(&errors);
   if (!parser.ParseFromString(text, message)) {
     std::string what = errors.first().empty() ? source_name + ": cannot parse" : errors.first();
-    throw Error(what + " (while reading a " + message->GetDescriptor()->name() + ")");
+    what += " (while reading a " + message->GetDescriptor()->name() + ")";
+    if (may_be_a_missing_brace(errors.first_message())) {
+      const std::string hint = unclosed_block_hint(text, errors.first_line());
+      if (!hint.empty()) what += "; " + hint;
+    }
+    throw Error(what);
   }
 }
 
