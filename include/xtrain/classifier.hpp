@@ -46,6 +46,9 @@ struct ClassifierOptions {
   // the net's number of classes. Empty: classes are named by their index.
   std::string labels_file;
   Device device = Device::cpu();
+  // Classify even when the weights leave learnable layers at their random
+  // initial values (else that is an error naming them).
+  bool allow_missing_weights = false;
   // Images per forward pass; 0: the batch size of the deploy's Input layer.
   int batch_size = 0;
 };

@@ -6,7 +6,9 @@
 
 #include "core/input_file.hpp"
 #include "inference/classifier_input.hpp"
+#include "solvers/weights_coverage.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/logging.hpp"
 #include "xtrain/net.hpp"
 
 namespace xtrain {
@@ -73,7 +75,14 @@ Classifier::Classifier(const std::string& deploy_prototxt, const std::string& we
                deploy_prototxt, "': its last output has shape ", output.shape_string(),
                ", not one row of class scores per input image (", input.num(), ")");
   num_classes_ = static_cast<int>(output.count(1));
-  net_->copy_trained_layers_from(weights);
+  const std::vector<std::string> missing = copy_weights_reporting_missing(*net_, {weights});
+  if (!missing.empty()) {
+    const std::string what = describe_missing_weights(*net_, missing, {weights});
+    XTRAIN_CHECK(options.allow_missing_weights, what,
+                 ": the weights do not belong to this net (layers are copied by name) or the "
+                 "file is cut short; give the right weights (or allow_missing_weights)");
+    XLOG(WARNING) << what;
+  }
   if (!options.labels_file.empty()) {
     labels_ = read_label_file(options.labels_file);
     XTRAIN_CHECK(static_cast<int>(labels_.size()) == num_classes_, "labels file '",

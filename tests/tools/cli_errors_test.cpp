@@ -196,6 +196,40 @@ TEST_F(TrainedTinyNet, ResumingAtMaxIterSaysThereIsNothingToTrain) {
   EXPECT_CONTAINS(result.output, "s for 0 iterations (from 2 to 2)");
 }
 
+// Weights that leave a learnable layer at its random initial values: scoring
+// refuses them (a cut .caffemodel, another net's weights), fine-tuning warns.
+TEST_F(TrainedTinyNet, WeightsThatMissALayerAreRefusedForScoring) {
+  const std::string weights = dir_.file("tiny_iter_2.caffemodel");
+  NetParameter cut;
+  read_proto_from_binary_file(weights, &cut);
+  ASSERT_GT(cut.layer_size(), 0);
+  cut.clear_layer();  // a file cut before its layers
+  cut.add_layer()->set_name("data");
+  write_proto_to_binary_file(cut, dir_.file("cut.caffemodel"));
+  const std::string test = tool_path("xtrain") + " test --iterations=1 --model=" + net_;
+  const std::string line = expect_one_line_error(
+      run_tool(test + " --weights=" + dir_.file("cut.caffemodel")), "xtrain test");
+  EXPECT_CONTAINS(line, "layer 'ip' of net 'tiny' has no weights in '" +
+                            dir_.file("cut.caffemodel") + "'");
+  EXPECT_CONTAINS(line, "--allow_missing_weights");
+
+  ToolResult allowed =
+      run_tool(test + " --weights=" + dir_.file("cut.caffemodel") + " --allow_missing_weights");
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.output;
+  EXPECT_CONTAINS(allowed.output, "keeps its random initial values (--allow_missing_weights)");
+  EXPECT_EQ(run_tool(test + " --weights=" + weights).exit_code, 0) << "the whole file is fine";
+
+  const std::string renamed = dir_.write(
+      "renamed.prototxt", std::regex_replace(tiny_net(2), std::regex("\"ip\""), "\"ip_new\""));
+  const std::string renamed_solver =
+      dir_.write("renamed_solver.prototxt", tiny_solver(renamed, dir_.file("renamed")));
+  const ToolResult tuned = run_tool(tool_path("xtrain") + " train --solver=" + renamed_solver +
+                                    " --weights=" + weights);
+  EXPECT_EQ(tuned.exit_code, 0) << tuned.output;
+  EXPECT_CONTAINS(tuned.output, "layer 'ip_new' of net 'tiny' has no weights in '" + weights);
+  EXPECT_CONTAINS(tuned.output, "expected for layers new to this net when fine-tuning");
+}
+
 TEST_F(TrainedTinyNet, SnapshotGivenACaffemodelSaysWhatItExpected) {
   const std::string line =
       expect_one_line_error(run_tool(tool_path("xtrain") + " train --solver=" + solver_ +

@@ -60,6 +60,7 @@ int classify_command(const std::vector<std::string>& images) {
   options.scale = static_cast<float>(FLAGS_scale);
   options.labels_file = FLAGS_labels;
   options.device = choose_device(FLAGS_gpu, false, 0);
+  options.allow_missing_weights = FLAGS_allow_missing_weights;
   Classifier classifier(FLAGS_model, FLAGS_weights, options);
 
   const std::vector<std::vector<Prediction>> results = classifier.classify(images, FLAGS_top_k);

@@ -6,6 +6,7 @@
 
 #include "xtrain/comm.hpp"
 #include "xtrain/device.hpp"
+#include "xtrain/net.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
 namespace xtrain::cli {
@@ -61,5 +62,11 @@ void configure_compute();
 
 // TRAIN or TEST from a flag value; `fallback` when empty.
 Phase parse_phase(const std::string& text, Phase fallback);
+
+// Copies `weights` (comma-separated files, as --weights gives them) into `net`. A command that scores
+// or deploys (`scoring`) refuses weights that leave learnable layers at their
+// random initial values unless --allow_missing_weights; training (fine-
+// tuning, where new layers are expected) names them in a warning.
+void copy_weights(Net& net, const std::string& weights, bool scoring);
 
 }  // namespace xtrain::cli

@@ -191,9 +191,7 @@ void extract(const ExtractionJob& job) {
 
   XLOG(INFO) << "Use " << options.device.to_string() << ".";
   Net net(param, options);
-  for (const std::string& weights : split_commas(job.weights)) {
-    net.copy_trained_layers_from(weights);
-  }
+  copy_weights(net, job.weights, /*scoring=*/true);
   std::vector<std::shared_ptr<Blob>> blobs;
   for (const std::string& name : job.blobs) {
     blobs.push_back(net.blob_by_name(name));

@@ -31,6 +31,9 @@ DEFINE_string(phase, "",
               "TRAIN or TEST (empty: TEST for test and extract_features, TRAIN for time and draw)");
 DEFINE_int32(level, 0, "the net state's level (selects layers by min_level/max_level)");
 DEFINE_string(stage, "", "the net state's stages, comma-separated (select layers by stage)");
+DEFINE_bool(allow_missing_weights, false,
+            "score or deploy even when --weights leaves learnable layers at their random initial "
+            "values");
 DEFINE_int32(iterations, 50, "how many iterations (batches) to run");
 DEFINE_bool(share_activation_memory, true,
             "let blobs whose lifetimes do not overlap share storage");

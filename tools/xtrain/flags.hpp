@@ -29,5 +29,6 @@ DECLARE_double(gradient_bucket_mb);
 DECLARE_int32(cudnn_workspace_mb);
 DECLARE_string(cudnn_algorithm_search);
 DECLARE_string(cpu_algorithm_search);
+DECLARE_bool(allow_missing_weights);
 DECLARE_string(gpu_math);
 DECLARE_bool(training_step);

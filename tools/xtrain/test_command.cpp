@@ -21,9 +21,7 @@ int test_command() {
   XLOG(INFO) << "Use " << options.device.to_string() << ".";
   Net net(FLAGS_model, parse_phase(FLAGS_phase, TEST), FLAGS_level, split_commas(FLAGS_stage),
           options);
-  for (const std::string& weights : split_commas(FLAGS_weights)) {
-    net.copy_trained_layers_from(weights);
-  }
+  copy_weights(net, FLAGS_weights, /*scoring=*/true);
   XLOG(INFO) << "Running for " << FLAGS_iterations << " iterations.";
 
   std::vector<double> scores;

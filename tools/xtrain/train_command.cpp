@@ -132,10 +132,7 @@ int train_replica(const TrainingRun& run, SolverOptions options, const std::stri
   // The root hears the signals; the replicas agree on its requests.
   if (root) solver->set_action_request_function([&run] { return run.signals->poll(); });
   if (run.resume_file.empty()) {
-    for (const std::string& weights : split_commas(FLAGS_weights)) {
-      XLOG(INFO) << "Copying layers from " << weights;
-      solver->net().copy_trained_layers_from(weights);
-    }
+    copy_weights(solver->net(), FLAGS_weights, /*scoring=*/false);
   }
   const auto start = std::chrono::steady_clock::now();
   XLOG(INFO) << "Starting Optimization";
