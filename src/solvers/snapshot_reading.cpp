@@ -13,6 +13,7 @@
 #include "core/net_upgrade.hpp"
 #include "solvers/hdf5_snapshot.hpp"
 #include "solvers/snapshot_checksum.hpp"
+#include "solvers/truncated_message.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 
@@ -60,6 +61,11 @@ bool is_regular_file(const std::string& path) {
                 "start a new training from these weights, pass them with --weights instead");
   }
   if (bytes.empty()) throw Error("'" + path + "' is not a solver state: it is empty; " + expected);
+  if (looks_cut_short(bytes, *SolverState::descriptor())) {
+    throw Error("'" + path + "' is a solver state cut short (" + std::to_string(bytes.size()) +
+                " bytes, ending inside a field): an interrupted write or an incomplete copy; "
+                "resume from an earlier snapshot (--snapshot=auto picks the newest intact one)");
+  }
   const bool printable =
       bytes.find('\0') == std::string::npos &&
       (bytes.find('{') != std::string::npos || bytes.find(':') != std::string::npos);
@@ -158,8 +164,13 @@ NetParameter read_weights_file(const std::string& path) {
                      "damaged: its checksum does not match; loading it anyway";
   }
   NetParameter net;
-  XTRAIN_CHECK(net.ParseFromString(bytes), "'", path,
-               "' is not a valid .caffemodel (truncated, corrupt, or another kind of file)");
+  if (!net.ParseFromString(bytes)) {
+    XTRAIN_CHECK(!looks_cut_short(bytes, *NetParameter::descriptor()), "'", path,
+                 "' is a .caffemodel cut short (", bytes.size(),
+                 " bytes, ending inside a field): an interrupted write or an incomplete copy; "
+                 "copy it again, or use an earlier snapshot");
+    throw Error("'" + path + "' is not a valid .caffemodel (corrupt, or another kind of file)");
+  }
   upgrade_net_as_needed(path, &net);  // V0/V1 .caffemodel files
   XTRAIN_CHECK(net.layer_size() > 0, "'", path,
                "' holds no layers, so it is not a .caffemodel with weights (is it a "

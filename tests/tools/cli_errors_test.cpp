@@ -4,6 +4,7 @@
 
 #include <regex>
 
+#include "core/input_file.hpp"
 #include "lmdb_fixture.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/proto/xtrain.pb.h"
@@ -228,6 +229,17 @@ TEST_F(TrainedTinyNet, WeightsThatMissALayerAreRefusedForScoring) {
   EXPECT_EQ(tuned.exit_code, 0) << tuned.output;
   EXPECT_CONTAINS(tuned.output, "layer 'ip_new' of net 'tiny' has no weights in '" + weights);
   EXPECT_CONTAINS(tuned.output, "expected for layers new to this net when fine-tuning");
+}
+
+TEST_F(TrainedTinyNet, ASolverStateCutShortSaysSo) {
+  const std::string state = dir_.file("tiny_iter_2.solverstate");
+  const std::string bytes = read_input_file(state, "the solver state");
+  const std::string cut = dir_.write("cut.solverstate", bytes.substr(0, bytes.size() * 9 / 10));
+  const std::string line = expect_one_line_error(
+      run_tool(tool_path("xtrain") + " train --solver=" + solver_ + " --snapshot=" + cut),
+      "xtrain train");
+  EXPECT_CONTAINS(line, "'" + cut + "' is a solver state cut short");
+  EXPECT_CONTAINS(line, "--snapshot=auto");
 }
 
 TEST_F(TrainedTinyNet, SnapshotGivenACaffemodelSaysWhatItExpected) {
