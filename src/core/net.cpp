@@ -525,14 +525,22 @@ void Net::share_trained_layers_with(const Net& other) {
     if (target == layer_names_index_.end()) continue;
     auto& target_blobs = layers_[target->second]->blobs();
     const auto& source_blobs = other.layers_[i]->blobs();
+    // "the TRAIN net 'LeNet'": which net is which, when the train and test
+    // nets share a layer but disagree on its shapes.
+    const std::string source_net = detail::concat("the ", Phase_Name(other.phase_), " net '",
+                                                  other.name_, "'");
+    const std::string target_net = detail::concat("the ", Phase_Name(phase_), " net '", name_, "'");
+    const std::string agree =
+        "; layers of one name share their parameters, so both nets must give them the same "
+        "shapes (e.g. the same input channels: both colour or both grey)";
     XTRAIN_CHECK(target_blobs.size() == source_blobs.size(), "layer '", other.layer_names_[i],
-                 "' has ", source_blobs.size(), " learnable blobs in one net and ",
-                 target_blobs.size(), " in the other");
+                 "' has ", source_blobs.size(), " learnable blobs in ", source_net, " and ",
+                 target_blobs.size(), " in ", target_net, agree);
     for (std::size_t j = 0; j < source_blobs.size(); ++j) {
       XTRAIN_CHECK(target_blobs[j]->shape() == source_blobs[j]->shape(), "layer '",
                    other.layer_names_[i], "' param ", j, " has shape ",
-                   source_blobs[j]->shape_string(), " in one net and ",
-                   target_blobs[j]->shape_string(), " in the other");
+                   source_blobs[j]->shape_string(), " in ", source_net, " and ",
+                   target_blobs[j]->shape_string(), " in ", target_net, agree);
       target_blobs[j]->share_data(*source_blobs[j]);
     }
   }

@@ -174,6 +174,24 @@ TEST(CliErrors, SolverValuesThatCannotBeMeant) {
   }
 }
 
+// Train and test nets that disagree on a shared layer's shapes: the error
+// says which net has which shape.
+TEST(CliErrors, TrainAndTestNetsDisagreeingOnAShapeNameEach) {
+  TempDir dir("cli_train_test_shapes");
+  const std::string train_net = dir.write("train.prototxt", tiny_net(2));
+  const std::string test_net = dir.write(
+      "test.prototxt", std::regex_replace(tiny_net(2), std::regex("dim: 4 dim: 3"), "dim: 4 dim: 5"));
+  const std::string solver = dir.write(
+      "solver.prototxt", "train_net: \"" + train_net + "\"\ntest_net: \"" + test_net +
+                             "\"\ntest_iter: 1\ntest_interval: 1\nbase_lr: 0.1\n"
+                             "lr_policy: \"fixed\"\nmax_iter: 1\nsolver_mode: CPU\nsnapshot_prefix: \"" +
+                             dir.file("x") + "\"\n");
+  const std::string line = expect_one_line_error(
+      run_tool(tool_path("xtrain") + " train --solver=" + solver), "xtrain train");
+  EXPECT_CONTAINS(line, "layer 'ip' param 0 has shape 2 3 (6) in the TRAIN net 'tiny' and 2 5 "
+                        "(10) in the TEST net 'tiny'");
+}
+
 class TrainedTinyNet : public ::testing::Test {
  protected:
   void SetUp() override {
