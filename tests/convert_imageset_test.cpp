@@ -352,7 +352,7 @@ TEST_F(ConvertImageset, StrictStopsAtTheFirstProblem) {
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_EQ(testing::last_line(result.output),
             "convert_imageset: error: list '" + images_only + "' line 3: cannot open '" + root +
-                "missing/none.png': no such file or not readable (stopped by --strict)");
+                "missing/none.png': No such file or directory (stopped by --strict)");
   EXPECT_FALSE(std::filesystem::exists(work_.file("db")));  // not left half-written
 }
 

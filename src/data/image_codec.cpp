@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/input_file.hpp"
+#include "data/image_header.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -80,13 +81,22 @@ cv::Mat decode_to_mat(const std::string& bytes, ColorMode mode, const std::strin
   XTRAIN_CHECK(!bytes.empty(), what, " is empty, not an image");
   XTRAIN_CHECK(bytes.size() <= static_cast<std::size_t>(std::numeric_limits<int>::max()), what,
                " is too large (", bytes.size(), " bytes) to decode");
+  if (const std::optional<ImageSize> size = encoded_image_size(bytes)) {
+    const std::uint64_t pixels = std::uint64_t{size->width} * size->height;
+    XTRAIN_CHECK(pixels > 0 && pixels <= kMaxDecodedPixels, what, " claims ", size->width, "x",
+                 size->height, " pixels in its header, ",
+                 pixels == 0 ? "none" : "more than can be decoded (2^30)",
+                 ": the file is damaged, or far too large for a training image (resize it)");
+  }
   const cv::Mat encoded(1, static_cast<int>(bytes.size()), CV_8UC1,
                         const_cast<char*>(bytes.data()));
   cv::Mat decoded;
   try {
     decoded = cv::imdecode(encoded, imread_flags(mode));
   } catch (const cv::Exception& error) {
-    XTRAIN_CHECK(false, what, " could not be decoded: ", error.what());
+    // error.err is OpenCV's message without its source location.
+    XTRAIN_CHECK(false, what, " could not be decoded (OpenCV: ", error.err,
+                 "); the file is damaged or not an image");
   }
   XTRAIN_CHECK(!decoded.empty(), what,
                " is not an image OpenCV can decode (JPEG, PNG, BMP, TIFF, ...); the file is "
