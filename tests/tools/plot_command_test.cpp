@@ -59,7 +59,19 @@ TEST(PlotCommand, DefaultOutputIsBesideTheInput) {
   const std::string log = dir.write("lenet.log", read_text_file(kCaffeLog));
   const ToolResult result = plot(log);
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_FALSE(read_text_file(dir.file("lenet_report.html")).empty());
+  EXPECT_FALSE(read_text_file(dir.file("lenet_plot.html")).empty());
+}
+
+// Plotting a training's own metrics keeps the report the training wrote.
+TEST(PlotCommand, DefaultOutputNeverReplacesTheTrainingsReport) {
+  TempDir dir("plot_keeps_report");
+  const std::string metrics = dir.write(
+      "lenet_metrics.jsonl", "{\"kind\":\"train\",\"iteration\":1,\"loss\":0.5,\"outputs\":{}}\n");
+  const std::string report = dir.write("lenet_report.html", "the training's own report");
+  const ToolResult result = plot(metrics);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(read_text_file(report), "the training's own report");
+  EXPECT_FALSE(read_text_file(dir.file("lenet_plot.html")).empty());
 }
 
 // One training through the tool gives a log and a metrics file; both plot

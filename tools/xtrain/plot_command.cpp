@@ -15,7 +15,7 @@
 #include "xtrain/snapshot_files.hpp"
 
 DEFINE_string(o, "",
-              "plot: the HTML file to write (default: the input's name with _report.html "
+              "plot: the HTML file to write (default: the input's name with _plot.html "
               "instead of its extension or _metrics.jsonl)");
 
 namespace xtrain::cli {
@@ -38,15 +38,17 @@ bool looks_like_metrics(const std::string& path) {
   throw Error(path + " is empty: give a training log or a metrics .jsonl file");
 }
 
+// <name>_plot.html: never the _report.html that the training itself keeps
+// beside its snapshots (plotting a run's metrics must not replace it).
 std::string default_output(const std::string& input) {
   if (ends_with(input, kMetricsSuffix)) {
-    return input.substr(0, input.size() - kMetricsSuffix.size()) + "_report.html";
+    return input.substr(0, input.size() - kMetricsSuffix.size()) + "_plot.html";
   }
   const std::size_t slash = input.rfind('/');
   const std::size_t dot = input.rfind('.');
   const bool has_extension =
       dot != std::string::npos && (slash == std::string::npos || dot > slash);
-  return (has_extension ? input.substr(0, dot) : input) + "_report.html";
+  return (has_extension ? input.substr(0, dot) : input) + "_plot.html";
 }
 
 // The snapshots beside <prefix>_metrics.jsonl, as the solver's report lists them.
