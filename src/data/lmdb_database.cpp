@@ -10,6 +10,7 @@
 #include <mutex>
 #include <system_error>
 
+#include "data/lmdb_fault_guard.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 
@@ -85,7 +86,11 @@ std::map<std::string, CachedReader>& reader_cache() {
 }  // namespace
 
 void LmdbDatabase::fail(const std::string& what, int code) const {
-  throw Error("LMDB '" + path_ + "': " + what + ": " + mdb_strerror(code));
+  const bool damaged = code == MDB_CORRUPTED || code == MDB_PAGE_NOTFOUND || code == MDB_INVALID;
+  throw Error("LMDB '" + path_ + "': " + what + ": " + mdb_strerror(code) +
+              (damaged ? "; the database is damaged: rebuild it (convert_imageset, "
+                         "convert_mnist_data)"
+                       : ""));
 }
 
 std::shared_ptr<LmdbDatabase> LmdbDatabase::open_for_reading(const std::string& path) {
@@ -193,6 +198,23 @@ void LmdbDatabase::grow_map() {
 
 // ---------------------------------------------------------------------------
 
+namespace {
+
+// LMDB's default largest key (MDB_MAXKEYSIZE).
+constexpr std::size_t kLargestKey = 511;
+
+// Reads one byte of every 4 KiB page of [data, data + size).
+void touch_pages(const void* data, std::size_t size) {
+  if (size == 0) return;
+  const volatile unsigned char* bytes = static_cast<const volatile unsigned char*>(data);
+  unsigned char sink = 0;
+  for (std::size_t at = 0; at < size; at += 4096) sink ^= bytes[at];
+  sink ^= bytes[size - 1];
+  (void)sink;
+}
+
+}  // namespace
+
 LmdbCursor::LmdbCursor(std::shared_ptr<LmdbDatabase> database) : database_(std::move(database)) {
   MDB_env* env = database_->env();
   int rc = mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn_);
@@ -218,12 +240,28 @@ LmdbCursor::~LmdbCursor() {
 void LmdbCursor::move(int operation) {
   MDB_val key;
   MDB_val value;
+  // LMDB follows the page numbers it finds in the file; in a damaged file
+  // they may point anywhere (see lmdb_fault_guard.hpp).
+  const LmdbFaultGuard guard(database_->path().c_str());
   const int rc = mdb_cursor_get(cursor_, &key, &value, static_cast<MDB_cursor_op>(operation));
   if (rc == MDB_NOTFOUND) {
     valid_ = false;
     return;
   }
   if (rc != MDB_SUCCESS) database_->fail("cannot read the next record", rc);
+  // A record larger than the whole map, or a key larger than LMDB allows,
+  // comes from damaged bytes: say so before anyone allocates its size.
+  const std::size_t map_bytes = database_->map_size();
+  if (key.mv_size > kLargestKey || value.mv_size > map_bytes) {
+    database_->fail(detail::concat("a record claims a ", key.mv_size, "-byte key and a ",
+                                   value.mv_size, "-byte value in a ", map_bytes,
+                                   "-byte database"),
+                    MDB_CORRUPTED);
+  }
+  // Read every page of the record now, under the guard, so that a damaged
+  // pointer faults here rather than in whoever decodes it.
+  touch_pages(key.mv_data, key.mv_size);
+  touch_pages(value.mv_data, value.mv_size);
   valid_ = true;
   key_ = std::string_view(static_cast<const char*>(key.mv_data), key.mv_size);
   value_ = std::string_view(static_cast<const char*>(value.mv_data), value.mv_size);
