@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages xtrain needs to build, test and run its demo.
 # Installs only what is missing; safe to run again.
+#   scripts/install_deps.sh         everything (build, run, test)
+#   scripts/install_deps.sh --run   what building and running need, without the
+#                                   test-only packages (README command 1)
 set -euo pipefail
 
 PACKAGES=(
@@ -16,11 +19,18 @@ PACKAGES=(
   libhdf5-dev
   zlib1g-dev
   openmpi-bin libopenmpi-dev
-  libgtest-dev libgmock-dev
   graphviz  # xtrain draw renders nets with its dot
   dataset-fashion-mnist
+)
+TEST_PACKAGES=(
+  libgtest-dev libgmock-dev
   chromium  # tests render the training report headless (tests/tools/report_render_test.cpp)
 )
+case "${1:-}" in
+  "") PACKAGES+=("${TEST_PACKAGES[@]}") ;;
+  --run) ;;
+  *) echo "install_deps: unknown argument '$1' (use --run, or nothing for everything)" >&2; exit 1 ;;
+esac
 
 missing=()
 for package in "${PACKAGES[@]}"; do

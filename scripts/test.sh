@@ -8,10 +8,12 @@ scripts/install_deps.sh
 # and Hopper (sm_90, the H100/H200 we validate on), not the default's Ampere
 # too, to keep the build short; the tests need no GPU (GPU instances skip
 # without one).
+# Everything, whatever an earlier README command 1 configured (no tests, no
+# CUDA without a GPU).
 if [ "${CI:-}" = "true" ]; then
-  scripts/build.sh -DCMAKE_CUDA_ARCHITECTURES="75;90"
+  scripts/build.sh -DXTRAIN_BUILD_TESTS=ON -DXTRAIN_USE_CUDA=AUTO -DCMAKE_CUDA_ARCHITECTURES="75;90"
 else
-  scripts/build.sh
+  scripts/build.sh -DXTRAIN_BUILD_TESTS=ON -DXTRAIN_USE_CUDA=AUTO
 fi
 cd "${XTRAIN_BUILD_DIR:-build}"
 ctest --output-on-failure -j "${XTRAIN_JOBS:-$(nproc)}"
