@@ -8,6 +8,7 @@
 #include "core/device_memory.hpp"
 #include "core/net_input_upgrade.hpp"
 #include "core/net_memory_plan.hpp"
+#include "core/net_name_limits.hpp"
 #include "core/net_upgrade.hpp"
 #include "solvers/snapshot_reading.hpp"
 #include "xtrain/error.hpp"
@@ -30,6 +31,7 @@ Net::Net(const std::string& prototxt_path, Phase phase, int level,
 }
 
 void Net::init(const NetParameter& in_param) {
+  check_name_lengths(in_param);
   NetParameter upgraded(in_param);
   if (upgrade_net_inputs(&upgraded)) {
     XLOG(WARNING) << "Net '" << upgraded.name()
@@ -108,7 +110,15 @@ void Net::init(const NetParameter& in_param) {
     }
 
     if (options_.verbose) XLOG(INFO) << "Setting up " << layer_param.name();
-    layer->setup(bottom_vecs_[layer_id], top_vecs_[layer_id]);
+    try {
+      layer->setup(bottom_vecs_[layer_id], top_vecs_[layer_id]);
+    } catch (const Error& error) {
+      // Most layers name themselves; a shared helper (Blob's size limit,
+      // say) does not know which layer called it.
+      const std::string what = error.what();
+      if (what.find("'" + layer_param.name() + "'") != std::string::npos) throw;
+      throw Error("layer '" + layer_param.name() + "' (" + layer_param.type() + "): " + what);
+    }
     for (std::size_t top_id = 0; top_id < top_vecs_[layer_id].size(); ++top_id) {
       const int blob_id = top_id_vecs_[layer_id][top_id];
       blob_loss_weights_[blob_id] = layer->loss(static_cast<int>(top_id));

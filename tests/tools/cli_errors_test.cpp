@@ -192,6 +192,27 @@ TEST(CliErrors, TrainAndTestNetsDisagreeingOnAShapeNameEach) {
                         "(10) in the TEST net 'tiny'");
 }
 
+// Sizes that cannot be meant: the layer is named, and nothing is logged or
+// allocated in gigabytes first.
+TEST(CliErrors, InsaneSizesNameTheLayer) {
+  TempDir dir("cli_sizes");
+  const std::string huge_output = dir.write(
+      "huge.prototxt", std::regex_replace(tiny_net(2), std::regex("num_output: 2"),
+                                          "num_output: 1000000000"));
+  std::string line = expect_one_line_error(
+      run_tool(tool_path("xtrain") + " time --model=" + huge_output), "xtrain time");
+  EXPECT_CONTAINS(line, "layer 'ip' (InnerProduct)");
+  EXPECT_CONTAINS(line, "more than 2^31");
+
+  const std::string long_name = dir.write(
+      "long.prototxt", std::regex_replace(tiny_net(2), std::regex("name: \"ip\""),
+                                          "name: \"" + std::string(5000, 'x') + "\""));
+  const ToolResult result = run_tool(tool_path("xtrain") + " time --model=" + long_name);
+  line = expect_one_line_error(result, "xtrain time");
+  EXPECT_CONTAINS(line, "the name of layer #2 is 5000 characters long");
+  EXPECT_LT(result.output.size(), 4000u) << "the name is not logged";
+}
+
 class TrainedTinyNet : public ::testing::Test {
  protected:
   void SetUp() override {
