@@ -4,20 +4,24 @@
 # onednn-cpu-gomp + onednn-devel-cpu-gomp 2023.2.0, installed into a venv in
 # the build folder when missing), at the native ISA and capped to AVX2, and
 # compares them (bench/onednn_compare.py).
-#   bench/onednn_versions.sh [RUNS] [onednn_conv_bench flags: --nets lenet,alexnet ...]
-# RUNS (default 3) rounds, each running the four configurations in turn so
-# that a change of the machine's load hits all alike; the comparison takes
-# the medians over rounds. XTRAIN_BUILD_DIR (default build) names the build
-# folder; raw outputs go to its bench/onednn_versions/. METRIC (median,
+#   bench/onednn_versions.sh [RUNS [NETS]] [onednn_conv_bench flags: --calls 5 ...]
+# RUNS (default 3) rounds; in each, net by net (NETS: comma-separated, default
+# all five), the four configurations run in turn, seconds apart, so that a
+# change of the machine's load hits all alike; the comparison takes the
+# medians over rounds. XTRAIN_BUILD_DIR (default build) names the build
+# folder; raw outputs go to its bench/onednn_versions-T-threads/ (T:
+# OMP_NUM_THREADS, "all" when unset). METRIC (median,
 # fastest or cpu; see onednn_conv_bench.cpp) picks the per-shape figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS="${1:-3}"
 shift || true
+NETS="${1:-$(awk '!/^#/ {print $1}' bench/onednn_conv_shapes.txt | uniq | paste -sd,)}"
+shift || true
 BUILD="${XTRAIN_BUILD_DIR:-build}"
 PYPI_VERSION=2023.2.0  # the last onednn-cpu-gomp; later PyPI builds use TBB
 VENV="$BUILD/onednn-pypi-$PYPI_VERSION"
-OUT="$BUILD/bench/onednn_versions"
+OUT="$BUILD/bench/onednn_versions-${OMP_NUM_THREADS:-all}-threads"
 mkdir -p "$OUT"
 
 as_root() { if [[ $(id -u) == 0 ]]; then "$@"; else sudo "$@"; fi; }
@@ -43,17 +47,18 @@ DEBIAN=$(build onednn_conv_bench_debian)
 PYPI=$(build onednn_conv_bench_pypi -I"$VENV/include" -L"$VENV/lib" \
   -Wl,-rpath,"$(realpath "$VENV/lib")")
 
+rm -f "$OUT"/*.txt
 for run in $(seq "$RUNS"); do
-  for isa in native avx2; do
-    for version in debian pypi; do
-      bin=$DEBIAN
-      [[ $version == pypi ]] && bin=$PYPI
-      echo "round $run/$RUNS: $version, ISA $isa" >&2
-      if [[ $isa == avx2 ]]; then
-        ONEDNN_MAX_CPU_ISA=AVX2 "$bin" "$@" >"$OUT/$version-$isa-$run.txt"
-      else
-        "$bin" "$@" >"$OUT/$version-$isa-$run.txt"
-      fi
+  for net in ${NETS//,/ }; do
+    for isa in native avx2; do
+      for version in debian pypi; do
+        bin=$DEBIAN
+        [[ $version == pypi ]] && bin=$PYPI
+        echo "round $run/$RUNS: $net, $version, ISA $isa" >&2
+        cap=()
+        [[ $isa == avx2 ]] && cap=(ONEDNN_MAX_CPU_ISA=AVX2)
+        env "${cap[@]}" "$bin" --nets "$net" "$@" >>"$OUT/$version-$isa-$run.txt"
+      done
     done
   done
 done
