@@ -9,6 +9,9 @@ Each figure is the median over the rounds. First, per net and pass, the sum
 over its convolution layers (a shape's time x its count) for each of the
 three timings the benchmark records; then, per shape and pass, the chosen
 --metric where the versions differ by more than 10 % (--all: every shape).
+When the runs timed every implementation (onednn_conv_bench
+--all-implementations), the same per-net sums with the fastest
+implementation of each pass, and where it beats oneDNN's own choice.
 "3.x/2.6" is the time ratio: below 1, oneDNN 3.x is faster.
 """
 import argparse
@@ -22,19 +25,34 @@ PASSES = ("forward", "backward_data", "backward_weights")
 METRICS = ("median", "fastest", "cpu")
 
 
-def read_run(path):
-    """(header line, {(net, layer, pass): {count, median, fastest, cpu, gflop, impl}})."""
+def read_run(path, kind="result"):
+    """(header line, {key: {count, median, fastest, cpu, gflop, impl}}) from
+    the lines of one kind: "result" (oneDNN's choice; key (net, layer,
+    pass)) or "impl" (every implementation timed; key (net, layer, pass,
+    implementation))."""
     lines = path.read_text().splitlines()
     results = {}
     for line in lines:
         fields = line.split()
-        if fields[:1] != ["result"]:
+        if fields[:1] != [kind]:
             continue
         net, layer, count, pass_name, median, fastest, cpu, gflop = fields[1:9]
-        results[(net, layer, pass_name)] = {
+        implementation = " ".join(fields[9:])
+        key = (net, layer, pass_name) + ((implementation,) if kind == "impl" else ())
+        results[key] = {
             "count": int(count), "median": float(median), "fastest": float(fastest),
-            "cpu": float(cpu), "gflop": float(gflop), "impl": " ".join(fields[9:])}
+            "cpu": float(cpu), "gflop": float(gflop), "impl": implementation}
     return lines[0] if lines else "(empty)", results
+
+
+def best_implementations(per_implementation, metric):
+    """{(net, layer, pass): the fastest implementation's figures by metric}."""
+    best = {}
+    for key, r in per_implementation.items():
+        shape = key[:3]
+        if shape not in best or r[metric] < best[shape][metric]:
+            best[shape] = r
+    return best
 
 
 def combine(runs):
@@ -65,7 +83,7 @@ def main():
     parser.add_argument("--all", action="store_true", help="every shape, not only differences")
     args = parser.parse_args()
 
-    data = {}
+    data, best = {}, {}
     for version in VERSIONS:
         for isa in ISAS:
             paths = [args.dir / ("%s-%s-%d.txt" % (version, isa, r)) for r in
@@ -76,6 +94,9 @@ def main():
             runs = [read_run(p) for p in paths]
             print("%s, %s: %s (%d rounds)" % (version, isa, runs[0][0], len(runs)))
             data[(version, isa)] = combine([r for _, r in runs])
+            alternatives = [read_run(p, "impl")[1] for p in paths]
+            if all(len(a) > len(r) for a, (_, r) in zip(alternatives, runs)):
+                best[(version, isa)] = best_implementations(combine(alternatives), args.metric)
 
     for isa in ISAS:
         old, new = data[("debian", isa)], data[("pypi", isa)]
@@ -100,6 +121,34 @@ def main():
                     key[0], key[1], before["count"], key[2], before[args.metric], before["impl"],
                     after[args.metric], after["impl"], ratio,
                     after["gflop"] / (after[args.metric] / 1e3)))
+        if ("debian", isa) in best and ("pypi", isa) in best:
+            print_best(isa, data, best, args.metric)
+
+
+def print_best(isa, data, best, metric):
+    """With --all-implementations: per net, each version's fastest
+    implementation per shape and pass, summed; and the shapes where that is
+    not oneDNN's own choice."""
+    old, new = best[("debian", isa)], best[("pypi", isa)]
+    print("\nISA %s, per net, the fastest implementation of each pass (sum of count x %s ms):"
+          " 2.6 / 3.x ms, 3.x/2.6" % (isa, metric))
+    print("%-14s %-22s %-22s %-22s %-22s" % ("net", *PASSES, "all three"))
+    old_totals, new_totals = net_totals(old, metric), net_totals(new, metric)
+    for net, before in old_totals.items():
+        after = new_totals.get(net, [float("nan")] * 3)
+        cells = ["%9.2f /%9.2f %5.2f" % (b, a, a / b) for b, a in
+                 zip(before + [sum(before)], after + [sum(after)])]
+        print("%-14s %s" % (net, " ".join("%-22s" % c for c in cells)))
+    for version, label in (("debian", "2.6"), ("pypi", "3.x")):
+        print("\nISA %s, oneDNN %s: shapes where another implementation beats oneDNN's choice"
+              " by > 10 %% (%s ms)" % (isa, label, metric))
+        chosen = data[(version, isa)]
+        for key, fastest in best[(version, isa)].items():
+            first = chosen.get(key)
+            if first and fastest[metric] < 0.9 * first[metric]:
+                print("  %-14s %-26s x%d %-16s %9.3f [%s] -> %9.3f [%s]" % (
+                    key[0], key[1], first["count"], key[2], first[metric], first["impl"],
+                    fastest[metric], fastest["impl"]))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@
 // bench/onednn_versions.sh builds it both ways and runs both.
 //
 //   onednn_conv_bench [--shapes bench/onednn_conv_shapes.txt] [--nets lenet,alexnet]
-//                     [--calls 5] [--min-seconds 0.05]
+//                     [--calls 5] [--min-seconds 0.05] [--all-implementations]
 //
 // Per shape and pass it prints the median milliseconds of the timed calls
 // (at least --calls, more until --min-seconds, after one untimed warm-up
@@ -15,6 +15,10 @@
 // GFLOP/s and the implementation oneDNN chose; then per net the sum over
 // its layers (a shape's time x its count), per pass. Lines starting with
 // "result" carry the same figures for bench/onednn_compare.py.
+// --all-implementations also times every alternative oneDNN lists for each
+// pass (what xtrain's choose_implementation can pick from), as "impl" lines;
+// an alternative may want other activation layouts than its neighbours,
+// i.e. reorders in a net, which are not timed here.
 // ONEDNN_MAX_CPU_ISA caps the kernels as usual; OMP_NUM_THREADS the threads.
 #include <algorithm>
 #include <chrono>
@@ -24,6 +28,7 @@
 #include <ctime>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -84,8 +89,15 @@ const dnnl::engine& cpu_engine() {
 }
 
 // The three primitive descriptors of one shape, made the way the library
-// version wants: 2.x through op descriptors, 3.x directly.
+// version wants: 2.x through op descriptors, 3.x directly. In 2.x a
+// descriptor's list of implementations points into its op descriptor, so
+// those are kept, at fixed addresses, for as long as the list is walked.
 struct PassDescs {
+#if DNNL_VERSION_MAJOR < 3
+  std::shared_ptr<dnnl::convolution_forward::desc> forward_op;
+  std::shared_ptr<dnnl::convolution_backward_data::desc> backward_data_op;
+  std::shared_ptr<dnnl::convolution_backward_weights::desc> backward_weights_op;
+#endif
   dnnl::convolution_forward::primitive_desc forward;
   dnnl::convolution_backward_data::primitive_desc backward_data;
   dnnl::convolution_backward_weights::primitive_desc backward_weights;
@@ -105,28 +117,30 @@ PassDescs make_descs(const ConvShape& s) {
   const memory::dims strides = {s.stride, s.stride}, padding = {s.pad, s.pad};
   const auto direct = dnnl::algorithm::convolution_direct;
   const auto& engine = cpu_engine();
+  PassDescs pd;
 #if DNNL_VERSION_MAJOR >= 3
-  dnnl::convolution_forward::primitive_desc forward(engine, dnnl::prop_kind::forward_training,
-                                                    direct, src, weights, bias, dst, strides,
-                                                    padding, padding);
-  dnnl::convolution_backward_data::primitive_desc backward_data(
-      engine, direct, src, weights, dst, strides, padding, padding, forward);
-  dnnl::convolution_backward_weights::primitive_desc backward_weights(
-      engine, direct, src, weights, bias, dst, strides, padding, padding, forward);
+  pd.forward = dnnl::convolution_forward::primitive_desc(
+      engine, dnnl::prop_kind::forward_training, direct, src, weights, bias, dst, strides,
+      padding, padding);
+  pd.backward_data = dnnl::convolution_backward_data::primitive_desc(
+      engine, direct, src, weights, dst, strides, padding, padding, pd.forward);
+  pd.backward_weights = dnnl::convolution_backward_weights::primitive_desc(
+      engine, direct, src, weights, bias, dst, strides, padding, padding, pd.forward);
 #else
-  dnnl::convolution_forward::primitive_desc forward(
-      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, direct, src, weights,
-                                      bias, dst, strides, padding, padding),
-      engine);
-  dnnl::convolution_backward_data::primitive_desc backward_data(
-      dnnl::convolution_backward_data::desc(direct, src, weights, dst, strides, padding, padding),
-      engine, forward);
-  dnnl::convolution_backward_weights::primitive_desc backward_weights(
-      dnnl::convolution_backward_weights::desc(direct, src, weights, bias, dst, strides, padding,
-                                               padding),
-      engine, forward);
+  pd.forward_op = std::make_shared<dnnl::convolution_forward::desc>(
+      dnnl::prop_kind::forward_training, direct, src, weights, bias, dst, strides, padding,
+      padding);
+  pd.backward_data_op = std::make_shared<dnnl::convolution_backward_data::desc>(
+      direct, src, weights, dst, strides, padding, padding);
+  pd.backward_weights_op = std::make_shared<dnnl::convolution_backward_weights::desc>(
+      direct, src, weights, bias, dst, strides, padding, padding);
+  pd.forward = dnnl::convolution_forward::primitive_desc(*pd.forward_op, engine);
+  pd.backward_data =
+      dnnl::convolution_backward_data::primitive_desc(*pd.backward_data_op, engine, pd.forward);
+  pd.backward_weights = dnnl::convolution_backward_weights::primitive_desc(
+      *pd.backward_weights_op, engine, pd.forward);
 #endif
-  return {forward, backward_data, backward_weights};
+  return pd;
 }
 
 // A buffer in the layout a primitive chose, filled with small values that
@@ -187,37 +201,67 @@ Timing time_calls(const dnnl::primitive& primitive, const std::unordered_map<int
 
 const char* const kPassNames[3] = {"forward", "backward_data", "backward_weights"};
 
-std::vector<Timing> time_shape(const ConvShape& s, int min_calls, double min_seconds) {
+using Args = std::unordered_map<int, memory>;
+
+// Times one pass with the implementation `pd` stands on and, with
+// all_implementations, every later one in oneDNN's list too (walking the
+// list moves `pd`, so it is taken by value): the first Timing is oneDNN's
+// own choice. Each implementation gets buffers in the layouts it chose.
+template <typename Primitive, typename ArgsFor>
+std::vector<Timing> time_pass(typename Primitive::primitive_desc pd, ArgsFor args_for,
+                              bool all_implementations, int min_calls, double min_seconds) {
+  std::vector<Timing> timings;
+  do {
+    // Reference kernels are 100x slower and never what xtrain would pick.
+    if (!timings.empty() && std::strncmp(pd.impl_info_str(), "ref", 3) == 0) continue;
+    try {
+      timings.push_back(time_calls(Primitive(pd), args_for(pd), pd.impl_info_str(), min_calls,
+                                   min_seconds));
+    } catch (const dnnl::error& e) {
+      // oneDNN lists some implementations it then cannot create; only its
+      // own first choice must work.
+      if (timings.empty()) throw;
+      std::fprintf(stderr, "onednn_conv_bench: skipped %s: %s\n", pd.impl_info_str(), e.what());
+    }
+  } while (all_implementations && pd.next_impl());
+  return timings;
+}
+
+// Per pass (forward, backward-data, backward-weights), the timings of
+// oneDNN's choice and, with all_implementations, of its alternatives.
+std::vector<std::vector<Timing>> time_shape(const ConvShape& s, bool all_implementations,
+                                            int min_calls, double min_seconds) {
   PassDescs pd = make_descs(s);
   const memory::desc bias_desc({s.outputs}, DataType::f32, Tag::x);
-  memory src = filled(pd.forward.src_desc()), weights = filled(pd.forward.weights_desc()),
-         bias = filled(bias_desc), dst = filled(pd.forward.dst_desc());
-  memory diff_dst_bd = filled(pd.backward_data.diff_dst_desc()),
-         weights_bd = filled(pd.backward_data.weights_desc()),
-         diff_src = filled(pd.backward_data.diff_src_desc());
-  memory src_bw = filled(pd.backward_weights.src_desc()),
-         diff_dst_bw = filled(pd.backward_weights.diff_dst_desc()),
-         diff_weights = filled(pd.backward_weights.diff_weights_desc()), diff_bias = filled(bias_desc);
-  return {
-      time_calls(dnnl::convolution_forward(pd.forward),
-                 {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_BIAS, bias},
-                  {DNNL_ARG_DST, dst}},
-                 pd.forward.impl_info_str(), min_calls, min_seconds),
-      time_calls(dnnl::convolution_backward_data(pd.backward_data),
-                 {{DNNL_ARG_DIFF_DST, diff_dst_bd}, {DNNL_ARG_WEIGHTS, weights_bd},
-                  {DNNL_ARG_DIFF_SRC, diff_src}},
-                 pd.backward_data.impl_info_str(), min_calls, min_seconds),
-      time_calls(dnnl::convolution_backward_weights(pd.backward_weights),
-                 {{DNNL_ARG_SRC, src_bw}, {DNNL_ARG_DIFF_DST, diff_dst_bw},
-                  {DNNL_ARG_DIFF_WEIGHTS, diff_weights}, {DNNL_ARG_DIFF_BIAS, diff_bias}},
-                 pd.backward_weights.impl_info_str(), min_calls, min_seconds),
+  auto forward_args = [&](const dnnl::convolution_forward::primitive_desc& p) {
+    return Args{{DNNL_ARG_SRC, filled(p.src_desc())}, {DNNL_ARG_WEIGHTS, filled(p.weights_desc())},
+                {DNNL_ARG_BIAS, filled(bias_desc)}, {DNNL_ARG_DST, filled(p.dst_desc())}};
   };
+  auto backward_data_args = [](const dnnl::convolution_backward_data::primitive_desc& p) {
+    return Args{{DNNL_ARG_DIFF_DST, filled(p.diff_dst_desc())},
+                {DNNL_ARG_WEIGHTS, filled(p.weights_desc())},
+                {DNNL_ARG_DIFF_SRC, filled(p.diff_src_desc())}};
+  };
+  auto backward_weights_args = [&](const dnnl::convolution_backward_weights::primitive_desc& p) {
+    return Args{{DNNL_ARG_SRC, filled(p.src_desc())}, {DNNL_ARG_DIFF_DST, filled(p.diff_dst_desc())},
+                {DNNL_ARG_DIFF_WEIGHTS, filled(p.diff_weights_desc())},
+                {DNNL_ARG_DIFF_BIAS, filled(bias_desc)}};
+  };
+  // Forward last: oneDNN 3.x's next_impl() changes the forward descriptor
+  // in place, and the backward ones still refer to it as their hint.
+  auto backward_data = time_pass<dnnl::convolution_backward_data>(
+      pd.backward_data, backward_data_args, all_implementations, min_calls, min_seconds);
+  auto backward_weights = time_pass<dnnl::convolution_backward_weights>(
+      pd.backward_weights, backward_weights_args, all_implementations, min_calls, min_seconds);
+  auto forward = time_pass<dnnl::convolution_forward>(pd.forward, forward_args,
+                                                      all_implementations, min_calls, min_seconds);
+  return {forward, backward_data, backward_weights};
 }
 
 [[noreturn]] void usage(const char* problem, int status) {
   std::fprintf(status ? stderr : stdout,
                "onednn_conv_bench: %s\nusage: onednn_conv_bench [--shapes FILE] [--nets a,b] "
-               "[--calls N] [--min-seconds S]\n",
+               "[--calls N] [--min-seconds S] [--all-implementations]\n",
                problem);
   std::exit(status);
 }
@@ -228,10 +272,15 @@ int main(int argc, char** argv) {
   std::string shapes_path = "bench/onednn_conv_shapes.txt", nets;
   int min_calls = 5;
   double min_seconds = 0.05;
+  bool all_implementations = false;
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
       usage("oneDNN convolution passes per bench-net shape (see bench/onednn_conv_bench.cpp)", 0);
+    }
+    if (flag == "--all-implementations") {
+      all_implementations = true;
+      continue;
     }
     if (i + 1 >= argc) usage(("missing value after " + flag).c_str(), 2);
     std::string value = argv[++i];
@@ -261,9 +310,10 @@ int main(int argc, char** argv) {
       net_order.push_back(s.net);
       net_ms[s.net] = std::vector<double>(3, 0.0);
     }
-    std::vector<Timing> timings = time_shape(s, min_calls, min_seconds);
+    std::vector<std::vector<Timing>> timings =
+        time_shape(s, all_implementations, min_calls, min_seconds);
     for (int pass = 0; pass < 3; ++pass) {
-      const Timing& t = timings[pass];
+      const Timing& t = timings[pass].front();
       std::printf("%-14s %-26s %3d %-16s %9.3f %9.3f %9.3f %8.1f  %s\n", s.net.c_str(),
                   s.layer.c_str(), s.count, kPassNames[pass], t.median_ms, t.fastest_ms, t.cpu_ms,
                   s.gflop() / (t.median_ms / 1e3), t.implementation.c_str());
@@ -271,6 +321,11 @@ int main(int argc, char** argv) {
                   s.count, kPassNames[pass], t.median_ms, t.fastest_ms, t.cpu_ms, s.gflop(),
                   t.implementation.c_str());
       net_ms[s.net][pass] += s.count * t.median_ms;
+      for (const Timing& other : timings[pass]) {  // oneDNN's choice among them
+        std::printf("impl %s %s %d %s %.4f %.4f %.4f %.6f %s\n", s.net.c_str(), s.layer.c_str(),
+                    s.count, kPassNames[pass], other.median_ms, other.fastest_ms, other.cpu_ms,
+                    s.gflop(), other.implementation.c_str());
+      }
     }
     std::fflush(stdout);
   }
