@@ -4,7 +4,8 @@
 # onednn-cpu-gomp + onednn-devel-cpu-gomp 2023.2.0, installed into a venv in
 # the build folder when missing), at the native ISA and capped to AVX2, and
 # compares them (bench/onednn_compare.py).
-#   bench/onednn_versions.sh [RUNS [NETS]] [onednn_conv_bench flags: --calls 5 ...]
+#   bench/onednn_versions.sh [RUNS [NETS]] [onednn_conv_bench flags: --calls 5,
+#                            --all-implementations ...]
 # RUNS (default 3) rounds; in each, net by net (NETS: comma-separated, default
 # all five), the four configurations run in turn, seconds apart, so that a
 # change of the machine's load hits all alike; the comparison takes the
@@ -14,10 +15,10 @@
 # fastest or cpu; see onednn_conv_bench.cpp) picks the per-shape figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-RUNS="${1:-3}"
-shift || true
-NETS="${1:-$(awk '!/^#/ {print $1}' bench/onednn_conv_shapes.txt | uniq | paste -sd,)}"
-shift || true
+RUNS=3
+if [[ $# -gt 0 && $1 != -* ]]; then RUNS=$1; shift; fi
+NETS=$(awk '!/^#/ {print $1}' bench/onednn_conv_shapes.txt | uniq | paste -sd,)
+if [[ $# -gt 0 && $1 != -* ]]; then NETS=$1; shift; fi
 BUILD="${XTRAIN_BUILD_DIR:-build}"
 PYPI_VERSION=2023.2.0  # the last onednn-cpu-gomp; later PyPI builds use TBB
 VENV="$BUILD/onednn-pypi-$PYPI_VERSION"
