@@ -4,11 +4,28 @@ bench nets (bench/nets/, written by make_bench_nets.py), PyTorch on the same
 architectures (bench/pytorch/) when it is installed, and BVLC Caffe's
 figures for reference, in one table.
 
-  bench/cpu_nets.py [XTRAIN [RUNS [ITERATIONS]]] [--nets lenet,alexnet] [--no-torch]
+  bench/cpu_nets.py [XTRAIN [RUNS [ITERATIONS]]] [--isa native|avx2] [--nets lenet,alexnet]
+                    [--no-torch]
 
 XTRAIN defaults to build/bin/xtrain, RUNS to 3 (each a fresh process; the
 table has the medians), ITERATIONS to a per-net count that takes a few
 seconds. Run from anywhere.
+
+ISA level (--isa): both frameworks run at the same one, and the peak is
+measured at it. avx2 caps every kernel at AVX2 (for xtrain
+ONEDNN_MAX_CPU_ISA=AVX2 XTRAIN_MAX_CPU_ISA=avx2, for PyTorch
+ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2: it embeds oneDNN), so an
+AVX-512 machine measures what an AVX2-only one of the same clock would do.
+native (the default) removes those variables and lets each framework use
+the best it finds; PyTorch 1.13 then runs both with its default dispatch
+and with ATEN_CPU_CAPABILITY=avx512, and the faster is shown.
+
+The peak: at the start, bench/fma_peak.sh (independent FMA chains, built on
+first use) measures the FP32 peak at that ISA level and thread count (the
+threads are OMP_NUM_THREADS from --env or the environment, else every CPU
+this process may use; PyTorch gets the same count); --peak-gflops
+overrides it. The header names the CPU (model name, family/model) and the
+ISA level.
 
 What the columns mean:
   ms/iter     forward + backward of the whole net, loss on top, as `xtrain
@@ -20,11 +37,13 @@ What the columns mean:
               gradients), so 3x forward in all. Every other layer (pooling,
               LRN, ReLU, BatchNorm, softmax, ...) and the bias additions
               count 0, so GFLOP/s is a lower bound of the work done.
-  % peak      GFLOP/s over the machine's FP32 peak (--peak-gflops, 232 for
-              2 Zen 4 cores; see /work/shared/toolchain.md).
+  % peak      GFLOP/s over the FP32 peak measured at the start (or
+              --peak-gflops): above 100 means the FLOP count or a timing
+              is wrong, or a kernel does fewer multiplications (Winograd).
   RSS MiB     the peak resident memory `xtrain time` prints.
   torch ms    PyTorch's forward + loss + backward, median over the runs,
-              the faster of NCHW and channels_last; "+step" adds the SGD
+              the fastest of NCHW and channels_last (at native also with
+              and without ATEN_CPU_CAPABILITY=avx512); "+step" adds the SGD
               step with momentum (and zeroing the gradients), i.e. a full
               training iteration. The ratio compares forward + backward with
               forward + backward.
@@ -57,6 +76,55 @@ CAFFE_MS = {"lenet": 19.6, "cifar10_quick": 182, "alexnet": 1620, "googlenet": 2
 # Iterations per run: a few seconds each at Caffe's speed.
 DEFAULT_ITERATIONS = {"lenet": 100, "cifar10_quick": 20, "alexnet": 4, "googlenet": 4,
                       "resnet50": 2}
+
+# --- the CPU and the ISA level --------------------------------------------------
+
+# What caps each framework at an ISA level; "native" removes all of them.
+ISA_CAPS = {"avx2": {"xtrain": {"ONEDNN_MAX_CPU_ISA": "AVX2", "XTRAIN_MAX_CPU_ISA": "avx2"},
+                     "torch": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"}},
+            "native": {"xtrain": {}, "torch": {}}}
+CAP_VARIABLES = ("ONEDNN_MAX_CPU_ISA", "XTRAIN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY",
+                 "DNNL_MAX_CPU_ISA")
+# PyTorch 1.13's default dispatch need not pick AVX-512 kernels where the
+# CPU has them: at native both are timed and the faster is shown.
+TORCH_NATIVE_VARIANTS = ({}, {"ATEN_CPU_CAPABILITY": "avx512"})
+
+
+def cpu_description():
+    """'model name (family F, model M), N CPUs, flags' from /proc/cpuinfo."""
+    fields = {}
+    with open("/proc/cpuinfo") as cpuinfo:
+        for line in cpuinfo:
+            if not line.strip():
+                break  # the first CPU is enough
+            key, _, value = line.partition(":")
+            fields[key.strip()] = value.strip()
+    flags = fields.get("flags", "").split()
+    vectors = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
+    return "%s (family %s, model %s), %d CPUs, %s" % (
+        fields.get("model name", "unknown"), fields.get("cpu family", "?"),
+        fields.get("model", "?"), os.cpu_count(), vectors)
+
+
+def thread_count(env):
+    """The threads both frameworks use: OMP_NUM_THREADS if set, else every
+    CPU this process may run on (xtrain's own default)."""
+    value = env.get("OMP_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS")
+    return int(value.split(",")[0]) if value else len(os.sched_getaffinity(0))
+
+
+def measured_peak_gflops(isa, threads):
+    """bench/fma_peak.sh's FP32 peak at this ISA level and thread count."""
+    env = {k: v for k, v in os.environ.items() if k not in CAP_VARIABLES}
+    env.update(ISA_CAPS[isa]["xtrain"])
+    done = subprocess.run([str(REPO / "bench" / "fma_peak.sh"), "--isa", isa, "--threads",
+                           str(threads)], capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        sys.exit("cpu_nets.py: bench/fma_peak.sh failed: " + done.stderr.strip())
+    if done.stderr.strip():
+        print(done.stderr.strip().splitlines()[-1], file=sys.stderr)
+    return float(done.stdout.split()[-1])
+
 
 # --- what the net computes -----------------------------------------------------
 
@@ -176,7 +244,7 @@ def run_xtrain(xtrain, net, iterations, extra_env, training_step=False):
     command = [xtrain, "time", "--model=" + str(net.path), "--iterations=%d" % iterations]
     if training_step:
         command.append("--training_step")
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if k not in CAP_VARIABLES}
     env.update(extra_env)
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=env)
     times = (XTRAIN_STEP if training_step else XTRAIN_TIMES).search(done.stdout)
@@ -212,7 +280,7 @@ def caffe_memory_baseline(xtrain, extra_env):
 def torch_environment():
     """The environment for PyTorch: its BLAS pointed at OpenBLAS (OpenMP
     build) when installed, as /work/shared/toolchain.md advises."""
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if k not in CAP_VARIABLES}
     if OPENBLAS_OPENMP.is_dir():
         env["LD_LIBRARY_PATH"] = ":".join(
             p for p in (str(OPENBLAS_OPENMP), env.get("LD_LIBRARY_PATH", "")) if p)
@@ -231,11 +299,12 @@ def find_torch_python(requested):
     return None
 
 
-def run_torch(python, net, iterations, layout, extra_env):
+def run_torch(python, net, iterations, layout, extra_env, threads):
     env = torch_environment()
     env.update(extra_env)
     command = [python, str(PYTORCH_DIR / "time_training.py"), net.name, "--batch",
-               str(net.batch), "--iterations", str(iterations), "--layout", layout]
+               str(net.batch), "--iterations", str(iterations), "--layout", layout,
+               "--threads", str(threads)]
     done = subprocess.run(command, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         lines = (done.stderr.strip() or "no output").splitlines()
@@ -307,11 +376,12 @@ def main():
                         help="environment for PyTorch, repeatable: e.g. ATEN_CPU_CAPABILITY="
                         "avx512, OMP_WAIT_POLICY=PASSIVE (much faster when other processes"
                         " keep the cores busy)")
-    parser.add_argument("--peak-gflops", type=float, default=232.0,
-                        help="the machine's FP32 peak for the %% column (default %(default)g)")
-    parser.add_argument("--avx512-peak-gflops", type=float, default=440.0,
-                        help="the FP32 peak with AVX-512 FMAs for the %%peak2 column (default"
-                        " %(default)g: 2 cores x ~220 measured, see docs/performance.md)")
+    parser.add_argument("--isa", choices=sorted(ISA_CAPS), default="native",
+                        help="ISA level for both frameworks and the peak (default %(default)s;"
+                        " see above)")
+    parser.add_argument("--peak-gflops", type=float,
+                        help="the FP32 peak for the %%peak column (default: measured by"
+                        " bench/fma_peak.sh at --isa and the thread count)")
     parser.add_argument("--json", metavar="FILE", help="also write every run's figures here")
     args = parser.parse_args()
 
@@ -343,6 +413,23 @@ def main():
 
     both_env = settings("--env", args.env)
     torch_env = dict(both_env, **settings("--torch-env", args.torch_env))
+    threads = thread_count(both_env)
+    cpu = cpu_description()
+    peak_source = "--peak-gflops"
+    if args.peak_gflops is None:
+        args.peak_gflops = measured_peak_gflops(args.isa, threads)
+        peak_source = "bench/fma_peak.sh --isa %s --threads %d" % (args.isa, threads)
+    print("CPU: %s; ISA level: %s; FP32 peak %.1f GFLOP/s on %d threads (%s)"
+          % (cpu, args.isa, args.peak_gflops, threads, peak_source), file=sys.stderr)
+    xtrain_env = dict(ISA_CAPS[args.isa]["xtrain"], **both_env)
+    # PyTorch's configurations: memory layout x environment, the fastest shown.
+    torch_variants = [{}] if args.isa != "native" else list(TORCH_NATIVE_VARIANTS)
+    torch_configs = {}
+    for layout in layouts:
+        for variant in torch_variants:
+            label = layout + "".join("+%s" % v for v in variant.values())
+            torch_configs[label] = (layout, dict(ISA_CAPS[args.isa]["torch"], **variant,
+                                                 **torch_env))
 
     load_before = load_average()
     start_wall, start_busy, start_ours = time.time(), busy_cpu_seconds(), our_cpu_seconds()
@@ -350,30 +437,32 @@ def main():
     for net in nets:
         iterations = args.iterations or DEFAULT_ITERATIONS[net.name]
         row = {"net": net, "iterations": iterations, "xtrain": [], "xtrain_step": [],
-               "torch": {layout: [] for layout in layouts}}
+               "torch": {label: [] for label in torch_configs}}
         for run in range(args.runs):
             # Interleaved, so that a change in the machine's load hits all alike.
             print("%s run %d/%d: xtrain" % (net.name, run + 1, args.runs), file=sys.stderr)
-            row["xtrain"].append(run_xtrain(str(xtrain), net, iterations, both_env))
+            row["xtrain"].append(run_xtrain(str(xtrain), net, iterations, xtrain_env))
             print("%s run %d/%d: xtrain --training_step" % (net.name, run + 1, args.runs),
                   file=sys.stderr)
-            row["xtrain_step"].append(run_xtrain(str(xtrain), net, iterations, both_env,
+            row["xtrain_step"].append(run_xtrain(str(xtrain), net, iterations, xtrain_env,
                                                  training_step=True))
-            for layout in layouts if torch_python else []:
-                print("%s run %d/%d: torch %s" % (net.name, run + 1, args.runs, layout),
+            for label, (layout, env) in torch_configs.items() if torch_python else []:
+                print("%s run %d/%d: torch %s" % (net.name, run + 1, args.runs, label),
                       file=sys.stderr)
-                row["torch"][layout].append(run_torch(torch_python, net, iterations, layout,
-                                                      torch_env))
+                row["torch"][label].append(run_torch(torch_python, net, iterations, layout,
+                                                     env, threads))
         rows.append(row)
     wall = time.time() - start_wall
     others = (busy_cpu_seconds() - start_busy) - (our_cpu_seconds() - start_ours)
     load_after = load_average()
-    baseline_mib = caffe_memory_baseline(str(xtrain), both_env)
+    baseline_mib = caffe_memory_baseline(str(xtrain), xtrain_env)
 
     print("xtrain: %s; %d runs per net (medians shown); iterations per run: %s"
           % (xtrain, args.runs, ", ".join("%s %d" % (r["net"].name, r["iterations"]) for r in rows)))
-    print("environment for both: %s" % (" ".join("%s=%s" % kv for kv in both_env.items())
-                                         or "as is"))
+    print("CPU: %s; ISA level: %s; FP32 peak %.1f GFLOP/s on %d threads (%s)"
+          % (cpu, args.isa, args.peak_gflops, threads, peak_source))
+    print("environment for xtrain: %s" % (" ".join("%s=%s" % kv for kv in xtrain_env.items())
+                                           or "as is"))
     print("load average before: %s, after: %s; other processes used %.2f of the %d cores"
           " on average during the %.0f s" % (load_before, load_after, max(others, 0) / wall,
                                              os.cpu_count(), wall))
@@ -382,18 +471,19 @@ def main():
         for results in row["torch"].values():
             torch_info = torch_info or next((r for r in results if "torch" in r), None)
     if torch_info:
-        print("PyTorch %s (%s), %d threads, CPU capability %s, environment %s, BLAS %s"
+        print("PyTorch %s (%s), %d threads, environment %s, BLAS %s"
               % (torch_info["torch"], torch_python, torch_info["threads"],
-                 torch_info["cpu_capability"],
-                 " ".join("%s=%s" % kv for kv in torch_env.items()) or "as is",
+                 "; ".join("%s: %s" % (label, " ".join("%s=%s" % kv for kv in env.items())
+                                       or "as is")
+                           for label, (_, env) in torch_configs.items()),
                  " ".join(torch_info["blas"]) or "none loaded"))
     elif not args.no_torch:
         print("PyTorch: not found (apt-get install python3-torch libopenblas0-openmp)")
     print()
 
-    header = ("%-14s %5s %8s %8s %7s %10s %7s %6s %6s | %8s %8s %-13s %6s %6s | %7s %6s | %7s %7s %5s"
+    header = ("%-14s %5s %8s %8s %7s %10s %7s %6s | %8s %8s %-20s %6s %6s | %7s %6s | %7s %7s %5s"
               % ("net", "batch", "ms/iter", "step ms", "img/s", "GFLOP/iter", "GFLOP/s",
-                 "%peak", "%peak2", "torch ms", "+step", "torch layout", "x/t", "step", "Caffe",
+                 "%peak", "torch ms", "+step", "torch layout", "x/t", "step", "Caffe",
                  "x/C", "RSS MiB", "Caffe~", "%C"))
     print(header)
     print("-" * len(header))
@@ -414,6 +504,7 @@ def main():
         gflop = 3 * 2 * multiply_adds / 1e9 if multiply_adds else None
         gflops = gflop / (ms / 1000) if gflop and ms else None
         best_layout, torch_ms, torch_step_ms, torch_params = None, None, None, None
+        torch_capability = None
         for layout, results in row["torch"].items():
             good = [r for r in results if "forward_backward_ms" in r]
             for r in results:
@@ -425,30 +516,31 @@ def main():
                 best_layout, torch_ms = layout, fb
                 torch_step_ms = median_of(good, "iteration_ms")
                 torch_params = good[0]["parameters"]
+                torch_capability = good[0].get("cpu_capability")
         caffe = CAFFE_MS.get(net.name)
-        print("%-14s %5d %s %s %s %s %s %s %s | %s %s %-13s %s %s | %s %s | %s %s %s" % (
+        print("%-14s %5d %s %s %s %s %s %s | %s %s %-20s %s %s | %s %s | %s %s %s" % (
             net.label, net.batch, cell(ms, "%.1f", 8), cell(step_ms, "%.1f", 8),
             cell(net.batch * 1000 / ms if ms else None, "%.1f", 7), cell(gflop, "%.3f", 10),
             cell(gflops, "%.1f", 7),
             cell(100 * gflops / args.peak_gflops if gflops else None, "%.1f", 6),
-            cell(100 * gflops / args.avx512_peak_gflops if gflops else None, "%.1f", 6),
             cell(torch_ms, "%.1f", 8), cell(torch_step_ms, "%.1f", 8), best_layout or "-",
             cell(torch_ms / ms if torch_ms and ms else None, "%.2f", 6),
             cell(torch_step_ms / step_ms if torch_step_ms and step_ms else None, "%.2f", 6),
             cell(caffe, "%.0f", 7), cell(caffe / ms if caffe and ms else None, "%.2f", 6),
             cell(rss, "%.0f", 7), cell(caffe_mib, "%.0f", 7),
             cell(100 * rss / caffe_mib if rss and caffe_mib else None, "%.0f", 5)))
-        row.update(parameters=parameters, torch_params=torch_params)
+        row.update(parameters=parameters, torch_params=torch_params,
+                   torch_capability=torch_capability)
 
     print("\nms/iter: forward + backward (`xtrain time`); step ms: a whole training iteration"
           " with the momentum-SGD update (`xtrain time --training_step`). x/t: torch's"
           " forward + backward over xtrain's; step: torch's +step over xtrain's step; x/C:"
           " Caffe's over xtrain's forward + backward (above 1: xtrain is faster). GFLOP counts"
           " only convolution, deconvolution and inner-product layers (forward x3 for forward +"
-          " backward); %%peak uses --peak-gflops (%g), %%peak2 --avx512-peak-gflops (%g)."
+          " backward); %%peak: over the FP32 peak, %.1f GFLOP/s."
           " RSS: xtrain's peak for forward + backward; Caffe~: bench/caffe_memory.py's model of"
           " Caffe 1.0's (process baseline %.0f MiB measured with xtrain); %%C: RSS over Caffe~."
-          % (args.peak_gflops, args.avx512_peak_gflops, baseline_mib))
+          % (args.peak_gflops, baseline_mib))
     print("\nper run (ms/iter, sorted), learnable parameters, peak RSS:")
     for row in rows:
         net = row["net"]
@@ -457,9 +549,13 @@ def main():
             spread(row["xtrain_step"], "rss_mib")))
         for layout, results in row["torch"].items():
             if results:
-                print("  %-14s torch %-13s fwd+bwd %s; +step %s; peak RSS %s MiB" % (
-                    "", layout, spread(results, "forward_backward_ms"),
-                    spread(results, "iteration_ms"), spread(results, "peak_rss_mib")))
+                capability = next((r.get("cpu_capability") for r in results
+                                   if "cpu_capability" in r), "?")
+                print("  %-14s torch %-20s fwd+bwd %s; +step %s; peak RSS %s MiB;"
+                      " CPU capability %s" % (
+                          "", layout, spread(results, "forward_backward_ms"),
+                          spread(results, "iteration_ms"), spread(results, "peak_rss_mib"),
+                          capability))
         if row["torch_params"] is not None:
             same = "same" if row["torch_params"] == row["parameters"] else "DIFFERENT"
             print("  %-14s parameters: xtrain %s, torch %s (%s)"
@@ -478,7 +574,9 @@ def main():
                  "torch": row["torch"], "caffe_ms": CAFFE_MS.get(row["net"].name)}
                 for row in rows]
         Path(args.json).write_text(json.dumps({
-            "xtrain": str(xtrain), "runs": args.runs, "load_before": load_before,
+            "xtrain": str(xtrain), "runs": args.runs, "cpu": cpu, "isa": args.isa,
+            "threads": threads, "peak_gflops": args.peak_gflops, "peak_source": peak_source,
+            "load_before": load_before,
             "load_after": load_after, "other_processes_cores": max(others, 0) / wall,
             "nets": dump}, indent=1) + "\n")
     return 1 if any("failed" in n or "differ" in n for n in notes) else 0
