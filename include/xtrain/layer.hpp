@@ -7,6 +7,7 @@
 // shares: checking the number of blobs, loss weights, and device dispatch.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <utility>
@@ -133,6 +134,12 @@ class Layer {
     return top_index < static_cast<int>(channel_blocked_tops_.size()) &&
            channel_blocked_tops_[top_index];
   }
+
+  // Host bytes the layer holds besides its blobs and parameters (copies kept
+  // from forward for backward, masks, scratch), for the memory count `xtrain
+  // time` logs (core/net_memory_count.hpp). Storage another layer lends it
+  // is counted by the owner only.
+  virtual std::size_t buffer_bytes() const { return 0; }
 
   // The device the kernels run on (set by the Net before setup).
   void set_device(const Device& device) { device_ = device; }

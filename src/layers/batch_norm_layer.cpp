@@ -139,6 +139,10 @@ class BatchNormLayer : public Layer {
   // place, the layer follows the blob's.
   bool computes_in_one_layout() const override { return blocked_supported_ && !in_place_; }
 
+  std::size_t buffer_bytes() const override {
+    return (x_norm_.capacity() + scratch_.capacity()) * sizeof(float);
+  }
+
  protected:
   // Each sweep runs over the (sample, channel) planes in memory order, split
   // across the thread pool; per-plane sums are kept and added up by channel

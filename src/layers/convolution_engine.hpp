@@ -62,6 +62,8 @@ class ConvolutionEngine {
   // "gemm", or "onednn (jit:avx512_core, ...)": names the kernels in use.
   virtual std::string name() const = 0;
   virtual const ConvolutionShape& shape() const = 0;
+  // Host bytes the engine holds itself (see Layer::buffer_bytes).
+  virtual std::size_t buffer_bytes() const { return 0; }
 
   // top = weights * bottom (+ bias, when the shape has bias_term; else
   // `bias` is ignored). Overwrites top.

@@ -66,6 +66,7 @@ class EltwiseLayer : public Layer {
   // Value by value, so any layout will do when all blobs share it.
   bool reads_channel_blocked_bottom(int) const override { return true; }
   bool computes_in_one_layout() const override { return true; }
+  std::size_t buffer_bytes() const override { return winner_.capacity() * sizeof(int); }
   bool can_write_channel_blocked_top(int, const std::vector<bool>& blocked_bottoms) const override {
     return std::all_of(blocked_bottoms.begin(), blocked_bottoms.end(), [](bool b) { return b; });
   }

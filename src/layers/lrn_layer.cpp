@@ -91,6 +91,10 @@ class LRNLayer : public Layer {
     power_.resize(input.count());
   }
 
+  std::size_t buffer_bytes() const override {
+    return (scale_.capacity() + power_.capacity()) * sizeof(float);
+  }
+
  protected:
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
     lrn_forward(lrn_, shape_, bottom[0]->cpu_data(), scale_.data(), power_.data(),

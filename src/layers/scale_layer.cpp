@@ -128,6 +128,10 @@ class ScaleLayer : public Layer {
   // place, the layer follows the blob's.
   bool computes_in_one_layout() const override { return blocked_supported_ && !in_place_; }
 
+  std::size_t buffer_bytes() const override {
+    return (saved_input_.capacity() + scratch_.capacity()) * sizeof(float);
+  }
+
   bool absorb_following_relu() override {
     if (!in_place_) return false;
     fused_relu_ = true;

@@ -52,6 +52,7 @@ int time_command() {
     XLOG(INFO) << "Performing Backward";
     net.backward();
   }
+  log_memory_breakdown(net, 0);
 
   const auto& layers = net.layers();
   std::vector<double> forward_ms(layers.size(), 0.0);
