@@ -33,6 +33,13 @@ struct DataShard {
   int count = 1;
 };
 
+// An activation's values that a layer keeps from forward for backward, in
+// the layout they were written in (see Layer::kept_top_copy).
+struct KeptActivation {
+  std::vector<float> values;
+  MemoryLayout layout = MemoryLayout::kPlain;
+};
+
 class Layer {
  public:
   explicit Layer(const LayerParameter& param);
@@ -133,6 +140,23 @@ class Layer {
   bool writes_channel_blocked_top(int top_index) const {
     return top_index < static_cast<int>(channel_blocked_tops_.size()) &&
            channel_blocked_tops_[top_index];
+  }
+
+  // One copy where two layers kept the same values (the Net asks for it on
+  // the CPU, NetOptions::share_kept_copies). A layer that keeps a copy of
+  // its top as forward wrote it until its own backward (BatchNorm with batch
+  // statistics keeps its output) offers it here, else null.
+  virtual std::shared_ptr<KeptActivation> kept_top_copy() { return nullptr; }
+  // An in-place layer that keeps a copy of its bottom for backward (Scale)
+  // may read `copy` instead: the Net offers it only when the layer just
+  // before wrote this bottom and kept `copy` of it, so `copy` holds the
+  // values this layer reads, unchanged until that layer's backward, which
+  // runs after this one's. `copy` is in the layout the bottom arrives in
+  // when both layers read_channel_blocked_bottom alike. Returns whether the
+  // layer took it (and dropped its own).
+  virtual bool use_kept_bottom_copy(std::shared_ptr<KeptActivation> copy) {
+    (void)copy;
+    return false;
   }
 
   // Host bytes the layer holds besides its blobs and parameters (copies kept

@@ -41,6 +41,12 @@ struct NetOptions {
   // results bit for bit, two sweeps over the blob fewer. The ReLU layer
   // stays in the net and does nothing.
   bool fuse_layers = true;
+  // On the CPU, let an in-place layer that keeps a copy of its bottom for
+  // backward read the copy the layer just before keeps of the same values
+  // instead (Layer::use_kept_bottom_copy): Caffe's Convolution -> BatchNorm
+  // -> Scale chains keep one copy of the normalised values, not two. Same
+  // results bit for bit.
+  bool share_kept_copies = true;
   // On the CPU, keep activations channel-blocked (oneDNN's nChw16c) between
   // layers that compute in that layout (Layer::reads_channel_blocked_bottom):
   // a convolution, its pooling and ReLU and the next convolution pass them on
@@ -146,6 +152,7 @@ class Net {
   void compute_backward_needs(const NetParameter& param);
   void share_activation_memory();
   void fuse_in_place_relus();
+  void share_kept_copies();
   void arrange_channel_blocked_activations(bool log);
 
   NetOptions options_;

@@ -40,6 +40,7 @@
 // not have.
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/parallel_loop.hpp"
@@ -141,6 +142,10 @@ class BatchNormLayer : public Layer {
 
   std::size_t buffer_bytes() const override {
     return (x_norm_.capacity() + scratch_.capacity()) * sizeof(float);
+  }
+  // x_norm_ is the top as forward wrote it, read by backward only.
+  std::shared_ptr<KeptActivation> kept_top_copy() override {
+    return x_norm_.empty() ? nullptr : kept_;
   }
 
  protected:
@@ -535,12 +540,15 @@ class BatchNormLayer : public Layer {
   bool in_place_ = false;
   bool blocked_supported_ = false;  // a 4-axis input
   MemoryLayout forward_layout_ = MemoryLayout::kPlain;
-  MemoryLayout kept_layout_ = MemoryLayout::kPlain;  // of x_norm_
-  std::vector<float> scratch_;                       // for converting x_norm_, rarely
+  // The output, kept for backward (batch statistics only), which an in-place
+  // Scale after this layer may read too (Layer::kept_top_copy).
+  std::shared_ptr<KeptActivation> kept_ = std::make_shared<KeptActivation>();
+  std::vector<float>& x_norm_ = kept_->values;
+  MemoryLayout& kept_layout_ = kept_->layout;  // of x_norm_
+  std::vector<float> scratch_;                 // for converting x_norm_, rarely
 
   int num_ = 0;
   std::size_t spatial_ = 0;
-  std::vector<float> x_norm_;  // the output, kept for backward (batch statistics only)
   std::vector<float> mean_;
   std::vector<float> variance_;
   std::vector<float> std_;  // sqrt(variance + eps)

@@ -52,6 +52,7 @@ const std::vector<std::string> kComputeFlags = {"gpu",
                                                 "threads",
                                                 "share_activation_memory",
                                                 "channel_blocked_activations",
+                                                "share_kept_copies",
                                                 "cudnn_workspace_mb",
                                                 "cudnn_algorithm_search",
                                                 "gpu_math"};
