@@ -159,6 +159,20 @@ class Layer {
     return false;
   }
 
+  // Whether backward_cpu touches the data of bottom i / top i (reads it, or
+  // asks for a pointer, which may convert its layout). The memory plan of a
+  // training net on the CPU lets the data of a blob that no backward touches
+  // share storage once forward is done with it (core/net_memory_plan.hpp),
+  // so a layer may say false only where its CPU backward never looks.
+  virtual bool backward_touches_bottom_data(int bottom_index) const {
+    (void)bottom_index;
+    return true;
+  }
+  virtual bool backward_touches_top_data(int top_index) const {
+    (void)top_index;
+    return true;
+  }
+
   // Host bytes the layer holds besides its blobs and parameters (copies kept
   // from forward for backward, masks, scratch), for the memory count `xtrain
   // time` logs (core/net_memory_count.hpp). Storage another layer lends it

@@ -244,14 +244,15 @@ void Net::share_activation_memory() {
   apply_net_memory_plan(*this, plan);
   if (options_.verbose) {
     constexpr double kMiB = 1024.0 * 1024.0;
-    const bool diffs = !plan.diff_buffers.empty();
-    const std::size_t buffers = diffs ? plan.diff_buffers.size() : plan.data_buffers.size();
-    std::size_t blobs = 0;
-    for (const auto& buffer : diffs ? plan.diff_buffers : plan.data_buffers)
-      blobs += buffer.blobs.size();
-    XLOG(INFO) << "Memory plan: " << blobs << " blob " << (diffs ? "diffs" : "data") << " share "
-               << buffers << " buffers, " << plan.unshared_bytes / kMiB << " MiB -> "
-               << plan.shared_bytes / kMiB << " MiB";
+    auto shared_blobs = [](const std::vector<NetMemoryPlan::Buffer>& buffers) {
+      std::size_t blobs = 0;
+      for (const auto& buffer : buffers) blobs += buffer.blobs.size();
+      return blobs;
+    };
+    XLOG(INFO) << "Memory plan: " << shared_blobs(plan.diff_buffers) << " blob diffs share "
+               << plan.diff_buffers.size() << " buffers, " << shared_blobs(plan.data_buffers)
+               << " blob data share " << plan.data_buffers.size() << " buffers, "
+               << plan.unshared_bytes / kMiB << " MiB -> " << plan.shared_bytes / kMiB << " MiB";
   }
 }
 

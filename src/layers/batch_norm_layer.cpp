@@ -143,6 +143,9 @@ class BatchNormLayer : public Layer {
   std::size_t buffer_bytes() const override {
     return (x_norm_.capacity() + scratch_.capacity()) * sizeof(float);
   }
+  // Backward reads x_norm_ (batch statistics) or std_, never the blobs' values.
+  bool backward_touches_bottom_data(int) const override { return false; }
+  bool backward_touches_top_data(int) const override { return false; }
   // x_norm_ is the top as forward wrote it, read by backward only.
   std::shared_ptr<KeptActivation> kept_top_copy() override {
     return x_norm_.empty() ? nullptr : kept_;

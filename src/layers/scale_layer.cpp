@@ -135,6 +135,12 @@ class ScaleLayer : public Layer {
     const std::size_t own = saved_is_borrowed_ ? 0 : saved_->values.capacity();
     return (own + scratch_.capacity()) * sizeof(float);
   }
+  // Backward reads x from its saved copy in place (the bottom out of place)
+  // and the top only to mask by an absorbed ReLU.
+  bool backward_touches_bottom_data(int bottom_index) const override {
+    return bottom_index == 1 || !in_place_;
+  }
+  bool backward_touches_top_data(int) const override { return fused_relu_; }
   // In place, the copy of the input that the layer before keeps (BatchNorm's
   // output) serves as the saved input.
   bool use_kept_bottom_copy(std::shared_ptr<KeptActivation> copy) override {
