@@ -38,9 +38,9 @@ const char* kSmallNet = R"(
 
 constexpr std::size_t kFloat = sizeof(float);
 
-std::unique_ptr<Net> make_small_net() {
+std::unique_ptr<Net> make_small_net(const std::string& extra_layers = "") {
   NetParameter param;
-  read_proto_from_text_string(kSmallNet, &param);
+  read_proto_from_text_string(kSmallNet + extra_layers, &param);
   param.mutable_state()->set_phase(TRAIN);
   NetOptions options;
   options.verbose = false;
@@ -73,6 +73,19 @@ TEST(NetMemoryCount, CountsASmallNetByKind) {
   EXPECT_EQ(count.layer_buffers.count("ReLU"), 0u);
   EXPECT_EQ(count.total(), count.parameters + count.parameter_gradients + count.activations +
                                count.activation_gradients + count.layer_buffer_total());
+}
+
+// Blobs that share their values count once: an Accuracy layer makes the Net
+// split ip and label, and the Splits' tops are views of their bottoms.
+TEST(NetMemoryCount, CountsSharedValuesOnce) {
+  testing::ScopedConvImpl gemm("gemm");
+  auto net = make_small_net(
+      "layer { name: 'accuracy' type: 'Accuracy' bottom: 'ip' bottom: 'label' "
+      "top: 'accuracy' }");
+  ASSERT_TRUE(net->has_blob("ip_ip_0_split_0"));
+  net->forward_backward();
+  // As above, plus the accuracy.
+  EXPECT_EQ(count_net_memory(*net).activations, (486 + 2 + 648 + 200 + 6 + 1 + 1) * kFloat);
 }
 
 // Before the first forward pass nothing is allocated but what setup wrote:
