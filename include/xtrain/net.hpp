@@ -29,7 +29,8 @@ struct NetOptions {
   // Print each layer and blob as the net is built.
   bool verbose = true;
   // Let blobs whose lifetimes do not overlap share storage: diffs in a TRAIN
-  // net, data in a TEST net, which then runs forward only (backward() throws)
+  // net (on the CPU also the data of blobs no backward pass reads), data in
+  // a TEST net, which then runs forward only (backward() throws)
   // (core/net_memory_plan.hpp). Off by default, since a program that reads an
   // intermediate blob after forward or backward would then find another
   // blob's values there; name such blobs in keep_blobs. The net's inputs,
