@@ -8,11 +8,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "blocked_layout_test_support.hpp"
 #include "core/channel_blocked_layout.hpp"
+#include "core/net_memory_plan.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/net.hpp"
 #include "xtrain/proto_io.hpp"
@@ -214,6 +216,27 @@ void expect_blocked_net_matches_plain(bool share_memory, const char* text,
   testing::ScopedConvImpl onednn("onednn");
   std::unique_ptr<Net> plain = make_net(false, share_memory, text);
   std::unique_ptr<Net> blocked = make_net(true, share_memory, text);
+  // With the memory plan, a blob whose values no backward reads lends its
+  // storage once forward is done with it: after backward it holds another
+  // blob's values, so only the others are looked at.
+  std::set<std::string> lent;
+  if (share_memory) {
+    const std::unique_ptr<Net> unplanned = make_net(true, false, text);
+    for (const auto& buffer : plan_net_memory(*unplanned, {}).data_buffers) {
+      for (int blob : buffer.blobs) lent.insert(unplanned->blob_names()[blob]);
+    }
+  }
+  auto kept = [&](const std::vector<std::string>& names) {
+    std::vector<std::string> result;
+    for (const std::string& name : names) {
+      if (!lent.count(name)) result.push_back(name);
+    }
+    return result;
+  };
+  std::vector<std::string> looked_at;
+  for (const std::string& name : blocked->blob_names()) {
+    if (!lent.count(name)) looked_at.push_back(name);
+  }
   for (int iteration = 0; iteration < 2; ++iteration) {
     const std::size_t conversions_before = SyncedMemory::layout_conversion_count();
     const float plain_loss = plain->forward_backward();
@@ -225,14 +248,14 @@ void expect_blocked_net_matches_plain(bool share_memory, const char* text,
     }
     EXPECT_EQ(plain_loss, blocked_loss);
     // The blocked path really ran: these are still blocked until read below.
-    for (const std::string& name : blocked_names) {
+    for (const std::string& name : kept(blocked_names)) {
       EXPECT_EQ(blocked->blob_by_name(name)->data_layout(), MemoryLayout::kChannelBlocked) << name;
     }
-    for (const std::string& name : plain_names) {
+    for (const std::string& name : kept(plain_names)) {
       EXPECT_EQ(blocked->blob_by_name(name)->data_layout(), MemoryLayout::kPlain) << name;
     }
     testing::expect_nets_match(*plain, *blocked, !share_memory,
-                               "iteration " + std::to_string(iteration));
+                               "iteration " + std::to_string(iteration), &looked_at);
     plain->clear_param_diffs();
     blocked->clear_param_diffs();
   }

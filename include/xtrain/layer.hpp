@@ -7,6 +7,7 @@
 // shares: checking the number of blobs, loss weights, and device dispatch.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <utility>
@@ -30,6 +31,13 @@ using BlobVec = std::vector<Blob*>;
 struct DataShard {
   int index = 0;
   int count = 1;
+};
+
+// An activation's values that a layer keeps from forward for backward, in
+// the layout they were written in (see Layer::kept_top_copy).
+struct KeptActivation {
+  std::vector<float> values;
+  MemoryLayout layout = MemoryLayout::kPlain;
 };
 
 class Layer {
@@ -133,6 +141,43 @@ class Layer {
     return top_index < static_cast<int>(channel_blocked_tops_.size()) &&
            channel_blocked_tops_[top_index];
   }
+
+  // One copy where two layers kept the same values (the Net asks for it on
+  // the CPU, NetOptions::share_kept_copies). A layer that keeps a copy of
+  // its top as forward wrote it until its own backward (BatchNorm with batch
+  // statistics keeps its output) offers it here, else null.
+  virtual std::shared_ptr<KeptActivation> kept_top_copy() { return nullptr; }
+  // An in-place layer that keeps a copy of its bottom for backward (Scale)
+  // may read `copy` instead: the Net offers it only when the layer just
+  // before wrote this bottom and kept `copy` of it, so `copy` holds the
+  // values this layer reads, unchanged until that layer's backward, which
+  // runs after this one's. `copy` is in the layout the bottom arrives in
+  // when both layers read_channel_blocked_bottom alike. Returns whether the
+  // layer took it (and dropped its own).
+  virtual bool use_kept_bottom_copy(std::shared_ptr<KeptActivation> copy) {
+    (void)copy;
+    return false;
+  }
+
+  // Whether backward_cpu touches the data of bottom i / top i (reads it, or
+  // asks for a pointer, which may convert its layout). The memory plan of a
+  // training net on the CPU lets the data of a blob that no backward touches
+  // share storage once forward is done with it (core/net_memory_plan.hpp),
+  // so a layer may say false only where its CPU backward never looks.
+  virtual bool backward_touches_bottom_data(int bottom_index) const {
+    (void)bottom_index;
+    return true;
+  }
+  virtual bool backward_touches_top_data(int top_index) const {
+    (void)top_index;
+    return true;
+  }
+
+  // Host bytes the layer holds besides its blobs and parameters (copies kept
+  // from forward for backward, masks, scratch), for the memory count `xtrain
+  // time` logs (core/net_memory_count.hpp). Storage another layer lends it
+  // is counted by the owner only.
+  virtual std::size_t buffer_bytes() const { return 0; }
 
   // The device the kernels run on (set by the Net before setup).
   void set_device(const Device& device) { device_ = device; }

@@ -29,7 +29,8 @@ struct NetOptions {
   // Print each layer and blob as the net is built.
   bool verbose = true;
   // Let blobs whose lifetimes do not overlap share storage: diffs in a TRAIN
-  // net, data in a TEST net, which then runs forward only (backward() throws)
+  // net (on the CPU also the data of blobs no backward pass reads), data in
+  // a TEST net, which then runs forward only (backward() throws)
   // (core/net_memory_plan.hpp). Off by default, since a program that reads an
   // intermediate blob after forward or backward would then find another
   // blob's values there; name such blobs in keep_blobs. The net's inputs,
@@ -41,6 +42,12 @@ struct NetOptions {
   // results bit for bit, two sweeps over the blob fewer. The ReLU layer
   // stays in the net and does nothing.
   bool fuse_layers = true;
+  // On the CPU, let an in-place layer that keeps a copy of its bottom for
+  // backward read the copy the layer just before keeps of the same values
+  // instead (Layer::use_kept_bottom_copy): Caffe's Convolution -> BatchNorm
+  // -> Scale chains keep one copy of the normalised values, not two. Same
+  // results bit for bit.
+  bool share_kept_copies = true;
   // On the CPU, keep activations channel-blocked (oneDNN's nChw16c) between
   // layers that compute in that layout (Layer::reads_channel_blocked_bottom):
   // a convolution, its pooling and ReLU and the next convolution pass them on
@@ -146,6 +153,7 @@ class Net {
   void compute_backward_needs(const NetParameter& param);
   void share_activation_memory();
   void fuse_in_place_relus();
+  void share_kept_copies();
   void arrange_channel_blocked_activations(bool log);
 
   NetOptions options_;

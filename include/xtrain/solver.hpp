@@ -58,6 +58,8 @@ struct SolverOptions {
   bool share_activation_memory = false;
   // NetOptions::channel_blocked_activations for the train and test nets.
   bool channel_blocked_activations = true;
+  // NetOptions::share_kept_copies for the train and test nets.
+  bool share_kept_copies = true;
   // The data-parallel group this solver is one replica of (not owned; null
   // or a group of one: training alone). Each replica trains on its shard of
   // every global batch (NetOptions::data_shard), the gradients are averaged

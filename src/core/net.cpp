@@ -176,6 +176,7 @@ void Net::init(const NetParameter& in_param) {
     params_[i]->share_diff(*params_[param_owners_[i]]);
   }
   if (options_.fuse_layers && !options_.device.is_gpu()) fuse_in_place_relus();
+  if (options_.share_kept_copies && !options_.device.is_gpu()) share_kept_copies();
   // Before the memory plan, which keeps blocked and plain blobs apart.
   if (options_.channel_blocked_activations && !options_.device.is_gpu()) {
     arrange_channel_blocked_activations(/*log=*/true);
@@ -206,6 +207,27 @@ void Net::fuse_in_place_relus() {
   }
 }
 
+void Net::share_kept_copies() {
+  int shared = 0;
+  for (std::size_t i = 1; i < layers_.size(); ++i) {
+    Layer& reader = *layers_[i];
+    Layer& lender = *layers_[i - 1];
+    const bool in_place = bottom_vecs_[i].size() >= 1 && top_vecs_[i].size() >= 1 &&
+                          bottom_vecs_[i][0] == top_vecs_[i][0];
+    // The layer before must have written exactly this bottom, and both must
+    // see it in the same layout (blocked or plain as it comes, or plain).
+    if (!in_place || top_vecs_[i - 1].size() != 1 || top_vecs_[i - 1][0] != bottom_vecs_[i][0] ||
+        lender.reads_channel_blocked_bottom(0) != reader.reads_channel_blocked_bottom(0)) {
+      continue;
+    }
+    std::shared_ptr<KeptActivation> copy = lender.kept_top_copy();
+    if (copy && reader.use_kept_bottom_copy(std::move(copy))) ++shared;
+  }
+  if (options_.verbose && shared > 0) {
+    XLOG(INFO) << shared << " layer(s) read the copy of their input the layer before keeps";
+  }
+}
+
 void Net::arrange_channel_blocked_activations(bool log) {
   const std::vector<bool> blocked = plan_channel_blocked_blobs(*this);
   std::string names;
@@ -232,14 +254,15 @@ void Net::share_activation_memory() {
   apply_net_memory_plan(*this, plan);
   if (options_.verbose) {
     constexpr double kMiB = 1024.0 * 1024.0;
-    const bool diffs = !plan.diff_buffers.empty();
-    const std::size_t buffers = diffs ? plan.diff_buffers.size() : plan.data_buffers.size();
-    std::size_t blobs = 0;
-    for (const auto& buffer : diffs ? plan.diff_buffers : plan.data_buffers)
-      blobs += buffer.blobs.size();
-    XLOG(INFO) << "Memory plan: " << blobs << " blob " << (diffs ? "diffs" : "data") << " share "
-               << buffers << " buffers, " << plan.unshared_bytes / kMiB << " MiB -> "
-               << plan.shared_bytes / kMiB << " MiB";
+    auto shared_blobs = [](const std::vector<NetMemoryPlan::Buffer>& buffers) {
+      std::size_t blobs = 0;
+      for (const auto& buffer : buffers) blobs += buffer.blobs.size();
+      return blobs;
+    };
+    XLOG(INFO) << "Memory plan: " << shared_blobs(plan.diff_buffers) << " blob diffs share "
+               << plan.diff_buffers.size() << " buffers, " << shared_blobs(plan.data_buffers)
+               << " blob data share " << plan.data_buffers.size() << " buffers, "
+               << plan.unshared_bytes / kMiB << " MiB -> " << plan.shared_bytes / kMiB << " MiB";
   }
 }
 

@@ -93,6 +93,29 @@ void walk_forward(const Net& net, Units* units) {
   }
 }
 
+// A training iteration as data sees it: the forward pass, then the backward
+// pass, in which each layer that runs touches the values of the bottoms and
+// tops it says it does (Layer::backward_touches_*_data).
+void walk_forward_then_backward(const Net& net, Units* units) {
+  walk_forward(net, units);
+  int step = static_cast<int>(net.layers().size());
+  for (int layer = static_cast<int>(net.layers().size()) - 1; layer >= 0; --layer) {
+    const Layer& this_layer = *net.layers()[layer];
+    if (!net.layer_needs_backward(layer) || this_layer.absorbed_by_previous_layer()) continue;
+    std::vector<int> touched;
+    const auto& bottoms = net.bottom_id_vecs()[layer];
+    for (std::size_t i = 0; i < bottoms.size(); ++i) {
+      if (this_layer.backward_touches_bottom_data(static_cast<int>(i)))
+        touched.push_back(bottoms[i]);
+    }
+    const auto& tops = net.top_id_vecs()[layer];
+    for (std::size_t i = 0; i < tops.size(); ++i) {
+      if (this_layer.backward_touches_top_data(static_cast<int>(i))) touched.push_back(tops[i]);
+    }
+    record_step(units, step++, touched, {});
+  }
+}
+
 // The blobs whose storage stays their own whatever the schedule says.
 std::vector<bool> pinned_blobs(const Net& net, const std::vector<std::string>& keep_blobs) {
   std::vector<bool> pinned(net.blobs().size(), false);
@@ -132,8 +155,10 @@ void plan_part(const Net& net, Part part, const std::vector<bool>& pinned,
   Units units = group_by_storage(net, part);
   if (part == Part::kDiff) {
     walk_backward(net, &units);
-  } else {
+  } else if (net.phase() == TEST) {
     walk_forward(net, &units);
+  } else {
+    walk_forward_then_backward(net, &units);
   }
   decide_sharing(net, part, pinned, &units);
 
@@ -213,9 +238,14 @@ NetMemoryPlan plan_net_memory(const Net& net, const std::vector<std::string>& ke
   // though its layers with parameters are marked as needing backward.
   if (net.phase() == TEST) {
     plan_part(net, Part::kData, pinned, &plan.data_buffers, &plan);
-  } else {
-    plan_part(net, Part::kDiff, pinned, &plan.diff_buffers, &plan);
+    return plan;
   }
+  plan_part(net, Part::kDiff, pinned, &plan.diff_buffers, &plan);
+  // What the layers' backward passes touch is declared for their CPU code.
+  const bool on_cpu =
+      std::none_of(net.layers().begin(), net.layers().end(),
+                   [](const std::shared_ptr<Layer>& layer) { return layer->device().is_gpu(); });
+  if (on_cpu) plan_part(net, Part::kData, pinned, &plan.data_buffers, &plan);
   return plan;
 }
 

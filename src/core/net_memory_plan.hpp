@@ -7,7 +7,13 @@
 //     backward of its producer; before and after, nobody looks at it (forward
 //     never does), so the backward pass needs only a few diffs at a time;
 //   - data, in a TEST net (which then runs forward only): a blob's values
-//     are needed from its producer's forward to its last consumer's forward.
+//     are needed from its producer's forward to its last consumer's forward;
+//   - data, in a training net on the CPU: the same, extended to the last
+//     backward that touches them (Layer::backward_touches_*_data). Most
+//     backward passes read their bottoms' values, but not all: in ResNet the
+//     output of a Convolution -> BatchNorm -> Scale chain that feeds an
+//     Eltwise sum is dead once the sum is computed (BatchNorm and Scale
+//     keep the normalised values they need).
 // The plan walks that schedule once, at Net setup, finds each storage unit's
 // live interval [first step, last step], and puts units whose intervals are
 // disjoint into one buffer, first-fit in order of decreasing size (each
@@ -43,7 +49,7 @@ struct NetMemoryPlan {
     std::vector<int> blobs;
   };
   std::vector<Buffer> diff_buffers;  // TRAIN nets
-  std::vector<Buffer> data_buffers;  // TEST nets, which then run forward only
+  std::vector<Buffer> data_buffers;  // TEST nets (then forward only), TRAIN nets on the CPU
   // The storage the shared units took before, and what the buffers take.
   std::size_t unshared_bytes = 0;
   std::size_t shared_bytes = 0;

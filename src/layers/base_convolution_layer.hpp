@@ -63,6 +63,7 @@ class BaseConvolutionLayer : public Layer {
   ConvolutionEngine& engine() { return *engine_; }
   const ConvolutionEngine& engine() const { return *engine_; }
   bool has_engine() const { return engine_ != nullptr; }
+  std::size_t buffer_bytes() const override { return engine_ ? engine_->buffer_bytes() : 0; }
 #ifdef XTRAIN_USE_CUDA
   // The cuDNN convolution of the current shape (GPU devices; set by reshape()).
   cuda::CudnnConvolution& cudnn() { return *cudnn_; }

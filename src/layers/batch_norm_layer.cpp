@@ -40,6 +40,7 @@
 // not have.
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/parallel_loop.hpp"
@@ -138,6 +139,17 @@ class BatchNormLayer : public Layer {
   // Out of place, bottom and top share the layout forward computes in; in
   // place, the layer follows the blob's.
   bool computes_in_one_layout() const override { return blocked_supported_ && !in_place_; }
+
+  std::size_t buffer_bytes() const override {
+    return (x_norm_.capacity() + scratch_.capacity()) * sizeof(float);
+  }
+  // Backward reads x_norm_ (batch statistics) or std_, never the blobs' values.
+  bool backward_touches_bottom_data(int) const override { return false; }
+  bool backward_touches_top_data(int) const override { return false; }
+  // x_norm_ is the top as forward wrote it, read by backward only.
+  std::shared_ptr<KeptActivation> kept_top_copy() override {
+    return x_norm_.empty() ? nullptr : kept_;
+  }
 
  protected:
   // Each sweep runs over the (sample, channel) planes in memory order, split
@@ -531,12 +543,15 @@ class BatchNormLayer : public Layer {
   bool in_place_ = false;
   bool blocked_supported_ = false;  // a 4-axis input
   MemoryLayout forward_layout_ = MemoryLayout::kPlain;
-  MemoryLayout kept_layout_ = MemoryLayout::kPlain;  // of x_norm_
-  std::vector<float> scratch_;                       // for converting x_norm_, rarely
+  // The output, kept for backward (batch statistics only), which an in-place
+  // Scale after this layer may read too (Layer::kept_top_copy).
+  std::shared_ptr<KeptActivation> kept_ = std::make_shared<KeptActivation>();
+  std::vector<float>& x_norm_ = kept_->values;
+  MemoryLayout& kept_layout_ = kept_->layout;  // of x_norm_
+  std::vector<float> scratch_;                 // for converting x_norm_, rarely
 
   int num_ = 0;
   std::size_t spatial_ = 0;
-  std::vector<float> x_norm_;  // the output, kept for backward (batch statistics only)
   std::vector<float> mean_;
   std::vector<float> variance_;
   std::vector<float> std_;  // sqrt(variance + eps)

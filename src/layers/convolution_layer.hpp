@@ -27,6 +27,8 @@ class ConvolutionLayer : public BaseConvolutionLayer {
   explicit ConvolutionLayer(const LayerParameter& param) : BaseConvolutionLayer(param) {}
 
   const char* type() const override { return "Convolution"; }
+  // Backward needs the top's gradient and the bottom's values, not the top's.
+  bool backward_touches_top_data(int) const override { return false; }
 
  protected:
   bool reverses_convolution() const override { return false; }

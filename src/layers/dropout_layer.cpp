@@ -151,6 +151,8 @@ class DropoutLayer : public NeuronLayer {
   }
 #endif
 
+  std::size_t buffer_bytes() const override { return mask_ ? mask_->size() : 0; }
+
  private:
   float ratio_ = 0.5f;
   float scale_ = 2.0f;

@@ -66,6 +66,13 @@ class EltwiseLayer : public Layer {
   // Value by value, so any layout will do when all blobs share it.
   bool reads_channel_blocked_bottom(int) const override { return true; }
   bool computes_in_one_layout() const override { return true; }
+  std::size_t buffer_bytes() const override { return winner_.capacity() * sizeof(int); }
+  // SUM and MAX need no bottom values in backward; the top's only PROD's
+  // unstable gradient and an absorbed ReLU's mask.
+  bool backward_touches_bottom_data(int) const override {
+    return operation_ == EltwiseParameter::PROD;
+  }
+  bool backward_touches_top_data(int) const override { return reads_output_in_backward(); }
   bool can_write_channel_blocked_top(int, const std::vector<bool>& blocked_bottoms) const override {
     return std::all_of(blocked_bottoms.begin(), blocked_bottoms.end(), [](bool b) { return b; });
   }
@@ -154,13 +161,17 @@ class EltwiseLayer : public Layer {
                     const BlobVec& bottom) override {
     const std::size_t count = top[0]->count();
     // In the layout of the forward pass (MAX's winners are in its order).
-    const float* output = top[0]->cpu_data_in(layout_);
+    // Values only where used: the memory plan may have lent the others'
+    // storage to another blob (backward_touches_*_data).
+    const float* output = reads_output_in_backward() ? top[0]->cpu_data_in(layout_) : nullptr;
     const float* output_diff = top[0]->cpu_diff_in(layout_);
     // With an absorbed ReLU the first bottom's pass also masks dtop in place
     // (the ReLU's top and bottom are this layer's top), for the others.
     float* unmasked_diff = fused_relu_ ? top[0]->mutable_cpu_diff_in(layout_) : nullptr;
-    std::vector<const float*> inputs;
-    for (const Blob* input : bottom) inputs.push_back(input->cpu_data_in(layout_));
+    std::vector<const float*> inputs(bottom.size(), nullptr);
+    if (operation_ == EltwiseParameter::PROD) {
+      for (std::size_t k = 0; k < bottom.size(); ++k) inputs[k] = bottom[k]->cpu_data_in(layout_);
+    }
     for (std::size_t k = 0; k < bottom.size(); ++k) {
       if (!propagate_down[k]) continue;
       const float* input = inputs[k];
@@ -300,6 +311,10 @@ class EltwiseLayer : public Layer {
 #endif
 
  private:
+  bool reads_output_in_backward() const {
+    return fused_relu_ || (operation_ == EltwiseParameter::PROD && !stable_prod_grad_);
+  }
+
   // result[begin, end) = product of every input but inputs[skip].
   static void product_of_others(const std::vector<const float*>& inputs, std::size_t skip,
                                 std::size_t begin, std::size_t end, float* result) {

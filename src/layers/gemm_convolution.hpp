@@ -23,6 +23,7 @@ class GemmConvolution final : public ConvolutionEngine {
 
   std::string name() const override { return "gemm"; }
   const ConvolutionShape& shape() const override { return shape_; }
+  std::size_t buffer_bytes() const override { return columns_.capacity() * sizeof(float); }
 
   void forward(const float* bottom, const float* weights, const float* bias, float* top) override;
   void backward_data(const float* top_diff, const float* weights, float* bottom_diff) override;

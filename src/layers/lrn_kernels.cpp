@@ -56,11 +56,13 @@ struct PixelBlocks {
   }
 };
 
-// One pixel block of one image, all channels; every pointer is at the
-// block's first pixel of channel 0.
-void across_channel_forward_block(const LrnParameters& lrn, int channels, std::size_t plane,
-                                  int length, const float* input, float* scale, float* power,
-                                  float* output) {
+// The scale of every channel of one pixel block (all pointers at the
+// block's first pixel of channel 0), channel after channel:
+// visit(c, scale of channel c, `length` values). Forward and backward (which
+// recomputes the scales rather than keeping them) run this one code.
+template <typename Visit>
+void across_channel_scales(const LrnParameters& lrn, int channels, std::size_t plane, int length,
+                           const float* input, Visit visit) {
   const int pre_pad = (lrn.size - 1) / 2;
   const float alpha_over_size = lrn.alpha / static_cast<float>(lrn.size);
   alignas(64) float current[kPixelBlock];
@@ -75,29 +77,40 @@ void across_channel_forward_block(const LrnParameters& lrn, int channels, std::s
   for (int c = 0; c < channels; ++c) {
     if (c > 0) add_squares(-alpha_over_size, c - 1 - pre_pad);
     add_squares(alpha_over_size, c + pre_pad);
+    visit(c, static_cast<const float*>(current));
+  }
+}
+
+// One pixel block of one image, all channels, each finished while its
+// scale is in cache.
+void across_channel_forward_block(const LrnParameters& lrn, int channels, std::size_t plane,
+                                  int length, const float* input, float* output) {
+  alignas(64) float power[kPixelBlock];
+  across_channel_scales(lrn, channels, plane, length, input, [&](int c, const float* scale) {
+    lrn_power(lrn.beta, scale, length, power);
     const std::size_t at = c * plane;
-    std::copy(current, current + length, scale + at);
-    lrn_power(lrn.beta, current, length, power + at);
     const float* __restrict x = input + at;
-    const float* __restrict p = power + at;
+    const float* __restrict p = power;
     float* __restrict y = output + at;
     for (int i = 0; i < length; ++i) y[i] = x[i] * p[i];
-  }
+  });
 }
 
 // input_diff = output_diff * power - 2 alpha beta / n * input * (channel
 // window sum of output_diff * output / scale), for one pixel block. The
 // ratios of the channels in the window live in `ring`, scratch of size *
 // length values: channel c in row c mod size (the channel entering the
-// window never lands on the row of one still in it).
+// window never lands on the row of one still in it). `scales` holds the
+// block's scales, channel c's `length` values from c * length on.
 void across_channel_backward_block(const LrnParameters& lrn, int channels, std::size_t plane,
                                    int length, const float* input, const float* output,
-                                   const float* output_diff, const float* scale, const float* power,
-                                   float* ring, float* input_diff) {
+                                   const float* output_diff, const float* scales, float* ring,
+                                   float* input_diff) {
   const int pre_pad = (lrn.size - 1) / 2;
   const float factor = 2.0f * lrn.alpha * lrn.beta / static_cast<float>(lrn.size);
   auto ring_row = [&](int channel) { return ring + (channel % lrn.size) * length; };
   alignas(64) float accumulated[kPixelBlock];
+  alignas(64) float power[kPixelBlock];
   std::fill(accumulated, accumulated + length, 0.0f);
   // accumulated += ratio of `channel`, stored in its ring row; channels
   // outside add zero.
@@ -106,7 +119,7 @@ void across_channel_backward_block(const LrnParameters& lrn, int channels, std::
     const std::size_t at = channel * plane;
     const float* __restrict top = output + at;
     const float* __restrict top_diff = output_diff + at;
-    const float* __restrict s = scale + at;
+    const float* __restrict s = scales + static_cast<std::size_t>(channel) * length;
     float* __restrict ratio = ring_row(channel);
     for (int i = 0; i < length; ++i) {
       ratio[i] = top_diff[i] * top[i] / s[i];
@@ -118,7 +131,9 @@ void across_channel_backward_block(const LrnParameters& lrn, int channels, std::
     add_ratios(c + pre_pad);
     const std::size_t at = c * plane;
     const float* __restrict top_diff = output_diff + at;
-    const float* __restrict p = power + at;
+    // Forward's power of this channel, recomputed from the same scale.
+    lrn_power(lrn.beta, scales + static_cast<std::size_t>(c) * length, length, power);
+    const float* __restrict p = power;
     const float* __restrict x = input + at;
     float* __restrict dx = input_diff + at;
     for (int i = 0; i < length; ++i) {
@@ -135,8 +150,8 @@ void across_channel_backward_block(const LrnParameters& lrn, int channels, std::
 
 }  // namespace
 
-void lrn_forward(const LrnParameters& lrn, const LrnShape& shape, const float* input, float* scale,
-                 float* power, float* output) {
+void lrn_forward(const LrnParameters& lrn, const LrnShape& shape, const float* input,
+                 float* output) {
   if (lrn.across_channels) {
     const PixelBlocks blocks(shape);
     const std::size_t work = static_cast<std::size_t>(shape.channels) * blocks.block * 8;
@@ -144,39 +159,8 @@ void lrn_forward(const LrnParameters& lrn, const LrnShape& shape, const float* i
                  [&](std::int64_t i) {
                    const std::size_t at = blocks.offset(i);
                    across_channel_forward_block(lrn, shape.channels, blocks.plane, blocks.length(i),
-                                                input + at, scale + at, power + at, output + at);
+                                                input + at, output + at);
                  });
-    return;
-  }
-  const std::size_t plane = static_cast<std::size_t>(shape.height) * shape.width;
-  const std::size_t work = plane * (2 * lrn.size + 8);
-  parallel_for(static_cast<std::int64_t>(shape.num) * shape.channels, work, [&](std::int64_t p) {
-    thread_local std::vector<float> scratch;
-    if (scratch.size() < 2 * plane) scratch.resize(2 * plane);
-    const std::size_t at = p * plane;
-    lrn_within_channel_scale_plane(lrn, shape.height, shape.width, input + at, scratch.data(),
-                                   scratch.data() + plane, scale + at);
-    lrn_power(lrn.beta, scale + at, plane, power + at);
-    for (std::size_t i = 0; i < plane; ++i) output[at + i] = input[at + i] * power[at + i];
-  });
-}
-
-void lrn_backward(const LrnParameters& lrn, const LrnShape& shape, const float* input,
-                  const float* output, const float* output_diff, const float* scale,
-                  const float* power, float* input_diff) {
-  if (lrn.across_channels) {
-    const PixelBlocks blocks(shape);
-    const std::size_t work = static_cast<std::size_t>(shape.channels) * blocks.block * 8;
-    parallel_for(
-        static_cast<std::int64_t>(shape.num) * blocks.per_image, work, [&](std::int64_t i) {
-          thread_local std::vector<float> ring;
-          const std::size_t needed = static_cast<std::size_t>(lrn.size) * blocks.block;
-          if (ring.size() < needed) ring.resize(needed);
-          const std::size_t at = blocks.offset(i);
-          across_channel_backward_block(lrn, shape.channels, blocks.plane, blocks.length(i),
-                                        input + at, output + at, output_diff + at, scale + at,
-                                        power + at, ring.data(), input_diff + at);
-        });
     return;
   }
   const std::size_t plane = static_cast<std::size_t>(shape.height) * shape.width;
@@ -185,10 +169,58 @@ void lrn_backward(const LrnParameters& lrn, const LrnShape& shape, const float* 
     thread_local std::vector<float> scratch;
     if (scratch.size() < 3 * plane) scratch.resize(3 * plane);
     const std::size_t at = p * plane;
-    for (std::size_t i = 0; i < plane; ++i)
-      input_diff[at + i] = output_diff[at + i] * power[at + i];
+    float* scale = scratch.data() + 2 * plane;
+    lrn_within_channel_scale_plane(lrn, shape.height, shape.width, input + at, scratch.data(),
+                                   scratch.data() + plane, scale);
+    float* power = scratch.data();  // the squares are done with
+    lrn_power(lrn.beta, scale, plane, power);
+    for (std::size_t i = 0; i < plane; ++i) output[at + i] = input[at + i] * power[i];
+  });
+}
+
+void lrn_backward(const LrnParameters& lrn, const LrnShape& shape, const float* input,
+                  const float* output, const float* output_diff, float* input_diff) {
+  if (lrn.across_channels) {
+    const PixelBlocks blocks(shape);
+    const std::size_t work = static_cast<std::size_t>(shape.channels) * blocks.block * 8;
+    parallel_for(
+        static_cast<std::int64_t>(shape.num) * blocks.per_image, work, [&](std::int64_t i) {
+          thread_local std::vector<float> ring;
+          thread_local std::vector<float> scales;
+          const int length = blocks.length(i);
+          const std::size_t needed = static_cast<std::size_t>(lrn.size) * blocks.block;
+          if (ring.size() < needed) ring.resize(needed);
+          const std::size_t scale_count = static_cast<std::size_t>(shape.channels) * length;
+          if (scales.size() < scale_count) scales.resize(scale_count);
+          const std::size_t at = blocks.offset(i);
+          // Forward's scales of this block, recomputed by forward's code.
+          across_channel_scales(lrn, shape.channels, blocks.plane, length, input + at,
+                                [&](int c, const float* scale) {
+                                  std::copy(scale, scale + length,
+                                            scales.data() + static_cast<std::size_t>(c) * length);
+                                });
+          across_channel_backward_block(lrn, shape.channels, blocks.plane, length, input + at,
+                                        output + at, output_diff + at, scales.data(), ring.data(),
+                                        input_diff + at);
+        });
+    return;
+  }
+  const std::size_t plane = static_cast<std::size_t>(shape.height) * shape.width;
+  const std::size_t work = plane * (2 * lrn.size + 8);
+  parallel_for(static_cast<std::int64_t>(shape.num) * shape.channels, work, [&](std::int64_t p) {
+    thread_local std::vector<float> scratch;
+    if (scratch.size() < 4 * plane) scratch.resize(4 * plane);
+    const std::size_t at = p * plane;
+    // Forward's scale and power of this plane, recomputed by forward's code
+    // (the power into scratch the step below overwrites after this loop).
+    float* scale = scratch.data() + 3 * plane;
+    lrn_within_channel_scale_plane(lrn, shape.height, shape.width, input + at, scratch.data(),
+                                   scratch.data() + plane, scale);
+    float* power = scratch.data();
+    lrn_power(lrn.beta, scale, plane, power);
+    for (std::size_t i = 0; i < plane; ++i) input_diff[at + i] = output_diff[at + i] * power[i];
     lrn_within_channel_backward_plane(
-        lrn, shape.height, shape.width, input + at, output + at, output_diff + at, scale + at,
+        lrn, shape.height, shape.width, input + at, output + at, output_diff + at, scale,
         scratch.data(), scratch.data() + plane, scratch.data() + 2 * plane, input_diff + at);
   });
 }

@@ -28,16 +28,19 @@ struct LrnShape {
 
 // Forward: scale (the denominator base), power = scale^-beta and output =
 // input * power, each with the input's shape; backward needs scale and power.
+// The fast kernels keep neither: each computes them a channel (or plane) at
+// a time where it needs them, backward again from the input with forward's
+// code (the same bits), which saves two arrays of the input's size between
+// forward and backward for a little arithmetic.
 void lrn_forward_reference(const LrnParameters& lrn, const LrnShape& shape, const float* input,
                            float* scale, float* power, float* output);
-void lrn_forward(const LrnParameters& lrn, const LrnShape& shape, const float* input, float* scale,
-                 float* power, float* output);
+void lrn_forward(const LrnParameters& lrn, const LrnShape& shape, const float* input,
+                 float* output);
 
 void lrn_backward_reference(const LrnParameters& lrn, const LrnShape& shape, const float* input,
                             const float* output, const float* output_diff, const float* scale,
                             const float* power, float* input_diff);
 void lrn_backward(const LrnParameters& lrn, const LrnShape& shape, const float* input,
-                  const float* output, const float* output_diff, const float* scale,
-                  const float* power, float* input_diff);
+                  const float* output, const float* output_diff, float* input_diff);
 
 }  // namespace xtrain

@@ -18,7 +18,9 @@
 // where d = n (ACROSS_CHANNELS) or n^2 (WITHIN_CHANNEL).
 //
 // The kernels (a reference and a fast, parallel one) are in lrn_kernels.hpp.
-// Not in place: backward reads both bottom and top.
+// Not in place: backward reads both bottom and top. On the CPU the layer
+// keeps nothing else from forward to backward: backward recomputes scale
+// and power from the bottom with forward's code.
 //
 // On a GPU, ACROSS_CHANNELS runs on cuDNN (cudnnLRNCrossChannelForward and
 // Backward, CUDNN_LRN_CROSS_CHANNEL_DIM1 over an NCHW tensor) when its
@@ -82,26 +84,20 @@ class LRNLayer : public Layer {
     shape_ = {input.shape(0), input.shape(1), input.shape(2), input.shape(3)};
     top[0]->reshape_like(input);
 #ifdef XTRAIN_USE_CUDA
-    if (device().is_gpu()) {
-      reshape_gpu();
-      return;  // the host scratch is only needed by the CPU kernels
-    }
+    if (device().is_gpu()) reshape_gpu();
 #endif
-    scale_.resize(input.count());
-    power_.resize(input.count());
   }
 
  protected:
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    lrn_forward(lrn_, shape_, bottom[0]->cpu_data(), scale_.data(), power_.data(),
-                top[0]->mutable_cpu_data());
+    lrn_forward(lrn_, shape_, bottom[0]->cpu_data(), top[0]->mutable_cpu_data());
   }
 
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
     lrn_backward(lrn_, shape_, bottom[0]->cpu_data(), top[0]->cpu_data(), top[0]->cpu_diff(),
-                 scale_.data(), power_.data(), bottom[0]->mutable_cpu_diff());
+                 bottom[0]->mutable_cpu_diff());
   }
 
 #ifdef XTRAIN_USE_CUDA
@@ -124,7 +120,6 @@ class LRNLayer : public Layer {
                                              gpu_values(kPower), top[0]->mutable_gpu_data());
         return;
       case GpuEngine::kHost:
-        host_fallback();
         forward_cpu(bottom, top);
         return;
     }
@@ -149,7 +144,6 @@ class LRNLayer : public Layer {
                                               gpu_values(kScratch), bottom[0]->mutable_gpu_diff());
         return;
       case GpuEngine::kHost:
-        host_fallback();
         backward_cpu(top, propagate_down, bottom);
         return;
     }
@@ -198,12 +192,6 @@ class LRNLayer : public Layer {
     return static_cast<float*>(gpu_->arrays->mutable_gpu_data()) + which * values();
   }
 
-  // The CPU kernels' scratch, which a GPU reshape leaves unsized.
-  void host_fallback() {
-    scale_.resize(values());
-    power_.resize(values());
-  }
-
   std::size_t values() const {
     return static_cast<std::size_t>(shape_.num) * shape_.channels * shape_.height * shape_.width;
   }
@@ -219,8 +207,6 @@ class LRNLayer : public Layer {
 
   LrnParameters lrn_;
   LrnShape shape_;
-  std::vector<float> scale_;  // the denominator base, one per input value
-  std::vector<float> power_;  // scale^-beta
 };
 
 }  // namespace

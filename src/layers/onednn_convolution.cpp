@@ -3,6 +3,7 @@
 #if XTRAIN_HAVE_ONEDNN
 
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -26,10 +27,15 @@ const dnnl::engine& cpu_engine() {
   return engine;
 }
 
+// What all threads' scratch buffers hold together (for the memory count).
+std::atomic<std::size_t> scratch_bytes_held{0};
+
 // A 64-byte aligned buffer that grows on demand; what it held is lost when
 // it grows.
 class ScratchBuffer {
  public:
+  ~ScratchBuffer() { scratch_bytes_held -= capacity_; }
+
   void* get(std::size_t bytes) {
     if (bytes > capacity_) {
       const std::size_t rounded = (bytes + 63) / 64 * 64;
@@ -37,6 +43,7 @@ class ScratchBuffer {
       XTRAIN_CHECK(fresh != nullptr, "out of memory: the oneDNN convolution needs ", rounded,
                    " bytes of scratch");
       data_.reset(fresh);
+      scratch_bytes_held += rounded - capacity_;
       capacity_ = rounded;
     }
     return data_.get();
@@ -562,6 +569,8 @@ class OnednnConvolution final : public ConvolutionEngine {
 
 bool onednn_available() { return true; }
 
+std::size_t onednn_convolution_scratch_bytes() { return scratch_bytes_held; }
+
 bool onednn_blocks_channels_by_16() {
   // cpu_isa values are nested bit sets: every AVX-512 core level contains
   // avx512_core's bits.
@@ -622,6 +631,8 @@ std::unique_ptr<ConvolutionEngine> make_onednn_convolution(const ConvolutionShap
 namespace xtrain {
 
 bool onednn_available() { return false; }
+
+std::size_t onednn_convolution_scratch_bytes() { return 0; }
 
 bool onednn_blocks_channels_by_16() { return false; }
 

@@ -42,6 +42,11 @@ struct OnednnConvolutionOptions {
 // Whether this build has oneDNN.
 bool onednn_available();
 
+// Host bytes of the scratch buffers all threads' convolutions share (the
+// activations reordered at a primitive's boundary), for the memory count.
+// oneDNN's own scratchpads are not in it.
+std::size_t onednn_convolution_scratch_bytes();
+
 // Whether oneDNN's convolution kernels on this CPU (as capped by
 // ONEDNN_MAX_CPU_ISA) compute in nChw16c, the channel-blocked layout xtrain
 // keeps between layers: its AVX-512 kernels do. Its AVX2 kernels block by 8

@@ -23,6 +23,16 @@ std::string PerPassConvolution::name() const {
   return text;
 }
 
+std::size_t PerPassConvolution::buffer_bytes() const {
+  std::size_t bytes = 0;
+  for (int pass = 0; pass < kConvolutionPassCount; ++pass) {
+    bool counted = false;
+    for (int earlier = 0; earlier < pass; ++earlier) counted |= by_pass_[earlier] == by_pass_[pass];
+    if (!counted) bytes += by_pass_[pass]->buffer_bytes();
+  }
+  return bytes;
+}
+
 void PerPassConvolution::forward(const float* bottom, const float* weights, const float* bias,
                                  float* top) {
   engine(ConvolutionPass::kForward).forward(bottom, weights, bias, top);

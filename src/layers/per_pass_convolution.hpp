@@ -24,6 +24,8 @@ class PerPassConvolution final : public ConvolutionEngine {
   std::string kernel(ConvolutionPass pass) const override {
     return by_pass_[static_cast<int>(pass)]->kernel(pass);
   }
+  // Each engine once, though it may compute several passes.
+  std::size_t buffer_bytes() const override;
 
   void forward(const float* bottom, const float* weights, const float* bias, float* top) override;
   void backward_data(const float* top_diff, const float* weights, float* bottom_diff) override;

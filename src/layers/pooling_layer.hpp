@@ -65,6 +65,7 @@ class PoolingLayer : public Layer {
   bool reads_channel_blocked_bottom(int bottom_index) const override;
   bool can_write_channel_blocked_top(int top_index,
                                      const std::vector<bool>& blocked_bottoms) const override;
+  std::size_t buffer_bytes() const override { return max_index_.capacity() * sizeof(int); }
 
  protected:
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override;

@@ -11,7 +11,8 @@
 //   dscale[d] = sum over o, i of dtop[o, d, i] * x[o, d, i]
 //   dbias[d]  = sum over o, i of dtop[o, d, i]
 // Learned blobs accumulate their gradients; bottom[1]'s diff is overwritten.
-// Works in place (forward then keeps a copy of x for dscale). In place it can
+// Works in place (forward then keeps a copy of x for dscale, unless the layer
+// before keeps one: Layer::use_kept_bottom_copy). In place it can
 // take over the in-place ReLU that follows it (Layer::absorb_following_relu):
 // forward then writes ReLU(top) and backward first masks dtop by top > 0, with
 // the ReLU's own functors, so the bits are the same. This is Caffe's
@@ -25,6 +26,8 @@
 // order (channel_statistics_blocked.hpp), so both layouts give the same bits.
 #include <algorithm>
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/elementwise_ops.hpp"
@@ -111,7 +114,7 @@ class ScaleLayer : public Layer {
                          axes_.outer == static_cast<std::size_t>(input.shape(0)) &&
                          axes_.dim == static_cast<std::size_t>(input.shape(1));
     if (in_place_) {
-      saved_input_.resize(bottom[0]->count());
+      if (!saved_is_borrowed_) saved_->values.resize(bottom[0]->count());
     } else {
       top[0]->reshape_like(*bottom[0]);
     }
@@ -128,6 +131,25 @@ class ScaleLayer : public Layer {
   // place, the layer follows the blob's.
   bool computes_in_one_layout() const override { return blocked_supported_ && !in_place_; }
 
+  std::size_t buffer_bytes() const override {
+    const std::size_t own = saved_is_borrowed_ ? 0 : saved_->values.capacity();
+    return (own + scratch_.capacity()) * sizeof(float);
+  }
+  // Backward reads x from its saved copy in place (the bottom out of place)
+  // and the top only to mask by an absorbed ReLU.
+  bool backward_touches_bottom_data(int bottom_index) const override {
+    return bottom_index == 1 || !in_place_;
+  }
+  bool backward_touches_top_data(int) const override { return fused_relu_; }
+  // In place, the copy of the input that the layer before keeps (BatchNorm's
+  // output) serves as the saved input.
+  bool use_kept_bottom_copy(std::shared_ptr<KeptActivation> copy) override {
+    if (!in_place_ || !copy) return false;
+    saved_ = std::move(copy);
+    saved_is_borrowed_ = true;
+    return true;
+  }
+
   bool absorb_following_relu() override {
     if (!in_place_) return false;
     fused_relu_ = true;
@@ -142,7 +164,13 @@ class ScaleLayer : public Layer {
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
     forward_layout_ = per_channel_forward_layout(blocked_supported_, in_place_, *bottom[0], *top[0],
                                                  writes_channel_blocked_top(0));
-    saved_layout_ = forward_layout_;
+    if (saved_is_borrowed_) {
+      // The lender wrote the copy in this blob's layout: a bug if not.
+      XTRAIN_ASSERT(saved_->layout == forward_layout_ &&
+                    saved_->values.size() == bottom[0]->count());
+    } else {
+      saved_->layout = forward_layout_;
+    }
     if (forward_layout_ == MemoryLayout::kChannelBlocked) {
       forward_blocked(*bottom[0], *top[0]);
       return;
@@ -150,7 +178,7 @@ class ScaleLayer : public Layer {
     const float* input = bottom[0]->cpu_data();
     float* output = top[0]->mutable_cpu_data();
     // In place, the input is copied for backward in the same sweep.
-    float* saved = top[0] == bottom[0] ? saved_input_.data() : nullptr;
+    float* saved = in_place_ && !saved_is_borrowed_ ? saved_->values.data() : nullptr;
     const float* scale = scale_blob(bottom)->cpu_data();
     const float* bias = bias_term_ ? blobs_.back()->cpu_data() : nullptr;
     const std::size_t inner = axes_.inner;
@@ -190,7 +218,7 @@ class ScaleLayer : public Layer {
     const MemoryLayout layout =
         per_channel_backward_layout(blocked_supported_, in_place_, *top[0], forward_layout_);
     if (in_place_ && blocked_supported_) {
-      convert_kept_copy(channel_blocked_shape(*bottom[0]), layout, &saved_input_, &saved_layout_,
+      convert_kept_copy(channel_blocked_shape(*bottom[0]), layout, &saved_->values, &saved_->layout,
                         &scratch_);
     }
     if (layout == MemoryLayout::kChannelBlocked) {
@@ -220,7 +248,7 @@ class ScaleLayer : public Layer {
     if (scale_diff && !learned_scale_) std::fill(scale_diff, scale_diff + axes_.dim, 0.0f);
     const float* scale = scale_blob(bottom)->cpu_data();
     float* input_diff = propagate_down[0] ? bottom[0]->mutable_cpu_diff() : nullptr;
-    const float* input = top[0] == bottom[0] ? saved_input_.data() : bottom[0]->cpu_data();
+    const float* input = in_place_ ? saved_->values.data() : bottom[0]->cpu_data();
     const std::size_t inner = axes_.inner;
     if (!bias_diff && !scale_diff) {
       if (!input_diff) return;
@@ -275,7 +303,7 @@ class ScaleLayer : public Layer {
     const float* input = bottom.cpu_data_in(MemoryLayout::kChannelBlocked);
     float* output = in_place_ ? top.mutable_cpu_data_in(MemoryLayout::kChannelBlocked)
                               : top.overwrite_cpu_data_in(MemoryLayout::kChannelBlocked);
-    float* saved = in_place_ ? saved_input_.data() : nullptr;
+    float* saved = in_place_ && !saved_is_borrowed_ ? saved_->values.data() : nullptr;
     const float* scale = blobs_[0]->cpu_data();
     const float* bias = bias_term_ ? blobs_.back()->cpu_data() : nullptr;
     const ChannelBlockedShape shape = channel_blocked_shape(bottom);
@@ -324,7 +352,7 @@ class ScaleLayer : public Layer {
                              : bottom.overwrite_cpu_diff_in(MemoryLayout::kChannelBlocked);
     }
     const float* input =
-        in_place_ ? saved_input_.data() : bottom.cpu_data_in(MemoryLayout::kChannelBlocked);
+        in_place_ ? saved_->values.data() : bottom.cpu_data_in(MemoryLayout::kChannelBlocked);
     if (!input_diff && !bias_diff && !scale_diff) return;
     const ChannelBlockedShape shape = channel_blocked_shape(bottom);
     const auto spatial = static_cast<std::size_t>(shape.spatial);
@@ -429,11 +457,13 @@ class ScaleLayer : public Layer {
   // A learned scale with one value per channel of a 4-axis bottom.
   bool blocked_supported_ = false;
   MemoryLayout forward_layout_ = MemoryLayout::kPlain;
-  MemoryLayout saved_layout_ = MemoryLayout::kPlain;  // of saved_input_
-  std::vector<float> scratch_;                        // for converting saved_input_, rarely
+  std::vector<float> scratch_;  // for converting the saved input, rarely
   FillerParameter scale_filler_;
   BroadcastAxes axes_;
-  std::vector<float> saved_input_;  // bottom[0] when in place
+  // bottom[0] when in place: our own copy, or one the layer before kept
+  // (use_kept_bottom_copy), which forward then does not write.
+  std::shared_ptr<KeptActivation> saved_ = std::make_shared<KeptActivation>();
+  bool saved_is_borrowed_ = false;
   // Backward: per (o, d) row, the sum of dtop and of dtop * bottom.
   std::vector<double> row_sums_;
   std::vector<double> row_dots_;

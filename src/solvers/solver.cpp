@@ -99,6 +99,7 @@ void Solver::init_train_net() {
   net_options.verbose = options_.verbose_nets;
   net_options.share_activation_memory = options_.share_activation_memory;
   net_options.channel_blocked_activations = options_.channel_blocked_activations;
+  net_options.share_kept_copies = options_.share_kept_copies;
   if (data_parallel()) {
     net_options.data_shard = {options_.communicator->rank(), options_.communicator->size()};
   }
@@ -162,6 +163,7 @@ void Solver::init_test_nets() {
     net_options.verbose = options_.verbose_nets;
     net_options.share_activation_memory = options_.share_activation_memory;
     net_options.channel_blocked_activations = options_.channel_blocked_activations;
+    net_options.share_kept_copies = options_.share_kept_copies;
     auto test_net = std::make_shared<Net>(net_param, net_options);
     test_net->share_trained_layers_with(*net_);
     test_nets_.push_back(test_net);

@@ -60,6 +60,11 @@ Device choose_device(const std::string& gpu_flag, bool solver_wants_gpu, int sol
 // --gpu_math).
 void configure_compute();
 
+// Logs what the net holds by kind (parameters, gradients, activations, layer
+// buffers, ...), the solver's history and the rest of the peak resident
+// memory (tools/xtrain/memory_breakdown.cpp).
+void log_memory_breakdown(const Net& net, std::size_t solver_history_bytes);
+
 // TRAIN or TEST from a flag value; `fallback` when empty.
 Phase parse_phase(const std::string& text, Phase fallback);
 

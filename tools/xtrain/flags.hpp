@@ -14,6 +14,7 @@ DECLARE_string(stage);
 DECLARE_int32(iterations);
 DECLARE_bool(share_activation_memory);
 DECLARE_bool(channel_blocked_activations);
+DECLARE_bool(share_kept_copies);
 DECLARE_int32(max_iter);
 DECLARE_string(sigint_effect);
 DECLARE_string(sighup_effect);

@@ -18,6 +18,7 @@ int test_command() {
   options.device = choose_device(FLAGS_gpu, false, 0);
   options.share_activation_memory = FLAGS_share_activation_memory;
   options.channel_blocked_activations = FLAGS_channel_blocked_activations;
+  options.share_kept_copies = FLAGS_share_kept_copies;
   XLOG(INFO) << "Use " << options.device.to_string() << ".";
   Net net(FLAGS_model, parse_phase(FLAGS_phase, TEST), FLAGS_level, split_commas(FLAGS_stage),
           options);

@@ -41,6 +41,7 @@ int time_command() {
   options.device = choose_device(FLAGS_gpu, false, 0);
   options.share_activation_memory = FLAGS_share_activation_memory;
   options.channel_blocked_activations = FLAGS_channel_blocked_activations;
+  options.share_kept_copies = FLAGS_share_kept_copies;
   const Phase phase = parse_phase(FLAGS_phase, TRAIN);
   Net net(FLAGS_model, phase, FLAGS_level, split_commas(FLAGS_stage), options);
   const bool with_backward = phase == TRAIN;
@@ -52,6 +53,7 @@ int time_command() {
     XLOG(INFO) << "Performing Backward";
     net.backward();
   }
+  log_memory_breakdown(net, 0);
 
   const auto& layers = net.layers();
   std::vector<double> forward_ms(layers.size(), 0.0);

@@ -116,6 +116,7 @@ int train_replica(const TrainingRun& run, SolverOptions options, const std::stri
       static_cast<std::size_t>(std::max(1.0, FLAGS_gradient_bucket_mb * 1024 * 1024));
   options.share_activation_memory = FLAGS_share_activation_memory;
   options.channel_blocked_activations = FLAGS_channel_blocked_activations;
+  options.share_kept_copies = FLAGS_share_kept_copies;
   // The root writes them (every replica may be told).
   const std::string& prefix = run.param.snapshot_prefix();
   options.metrics_path = FLAGS_metrics == "none" ? std::string()

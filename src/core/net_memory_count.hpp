@@ -1,0 +1,31 @@
+// What a net holds in host memory, by kind, so that a user sees where the
+// memory of training goes (`xtrain time` logs it after the first iteration).
+//
+// Storage is counted once however many blobs share it (in-place tops, Split
+// tops, the memory plan's shared diffs, shared parameters), and only once it
+// is allocated: a diff that nothing has touched yet takes no memory.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <string>
+
+namespace xtrain {
+
+class Net;
+
+struct NetMemoryCount {
+  std::size_t parameters = 0;            // data of the layers' blobs (BatchNorm's statistics too)
+  std::size_t parameter_gradients = 0;   // their diffs
+  std::size_t activations = 0;           // data of the net's blobs
+  std::size_t activation_gradients = 0;  // diffs of the net's blobs
+  // Layer::buffer_bytes() summed by layer type ("BatchNorm", "Scale", ...).
+  std::map<std::string, std::size_t> layer_buffers;
+
+  std::size_t layer_buffer_total() const;
+  std::size_t total() const;
+};
+
+NetMemoryCount count_net_memory(const Net& net);
+
+}  // namespace xtrain

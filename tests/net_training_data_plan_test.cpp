@@ -1,0 +1,123 @@
+// The memory plan's data sharing in a training net on the CPU
+// (core/net_memory_plan.hpp, Layer::backward_touches_*_data): blobs whose
+// values no backward pass touches give their storage to blobs born after
+// forward is done with them, and the net computes bit for bit what it
+// computes without the plan.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <set>
+#include <string>
+
+#include "blocked_layout_test_support.hpp"
+#include "core/net_memory_plan.hpp"
+#include "xtrain/net.hpp"
+#include "xtrain/proto_io.hpp"
+
+namespace xtrain {
+namespace {
+
+// Convolution -> BatchNorm -> Scale (-> ReLU) chains, in place, joined by an
+// Eltwise sum: branch_b's values die with the sum's forward (BatchNorm and
+// Scale keep the normalised values), branch_a's live on for the mask of the
+// ReLU its Scale absorbs, and every convolution's bottom for its weight
+// gradient.
+std::string chain(const std::string& name, const std::string& bottom, bool relu) {
+  std::string text = "layer { name: '" + name + "' type: 'Convolution' bottom: '" + bottom +
+                     "' top: '" + name +
+                     "' convolution_param { num_output: 8 kernel_size: 3 pad: 1 bias_term: false "
+                     "weight_filler { type: 'gaussian' std: 0.3 } } }\n";
+  text += "layer { name: 'bn_" + name + "' type: 'BatchNorm' bottom: '" + name + "' top: '" + name +
+          "' }\n";
+  text += "layer { name: 'scale_" + name + "' type: 'Scale' bottom: '" + name + "' top: '" + name +
+          "' scale_param { bias_term: true filler { type: 'gaussian' mean: 1 std: 0.2 } "
+          "bias_filler { type: 'gaussian' std: 0.2 } } }\n";
+  if (relu) {
+    text += "layer { name: 'relu_" + name + "' type: 'ReLU' bottom: '" + name + "' top: '" + name +
+            "' }\n";
+  }
+  return text;
+}
+
+std::string net_text() {
+  std::string text = R"(
+    name: "chains"
+    layer { name: "data" type: "DummyData" top: "data" top: "label"
+            dummy_data_param { shape { dim: 2 dim: 3 dim: 7 dim: 7 } shape { dim: 2 }
+                               data_filler { type: "gaussian" std: 1 }
+                               data_filler { type: "uniform" min: 0 max: 2.99 } } }
+  )";
+  text += chain("stem", "data", true);
+  text += chain("branch_a", "stem", true);
+  text += chain("branch_b", "stem", false);
+  text +=
+      "layer { name: 'sum' type: 'Eltwise' bottom: 'branch_a' bottom: 'branch_b' top: 'sum' }\n";
+  text += chain("head", "sum", false);
+  text += chain("tail", "head", true);
+  text += R"(
+    layer { name: "ip" type: "InnerProduct" bottom: "tail" top: "ip"
+            inner_product_param { num_output: 3 weight_filler { type: "xavier" } } }
+    layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+  )";
+  return text;
+}
+
+std::unique_ptr<Net> make_net(bool share, bool fuse) {
+  NetParameter param;
+  read_proto_from_text_string(net_text(), &param);
+  param.mutable_state()->set_phase(TRAIN);
+  NetOptions options;
+  options.verbose = false;
+  options.share_activation_memory = share;
+  options.fuse_layers = fuse;
+  return std::make_unique<Net>(param, options);
+}
+
+std::size_t distinct_data_storage(const Net& net) {
+  std::set<const SyncedMemory*> storage;
+  for (const auto& blob : net.blobs()) storage.insert(blob->data_memory().get());
+  return storage.size();
+}
+
+void expect_shared_training_matches(bool fuse) {
+  auto plain = make_net(false, fuse);
+  auto shared = make_net(true, fuse);
+  // The plan must share some data, or this test proves nothing.
+  ASSERT_LT(distinct_data_storage(*shared), distinct_data_storage(*plain));
+  for (int iteration = 0; iteration < 3; ++iteration) {
+    const float plain_loss = plain->forward_backward();
+    const float shared_loss = shared->forward_backward();
+    EXPECT_EQ(plain_loss, shared_loss);
+    for (std::size_t i = 0; i < plain->learnable_params().size(); ++i) {
+      const Blob& a = *plain->learnable_params()[i];
+      const Blob& b = *shared->learnable_params()[i];
+      EXPECT_TRUE(testing::same_bits(a.cpu_diff(), b.cpu_diff(), a.count()))
+          << "iteration " << iteration << ": param diff " << plain->param_display_names()[i];
+    }
+    plain->clear_param_diffs();
+    shared->clear_param_diffs();
+  }
+}
+
+TEST(NetTrainingDataPlan, IsBitIdentical) { expect_shared_training_matches(true); }
+TEST(NetTrainingDataPlan, WithoutFusedReluIsBitIdentical) { expect_shared_training_matches(false); }
+
+// Which blobs share: branch_b's values are dead once the sum is computed
+// and lend their storage to a blob born later; stem's (read by both branch
+// convolutions' backward) and branch_a's (the mask of the ReLU its Scale
+// absorbed) live to the end of backward, and nothing dies before they are
+// born.
+TEST(NetTrainingDataPlan, SharesOnlyValuesBackwardDoesNotTouch) {
+  auto net = make_net(false, true);  // the plan as the Net would apply it
+  const NetMemoryPlan plan = plan_net_memory(*net, {});
+  std::set<std::string> shared;
+  for (const auto& buffer : plan.data_buffers) {
+    for (int blob : buffer.blobs) shared.insert(net->blob_names()[blob]);
+  }
+  EXPECT_EQ(shared.count("branch_b"), 1u);
+  EXPECT_EQ(shared.count("stem"), 0u);
+  EXPECT_EQ(shared.count("branch_a"), 0u);
+}
+
+}  // namespace
+}  // namespace xtrain

@@ -1,0 +1,56 @@
+// The memory count `xtrain time` logs after its first iteration: what the net
+// holds by kind (core/net_memory_count.hpp), the convolutions' shared
+// scratch, the solver's history, and what the process holds beyond them.
+#include <sys/resource.h>
+
+#include <sstream>
+
+#include "command.hpp"
+#include "core/net_memory_count.hpp"
+#include "layers/onednn_convolution.hpp"
+#include "xtrain/logging.hpp"
+#include "xtrain/net.hpp"
+
+namespace xtrain::cli {
+namespace {
+
+double mib(std::size_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+
+std::size_t peak_resident_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<std::size_t>(usage.ru_maxrss) * 1024;  // ru_maxrss is in KiB
+}
+
+}  // namespace
+
+void log_memory_breakdown(const Net& net, std::size_t solver_history_bytes) {
+  const NetMemoryCount count = count_net_memory(net);
+  const std::size_t scratch = onednn_convolution_scratch_bytes();
+  const std::size_t counted = count.total() + scratch + solver_history_bytes;
+  const std::size_t peak = peak_resident_bytes();
+  std::ostringstream line;
+  line.setf(std::ios::fixed);
+  line.precision(1);
+  line << "Memory after the first iteration (MiB): parameters " << mib(count.parameters)
+       << ", parameter gradients " << mib(count.parameter_gradients);
+  if (solver_history_bytes > 0) line << ", solver history " << mib(solver_history_bytes);
+  line << ", activations " << mib(count.activations) << ", activation gradients "
+       << mib(count.activation_gradients) << ", layer buffers " << mib(count.layer_buffer_total());
+  if (!count.layer_buffers.empty()) {
+    line << " (";
+    const char* separator = "";
+    for (const auto& [type, bytes] : count.layer_buffers) {
+      line << separator << type << " " << mib(bytes);
+      separator = ", ";
+    }
+    line << ")";
+  }
+  line << ", convolution scratch " << mib(scratch) << "; counted " << mib(counted)
+       << " of peak resident " << mib(peak) << ", the rest "
+       << mib(peak > counted ? peak - counted : 0)
+       << " (code and libraries, oneDNN's own scratchpads, BLAS buffers, freed blocks)";
+  XLOG(INFO) << line.str();
+}
+
+}  // namespace xtrain::cli
