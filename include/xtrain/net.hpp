@@ -41,7 +41,8 @@ struct NetOptions {
   // results bit for bit, two sweeps over the blob fewer. The ReLU layer
   // stays in the net and does nothing.
   bool fuse_layers = true;
-  // On the CPU, keep activations channel-blocked (oneDNN's nChw16c) between
+  // On the CPU, keep activations channel-blocked (oneDNN's nChw16c at AVX-512,
+  // nChw8c below) between
   // layers that compute in that layout (Layer::reads_channel_blocked_bottom):
   // a convolution, its pooling and ReLU and the next convolution pass them on
   // without reordering. Same results bit for bit; a program reading such a

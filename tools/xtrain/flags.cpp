@@ -22,9 +22,9 @@ DEFINE_string(stage, "", "the net state's stages, comma-separated (select layers
 DEFINE_int32(iterations, 50, "how many iterations (batches) to run");
 DEFINE_bool(share_activation_memory, true,
             "let blobs whose lifetimes do not overlap share storage");
-DEFINE_bool(
-    channel_blocked_activations, true,
-    "CPU: keep activations channel-blocked (nChw16c) between convolution, pooling and ReLU");
+DEFINE_bool(channel_blocked_activations, true,
+            "CPU: keep activations channel-blocked (nChw16c at AVX-512, nChw8c below) between "
+            "convolution, pooling and ReLU");
 DEFINE_int32(max_iter, -1, "stop after this many iterations instead of the solver's max_iter");
 DEFINE_string(sigint_effect, "stop", "on SIGINT (Ctrl-C): stop, snapshot or none");
 DEFINE_string(sighup_effect, "snapshot", "on SIGHUP: stop, snapshot or none");
