@@ -11,9 +11,35 @@
 #include <string>
 #include <vector>
 
+#include "core/channel_blocked_layout.hpp"
+#include "core/cpu_isa.hpp"
 #include "xtrain/net.hpp"
 
 namespace xtrain::testing {
+
+// The widths the channel-blocked layout has (nChw8c and nChw16c): tests of
+// the blocked kernels run at both on any CPU.
+constexpr int kChannelBlockWidths[] = {8, 16};
+
+// Sets channel_block() for one scope, then back to the width the process
+// decided. Only around code that makes its own blobs and layers.
+class ScopedChannelBlock {
+ public:
+  explicit ScopedChannelBlock(int block) { set_channel_block_for_testing(block); }
+  ~ScopedChannelBlock() { set_channel_block_for_testing(0); }
+  ScopedChannelBlock(const ScopedChannelBlock&) = delete;
+  ScopedChannelBlock& operator=(const ScopedChannelBlock&) = delete;
+};
+
+// Caps cpu_isa() for one scope (set_cpu_isa_cap_for_testing), so that one
+// machine runs each instruction set's copy of a kernel up to its own.
+class ScopedCpuIsaCap {
+ public:
+  explicit ScopedCpuIsaCap(CpuIsa cap) { set_cpu_isa_cap_for_testing(cap); }
+  ~ScopedCpuIsaCap() { set_cpu_isa_cap_for_testing(std::nullopt); }
+  ScopedCpuIsaCap(const ScopedCpuIsaCap&) = delete;
+  ScopedCpuIsaCap& operator=(const ScopedCpuIsaCap&) = delete;
+};
 
 // Sets an environment variable (or unsets it, for null) for one scope and
 // puts the old value back.

@@ -1,8 +1,10 @@
 // Channel-blocked activations (MemoryLayout::kChannelBlocked, oneDNN's
-// nChw16c): a blob's storage may hold that layout, the plain accessors still
-// give the plain values, and a net that keeps its convolution/pooling/ReLU
-// activations blocked (NetOptions::channel_blocked_activations) computes bit
-// for bit what the plain one does, with no conversions in its steady state.
+// nChw16c or nChw8c; the layout tests run at both widths, the nets at the
+// one this CPU's oneDNN computes in): a blob's storage may hold that layout,
+// the plain accessors still give the plain values, and a net that keeps its
+// convolution/pooling/ReLU activations blocked
+// (NetOptions::channel_blocked_activations) computes bit for bit what the
+// plain one does, with no conversions in its steady state.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -34,7 +36,7 @@ void fill_counting(Blob& blob) {
 
 TEST(ChannelBlockedLayout, BlockedIndexIsNchw16c) {
   // Written out by hand for 2 x 32 x 2 x 3: block (n, c / 16), pixel, lane.
-  const ChannelBlockedShape shape{2, 32, 6};
+  const ChannelBlockedShape shape{2, 32, 6, 16};
   EXPECT_EQ(shape.blocked_index(0, 0, 0), 0u);
   EXPECT_EQ(shape.blocked_index(0, 1, 0), 1u);
   EXPECT_EQ(shape.blocked_index(0, 0, 1), 16u);
@@ -44,11 +46,35 @@ TEST(ChannelBlockedLayout, BlockedIndexIsNchw16c) {
   EXPECT_EQ(shape.blocked_index(1, 17, 2), 192u + 96u + 2 * 16u + 1u);
 }
 
-TEST(ChannelBlockedLayout, BlobConvertsOnDemandBothWays) {
+TEST(ChannelBlockedLayout, BlockedIndexIsNchw8c) {
+  // 2 x 24 x 2 x 3: block (n, c / 8), pixel, lane.
+  const ChannelBlockedShape shape{2, 24, 6, 8};
+  EXPECT_EQ(shape.blocks(), 6);
+  EXPECT_EQ(shape.blocked_index(0, 1, 0), 1u);
+  EXPECT_EQ(shape.blocked_index(0, 0, 1), 8u);
+  EXPECT_EQ(shape.blocked_index(0, 8, 0), 48u);    // second block of image 0
+  EXPECT_EQ(shape.blocked_index(1, 0, 0), 144u);   // image 1
+  EXPECT_EQ(shape.blocked_index(1, 23, 5), 287u);  // the last value
+  EXPECT_EQ(shape.blocked_index(1, 17, 2), 144u + 96u + 2 * 8u + 1u);
+}
+
+// The layout tests below run at both widths.
+class ChannelBlockedLayoutWidth : public ::testing::TestWithParam<int> {
+ protected:
+  testing::ScopedChannelBlock width_{GetParam()};
+};
+
+INSTANTIATE_TEST_SUITE_P(BothWidths, ChannelBlockedLayoutWidth,
+                         ::testing::ValuesIn(testing::kChannelBlockWidths),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return "by" + std::to_string(info.param);
+                         });
+
+TEST_P(ChannelBlockedLayoutWidth, BlobConvertsOnDemandBothWays) {
   Blob blob({2, 32, 3, 5});
   ASSERT_TRUE(blob.can_be_channel_blocked());
   fill_counting(blob);
-  const ChannelBlockedShape shape{2, 32, 15};
+  const ChannelBlockedShape shape{2, 32, 15, GetParam()};
 
   const float* blocked = blob.cpu_data_in(MemoryLayout::kChannelBlocked);
   EXPECT_EQ(blob.data_layout(), MemoryLayout::kChannelBlocked);
@@ -70,15 +96,19 @@ TEST(ChannelBlockedLayout, BlobConvertsOnDemandBothWays) {
   for (std::size_t i = 0; i < blob.count(); ++i) ASSERT_EQ(plain[i], static_cast<float>(i));
 }
 
-TEST(ChannelBlockedLayout, OverwriteMarksWithoutConverting) {
+TEST_P(ChannelBlockedLayoutWidth, OverwriteMarksWithoutConverting) {
+  const int lanes = GetParam();
   Blob blob({1, 16, 2, 2});
   fill_counting(blob);
   const std::size_t conversions = SyncedMemory::layout_conversion_count();
   float* blocked = blob.overwrite_cpu_diff_in(MemoryLayout::kChannelBlocked);
   EXPECT_EQ(SyncedMemory::layout_conversion_count(), conversions);
-  // Lane c of pixel s holds channel c: write (c + 1) * 100 + s in blocked order.
-  for (int s = 0; s < 4; ++s) {
-    for (int c = 0; c < 16; ++c) blocked[s * 16 + c] = static_cast<float>((c + 1) * 100 + s);
+  // Lane c % lanes of pixel s in block c / lanes holds channel c: write
+  // (c + 1) * 100 + s in blocked order.
+  for (int c = 0; c < 16; ++c) {
+    for (int s = 0; s < 4; ++s) {
+      blocked[(c / lanes * 4 + s) * lanes + c % lanes] = static_cast<float>((c + 1) * 100 + s);
+    }
   }
   const float* plain = blob.cpu_diff();
   EXPECT_EQ(SyncedMemory::layout_conversion_count(), conversions + 1);
@@ -87,7 +117,7 @@ TEST(ChannelBlockedLayout, OverwriteMarksWithoutConverting) {
   }
 }
 
-TEST(ChannelBlockedLayout, ReshapeKeepsThePlainValues) {
+TEST_P(ChannelBlockedLayoutWidth, ReshapeKeepsThePlainValues) {
   Blob blob({2, 16, 2, 2});
   fill_counting(blob);
   blob.mutable_cpu_data_in(MemoryLayout::kChannelBlocked);
@@ -98,9 +128,10 @@ TEST(ChannelBlockedLayout, ReshapeKeepsThePlainValues) {
   for (std::size_t i = 0; i < blob.count(); ++i) ASSERT_EQ(plain[i], static_cast<float>(i));
 }
 
-TEST(ChannelBlockedLayout, OnlyFourAxesWithWholeBlocksOfChannels) {
+TEST_P(ChannelBlockedLayoutWidth, OnlyFourAxesWithWholeBlocksOfChannels) {
   EXPECT_TRUE(Blob({1, 16, 1, 1}).can_be_channel_blocked());
   EXPECT_TRUE(Blob({3, 48, 7, 5}).can_be_channel_blocked());
+  EXPECT_EQ(Blob({1, 24, 4, 4}).can_be_channel_blocked(), GetParam() == 8);
   EXPECT_FALSE(Blob({1, 20, 4, 4}).can_be_channel_blocked());
   EXPECT_FALSE(Blob({1, 16, 4}).can_be_channel_blocked());
   EXPECT_FALSE(Blob({0, 16, 4, 4}).can_be_channel_blocked());

@@ -36,10 +36,10 @@ std::vector<float> random_values(std::size_t count, unsigned seed) {
   return values;
 }
 
-// Lane l of a block, gathered into a plain plane.
-std::vector<float> lane(const std::vector<float>& block, int l, std::size_t spatial) {
+// Lane l of a block of B lanes, gathered into a plain plane.
+std::vector<float> lane(const std::vector<float>& block, int lanes, int l, std::size_t spatial) {
   std::vector<float> plane(spatial);
-  for (std::size_t s = 0; s < spatial; ++s) plane[s] = block[s * kChannelBlock + l];
+  for (std::size_t s = 0; s < spatial; ++s) plane[s] = block[s * lanes + l];
   return plane;
 }
 
@@ -47,24 +47,26 @@ using BlockSum = void (*)(const float*, std::size_t, double*);
 using BlockDeviation = void (*)(const float*, const double*, std::size_t, double*);
 using BlockSumAndDot = void (*)(const float*, const float*, std::size_t, double*, double*);
 
+template <int B>
 void expect_lanes_match_planes(BlockSum block_sum, BlockDeviation block_deviation,
                                BlockSumAndDot block_sum_and_dot) {
+  SCOPED_TRACE(::testing::Message() << B << " channels per block");
   // Odd sizes: tails of 1, 2 and 3 after the four running sums.
   for (std::size_t spatial : {1u, 2u, 3u, 4u, 5u, 7u, 12u, 35u, 49u, 196u}) {
-    const std::vector<float> a = random_values(spatial * kChannelBlock, 1);
-    const std::vector<float> b = random_values(spatial * kChannelBlock, 2);
-    double sums[kChannelBlock];
-    double centers[kChannelBlock];
-    double deviations[kChannelBlock];
-    double dot_sums[kChannelBlock];
-    double dots[kChannelBlock];
+    const std::vector<float> a = random_values(spatial * B, 1);
+    const std::vector<float> b = random_values(spatial * B, 2);
+    double sums[B];
+    double centers[B];
+    double deviations[B];
+    double dot_sums[B];
+    double dots[B];
     block_sum(a.data(), spatial, sums);
-    for (int l = 0; l < kChannelBlock; ++l) centers[l] = sums[l] / static_cast<double>(spatial);
+    for (int l = 0; l < B; ++l) centers[l] = sums[l] / static_cast<double>(spatial);
     block_deviation(a.data(), centers, spatial, deviations);
     block_sum_and_dot(a.data(), b.data(), spatial, dot_sums, dots);
-    for (int l = 0; l < kChannelBlock; ++l) {
-      const std::vector<float> pa = lane(a, l, spatial);
-      const std::vector<float> pb = lane(b, l, spatial);
+    for (int l = 0; l < B; ++l) {
+      const std::vector<float> pa = lane(a, B, l, spatial);
+      const std::vector<float> pb = lane(b, B, l, spatial);
       const double sum = channel_statistics::sum(pa.data(), spatial);
       // Exact equality: the same additions in the same order.
       EXPECT_EQ(sums[l], sum) << "spatial " << spatial << " lane " << l;
@@ -78,39 +80,53 @@ void expect_lanes_match_planes(BlockSum block_sum, BlockDeviation block_deviatio
   }
 }
 
+template <int B>
+void expect_vector_lanes_match_planes() {
+  expect_lanes_match_planes<B>(channel_statistics::blocked::sum<B>,
+                               channel_statistics::blocked::squared_deviation_sum<B>,
+                               channel_statistics::blocked::sum_and_dot<B>);
+}
+
+template <int B>
+void expect_scalar_lanes_match_planes() {
+  expect_lanes_match_planes<B>(channel_statistics::blocked::scalar::sum<B>,
+                               channel_statistics::blocked::scalar::squared_deviation_sum<B>,
+                               channel_statistics::blocked::scalar::sum_and_dot<B>);
+}
+
 TEST(ChannelBlockedStatistics, LaneSumsAreThePlainPlaneSums) {
-  expect_lanes_match_planes(channel_statistics::blocked::sum,
-                            channel_statistics::blocked::squared_deviation_sum,
-                            channel_statistics::blocked::sum_and_dot);
+  expect_vector_lanes_match_planes<8>();
+  expect_vector_lanes_match_planes<16>();
 }
 
 TEST(ChannelBlockedStatistics, ScalarLaneSumsAreThePlainPlaneSums) {
-  expect_lanes_match_planes(channel_statistics::blocked::scalar::sum,
-                            channel_statistics::blocked::scalar::squared_deviation_sum,
-                            channel_statistics::blocked::scalar::sum_and_dot);
+  expect_scalar_lanes_match_planes<8>();
+  expect_scalar_lanes_match_planes<16>();
 }
 
 // Scale's backward feeds a block to the accumulator in pieces (a multiple of
 // four positions each but the last): the same sums as in one go.
-TEST(ChannelBlockedStatistics, SumAndDotInPiecesIsInOneGo) {
+template <int B>
+void expect_pieces_sum_as_one() {
+  SCOPED_TRACE(::testing::Message() << B << " channels per block");
   for (std::size_t spatial : {5u, 35u, 64u, 130u, 196u}) {
-    const std::vector<float> a = random_values(spatial * kChannelBlock, 3);
-    const std::vector<float> b = random_values(spatial * kChannelBlock, 4);
-    double sums[kChannelBlock], dots[kChannelBlock];
-    channel_statistics::blocked::sum_and_dot(a.data(), b.data(), spatial, sums, dots);
+    const std::vector<float> a = random_values(spatial * B, 3);
+    const std::vector<float> b = random_values(spatial * B, 4);
+    double sums[B], dots[B];
+    channel_statistics::blocked::sum_and_dot<B>(a.data(), b.data(), spatial, sums, dots);
     for (std::size_t piece : {4u, 8u, 64u}) {
-      channel_statistics::blocked::SumAndDotAccumulator pieces;
-      channel_statistics::blocked::SumAndDotAccumulator scalar_pieces;
+      channel_statistics::blocked::SumAndDotAccumulator<B> pieces;
+      channel_statistics::blocked::SumAndDotAccumulator<B> scalar_pieces;
       for (std::size_t first = 0; first < spatial; first += piece) {
         const std::size_t last = std::min(spatial, first + piece);
         pieces.add(a.data(), b.data(), first, last);
         scalar_pieces.add_scalar(a.data(), b.data(), first, last);
       }
-      double piece_sums[kChannelBlock], piece_dots[kChannelBlock];
-      double scalar_sums[kChannelBlock], scalar_dots[kChannelBlock];
+      double piece_sums[B], piece_dots[B];
+      double scalar_sums[B], scalar_dots[B];
       pieces.totals(piece_sums, piece_dots);
       scalar_pieces.totals(scalar_sums, scalar_dots);
-      for (int l = 0; l < kChannelBlock; ++l) {
+      for (int l = 0; l < B; ++l) {
         EXPECT_EQ(piece_sums[l], sums[l]) << spatial << " in pieces of " << piece << ", lane " << l;
         EXPECT_EQ(piece_dots[l], dots[l]) << spatial << " in pieces of " << piece << ", lane " << l;
         EXPECT_EQ(scalar_sums[l], sums[l]) << spatial << " in pieces of " << piece;
@@ -118,6 +134,11 @@ TEST(ChannelBlockedStatistics, SumAndDotInPiecesIsInOneGo) {
       }
     }
   }
+}
+
+TEST(ChannelBlockedStatistics, SumAndDotInPiecesIsInOneGo) {
+  expect_pieces_sum_as_one<8>();
+  expect_pieces_sum_as_one<16>();
 }
 
 // ---- Nets with the layers, blocked against plain ----------------------------

@@ -108,17 +108,26 @@ TEST(OnednnConvolutionKernelTest, FewInputChannelsUseTheGemmKernelForBackwardDat
 // then keeps between layers) by default, also for a 1x1 convolution over a
 // large image (that runs as GEMMs only when asked for plain NCHW), and
 // channels-last for LeNet's conv2, whose channel counts are not multiples of
-// 16. The blocked layout is nChw16c, what oneDNN's AVX-512 kernels compute
-// in; on a CPU without AVX-512 (or with ONEDNN_MAX_CPU_ISA=AVX2) oneDNN's
-// kernels block by 8, so no convolution prefers xtrain's blocked layout.
+// the block width. The blocked layout follows oneDNN's kernels: nChw16c for
+// its AVX-512 ones, nChw8c for AVX2 (a CPU without AVX-512, or
+// ONEDNN_MAX_CPU_ISA=AVX2), so the convolution prefers it at the width the
+// process decided; forced to the other width, it does not.
 TEST(OnednnConvolutionKernelTest, MeasuredLayoutRules) {
   if (!onednn_available()) GTEST_SKIP() << "built without oneDNN";
+  EXPECT_TRUE(onednn_blocks_channels_like_xtrain());
   std::string why_not;
   auto pointwise =
       make_onednn_convolution(shape_of({"pointwise", 2, 64, 56, 56, 64, 1, 1}), {}, &why_not);
   ASSERT_TRUE(pointwise) << why_not;
-  EXPECT_EQ(pointwise->prefers_channel_blocked(), onednn_blocks_channels_by_16())
-      << pointwise->name();
+  EXPECT_TRUE(pointwise->prefers_channel_blocked()) << pointwise->name();
+  for (int width : testing::kChannelBlockWidths) {
+    testing::ScopedChannelBlock forced(width);
+    auto engine =
+        make_onednn_convolution(shape_of({"pointwise", 2, 64, 56, 56, 64, 1, 1}), {}, &why_not);
+    ASSERT_TRUE(engine) << why_not;
+    EXPECT_EQ(engine->prefers_channel_blocked(), onednn_blocks_channels_like_xtrain())
+        << engine->name() << " at " << width << " channels per block";
+  }
   EXPECT_EQ(pointwise->name().find("forward x64:gemm"), std::string::npos) << pointwise->name();
 
   OnednnConvolutionOptions plain;

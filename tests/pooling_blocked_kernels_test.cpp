@@ -4,9 +4,11 @@
 // the reference's outputs, argmax masks and input gradients exactly, with
 // the outputs written blocked and plain. The shapes reach ceil-mode windows
 // hanging past the image, padding 1 and 2, uneven kernels and strides,
-// empty windows, global pooling, 1x1 maps, batch 1 and 16 to 64 channels;
-// the inputs hold ties, -inf and NaN. The results must not depend on the
-// thread count.
+// empty windows, global pooling, 1x1 maps, batch 1 and 16 to 64 channels
+// (24 at 8 per block); the inputs hold ties, -inf and NaN. The results must
+// not depend on the thread count. Every test runs at both block widths (8
+// and 16 channels) and with each instruction set's copy of the kernels that
+// this CPU can run (AVX-512, AVX2, baseline).
 #include "layers/pooling_blocked_kernels.hpp"
 
 #include <gtest/gtest.h>
@@ -15,12 +17,15 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <ostream>
 #include <random>
 #include <sstream>
 #include <vector>
 
+#include "blocked_layout_test_support.hpp"
 #include "core/channel_blocked_layout.hpp"
+#include "core/cpu_isa.hpp"
 #include "fast_path_test_support.hpp"
 #include "layers/pooling_kernels.hpp"
 #include "pooling_test_support.hpp"
@@ -212,11 +217,58 @@ const BlockedPoolCase kCases[] = {
     {1, 32, 1, 1, 0, 0, 0, 0, 1, 1, true},     // global pooling of 1x1 maps
     {2, 16, 1, 40, 1, 3, 0, 1, 1, 2, false},   // one row
     {2, 16, 40, 1, 3, 1, 1, 0, 2, 1, false},   // one column
+    {2, 24, 9, 11, 3, 3, 1, 1, 2, 2, false},   // three blocks of 8 (skipped at 16)
 };
 
-TEST(PoolingBlockedKernels, MaxMatchesReference) {
+// One block width and one instruction set's copy of the kernels.
+struct KernelVariant {
+  int block;
+  CpuIsa isa;
+};
+
+std::string variant_name(const ::testing::TestParamInfo<KernelVariant>& info) {
+  return std::string(cpu_isa_name(info.param.isa)) + "_by" + std::to_string(info.param.block);
+}
+
+class PoolingBlockedKernels : public ::testing::TestWithParam<KernelVariant> {
+ protected:
+  void SetUp() override {
+    if (GetParam().isa > cpu_isa()) {
+      GTEST_SKIP() << "this CPU (or XTRAIN_MAX_CPU_ISA) stops at " << cpu_isa_name(cpu_isa());
+    }
+    block_.emplace(GetParam().block);
+    cap_.emplace(GetParam().isa);
+  }
+
+  // Whether the case's channels fill whole blocks at this width.
+  static bool fits(const BlockedPoolCase& c) { return c.channels % channel_block() == 0; }
+
+ private:
+  std::optional<testing::ScopedChannelBlock> block_;
+  std::optional<testing::ScopedCpuIsaCap> cap_;
+};
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryWidthAndIsa, PoolingBlockedKernels,
+    ::testing::Values(KernelVariant{8, CpuIsa::kBaseline}, KernelVariant{16, CpuIsa::kBaseline},
+                      KernelVariant{8, CpuIsa::kAvx2}, KernelVariant{16, CpuIsa::kAvx2},
+                      KernelVariant{8, CpuIsa::kAvx512}, KernelVariant{16, CpuIsa::kAvx512}),
+    variant_name);
+
+// The copy that runs is the capped level's (x86-64 GCC builds have all three).
+TEST_P(PoolingBlockedKernels, RunsTheCopyForTheCappedIsa) {
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+  EXPECT_EQ(pooling_blocked_kernels_isa(), GetParam().isa);
+#else
+  EXPECT_EQ(pooling_blocked_kernels_isa(), CpuIsa::kBaseline);
+#endif
+  EXPECT_EQ(channel_block(), GetParam().block);
+}
+
+TEST_P(PoolingBlockedKernels, MaxMatchesReference) {
   std::uint32_t seed = 1;
   for (const BlockedPoolCase& c : kCases) {
+    if (!fits(c)) continue;
     for (Values kind : {Values::kUniform, Values::kFewIntegers, Values::kWithInfinitiesAndNaN}) {
       SCOPED_TRACE(::testing::Message() << "values kind " << static_cast<int>(kind));
       expect_max_pool_matches(c, kind, seed++);
@@ -225,9 +277,10 @@ TEST(PoolingBlockedKernels, MaxMatchesReference) {
   }
 }
 
-TEST(PoolingBlockedKernels, AverageMatchesReference) {
+TEST_P(PoolingBlockedKernels, AverageMatchesReference) {
   std::uint32_t seed = 100;
   for (const BlockedPoolCase& c : kCases) {
+    if (!fits(c)) continue;
     for (Values kind : {Values::kUniform, Values::kFewIntegers}) {
       SCOPED_TRACE(::testing::Message() << "values kind " << static_cast<int>(kind));
       expect_average_pool_matches(c, kind, seed++);
@@ -254,7 +307,7 @@ std::vector<float> all_results(const BlockedPoolCase& c, std::uint32_t seed) {
   return all;
 }
 
-TEST(PoolingBlockedKernels, SameBitsForOneAndTwoThreads) {
+TEST_P(PoolingBlockedKernels, SameBitsForOneAndTwoThreads) {
   // Big enough to split across threads; an odd block count for the second.
   const BlockedPoolCase cases[] = {{4, 32, 32, 32, 3, 3, 0, 0, 2, 2, false},
                                    {3, 48, 17, 19, 3, 3, 1, 1, 2, 2, false}};

@@ -56,7 +56,8 @@ class Blob {
   // Layers that compute in the channel-blocked layout (see MemoryLayout in
   // xtrain/synced_memory.hpp) read and write through these; everything else
   // uses the plain accessors above, which convert back when needed.
-  // Only 4-axis blobs with a multiple of 16 channels can be blocked.
+  // Only 4-axis blobs with whole blocks of channels (8 or 16, see
+  // src/core/channel_blocked_layout.hpp) can be blocked.
   bool can_be_channel_blocked() const;
   MemoryLayout data_layout() const { return data_->host_layout(); }
   MemoryLayout diff_layout() const { return diff_->host_layout(); }

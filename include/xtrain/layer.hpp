@@ -109,9 +109,9 @@ class Layer {
   bool absorbed_by_previous_layer() const { return absorbed_; }
 
   // Channel-blocked activations (MemoryLayout::kChannelBlocked, oneDNN's
-  // nChw16c), which the Net arranges on the CPU between layers that compute
-  // in that layout, saving the reorders at each boundary. Results are the
-  // same in either layout.
+  // nChw16c or nChw8c), which the Net arranges on the CPU between layers
+  // that compute in that layout, saving the reorders at each boundary.
+  // Results are the same in either layout.
   // Whether the layer reads bottom i in either layout, looking at its
   // storage's layout as it goes (for an in-place layer: and writes it back
   // in that layout).

@@ -48,8 +48,9 @@ struct NetOptions {
   // -> Scale chains keep one copy of the normalised values, not two. Same
   // results bit for bit.
   bool share_kept_copies = true;
-  // On the CPU, keep activations channel-blocked (oneDNN's nChw16c) between
-  // layers that compute in that layout (Layer::reads_channel_blocked_bottom):
+  // On the CPU, keep activations channel-blocked (oneDNN's nChw16c at AVX-512,
+  // nChw8c below) between layers that compute in that layout
+  // (Layer::reads_channel_blocked_bottom):
   // a convolution, its pooling and ReLU and the next convolution pass them on
   // without reordering. Same results bit for bit; a program reading such a
   // blob through the plain accessors gets the plain values (converted then).

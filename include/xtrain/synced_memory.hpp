@@ -14,16 +14,17 @@ class StreamMarker;  // src/core/device_memory.hpp
 
 // How the host copy orders a blob's values. kPlain is row-major over the
 // blob's shape (NCHW for images), what every API user sees. A layer may keep
-// a 4-axis activation channel-blocked (oneDNN's nChw16c: 16 channels
-// interleaved per pixel, see src/core/channel_blocked_layout.hpp) between
+// a 4-axis activation channel-blocked (oneDNN's nChw16c or nChw8c: 16 or 8
+// channels interleaved per pixel, see src/core/channel_blocked_layout.hpp) between
 // layers that compute in it; the plain accessors convert back on demand.
 enum class MemoryLayout { kPlain, kChannelBlocked };
 
 // The blob geometry a channel-blocked host copy was written for.
 struct BlockedGeometry {
   std::int64_t num = 0;
-  std::int64_t channels = 0;  // a multiple of 16
+  std::int64_t channels = 0;  // a multiple of block
   std::int64_t spatial = 0;   // height * width
+  int block = 0;              // channels per block: 8 or 16
 };
 
 class SyncedMemory {

@@ -4,6 +4,7 @@
 #include <limits>
 #include <sstream>
 
+#include "core/channel_blocked_layout.hpp"
 #include "solvers/device_update.hpp"
 
 #ifdef XTRAIN_USE_CUDA
@@ -103,13 +104,13 @@ float* Blob::mutable_cpu_diff() {
   return static_cast<float*>(diff_->mutable_cpu_data());
 }
 bool Blob::can_be_channel_blocked() const {
-  return num_axes() == 4 && shape_[1] % 16 == 0 && shape_[1] > 0 && count_ > 0;
+  return num_axes() == 4 && channels_can_be_blocked(shape_[1]) && count_ > 0;
 }
 
 BlockedGeometry Blob::blocked_geometry() const {
   XTRAIN_ASSERT(can_be_channel_blocked(), "a blob of shape ", shape_string(),
                 " cannot be channel-blocked");
-  return {shape_[0], shape_[1], static_cast<std::int64_t>(shape_[2]) * shape_[3]};
+  return {shape_[0], shape_[1], static_cast<std::int64_t>(shape_[2]) * shape_[3], channel_block()};
 }
 
 float* Blob::host_in(SyncedMemory& memory, MemoryLayout layout, HostAccess access) const {

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/channel_blocked_layout.hpp"
+#include "core/cpu_isa.hpp"
 #include "xtrain/error.hpp"
 
 #ifdef XTRAIN_HAVE_ONEDNN
@@ -49,6 +51,9 @@ std::string blas_description() {
 
 void set_cpu_threads(int threads) {
   XTRAIN_CHECK(threads >= 0, "the thread count must be 0 (the default) or more, not ", threads);
+  // The tools' first call into us: XTRAIN_MAX_CPU_ISA caps oneDNN before it
+  // starts (and a wrong value is reported before anything else happens).
+  cpu_isa();
   const int count = threads == 0 ? default_cpu_threads() : threads;
   default_cpu_threads();  // remember the default before changing it
   omp_set_num_threads(count);
@@ -70,10 +75,12 @@ std::string cpu_thread_summary() {
 #ifdef XTRAIN_HAVE_ONEDNN
   const dnnl_version_t* version = dnnl_version();
   text += "; oneDNN " + std::to_string(version->major) + "." + std::to_string(version->minor) +
-          "." + std::to_string(version->patch);
+          "." + std::to_string(version->patch) + " at " + cpu_isa_name(onednn_cpu_isa());
 #else
   text += "; oneDNN not built in";
 #endif
+  text += "; xtrain kernels: " + cpu_isa_summary() + ", channel blocks of " +
+          std::to_string(channel_block());
   return text;
 }
 

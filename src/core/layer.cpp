@@ -1,5 +1,6 @@
 #include "xtrain/layer.hpp"
 
+#include "core/cpu_isa.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -56,6 +57,9 @@ void Layer::check_blob_counts(const BlobVec& bottom, const BlobVec& top) const {
 }
 
 void Layer::setup(const BlobVec& bottom, const BlobVec& top) {
+  // Before any layer makes a oneDNN primitive (in a Net or alone):
+  // XTRAIN_MAX_CPU_ISA's cap on oneDNN only takes before oneDNN starts.
+  cpu_isa();
   check_blob_counts(bottom, top);
   layer_setup(bottom, top);
   reshape(bottom, top);

@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/channel_blocked_layout.hpp"
 #include "core/channel_blocked_plan.hpp"
 #include "core/device_memory.hpp"
 #include "core/net_input_upgrade.hpp"
@@ -240,8 +241,8 @@ void Net::arrange_channel_blocked_activations(bool log) {
     if (blocked[id]) names += (names.empty() ? "" : ", ") + blob_names_[id];
   }
   if (log && options_.verbose && !names.empty()) {
-    XLOG(INFO) << "Channel-blocked activations (nChw16c, no reorders between their layers): "
-               << names;
+    XLOG(INFO) << "Channel-blocked activations (nChw" << channel_block()
+               << "c, no reorders between their layers): " << names;
   }
 }
 

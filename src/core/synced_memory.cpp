@@ -140,8 +140,8 @@ void SyncedMemory::convert_host(MemoryLayout layout, const BlockedGeometry& geom
   to_cpu();
   finish_upload();
   const BlockedGeometry& g = layout == MemoryLayout::kChannelBlocked ? geometry : blocked_;
-  const ChannelBlockedShape shape{g.num, g.channels, g.spatial};
-  XTRAIN_ASSERT(channels_can_be_blocked(static_cast<int>(shape.channels)) &&
+  const ChannelBlockedShape shape{g.num, g.channels, g.spatial, g.block};
+  XTRAIN_ASSERT(shape.block > 0 && shape.channels % shape.block == 0 &&
                 shape.count() * sizeof(float) <= size_);
   // Off the hot path (layers that compute blocked ask for it directly), so
   // a scratch copy per thread is good enough.

@@ -420,7 +420,7 @@ class BatchNormLayer : public Layer {
   }
 
   ChannelBlockedShape blocked_shape() const {
-    return {num_, channels_, static_cast<std::int64_t>(spatial_)};
+    return {num_, channels_, static_cast<std::int64_t>(spatial_), channel_block()};
   }
 
   // The forward pass on channel-blocked values (in place: top is bottom).
@@ -433,42 +433,45 @@ class BatchNormLayer : public Layer {
     if (use_global_stats_) {
       stored_statistics();
     } else {
-      for_each_channel_block(shape, 5, [&](int n, int first_channel, std::size_t offset) {
-        double* sums = plane_sums_.data() + plane_index(n, first_channel);
-        channel_statistics::blocked::sum(input + offset, spatial_, sums);
-        double centers[kChannelBlock];
-        for (int l = 0; l < kChannelBlock; ++l) {
-          centers[l] = sums[l] / static_cast<double>(spatial_);
-        }
-        channel_statistics::blocked::squared_deviation_sum(
-            input + offset, centers, spatial_,
-            plane_second_sums_.data() + plane_index(n, first_channel));
-      });
+      for_each_channel_block(shape, 5,
+                             [&](auto lanes, int n, int first_channel, std::size_t offset) {
+                               constexpr int B = decltype(lanes)::value;
+                               double* sums = plane_sums_.data() + plane_index(n, first_channel);
+                               channel_statistics::blocked::sum<B>(input + offset, spatial_, sums);
+                               double centers[B];
+                               for (int l = 0; l < B; ++l) {
+                                 centers[l] = sums[l] / static_cast<double>(spatial_);
+                               }
+                               channel_statistics::blocked::squared_deviation_sum<B>(
+                                   input + offset, centers, spatial_,
+                                   plane_second_sums_.data() + plane_index(n, first_channel));
+                             });
       combine_plane_statistics();
       update_running_statistics();
     }
     compute_deviations();
-    for_each_channel_block(shape, 3, [&](int, int first_channel, std::size_t offset) {
-      float mean[kChannelBlock];
-      float deviation[kChannelBlock];
-      for (int l = 0; l < kChannelBlock; ++l) {
+    for_each_channel_block(shape, 3, [&](auto lanes, int, int first_channel, std::size_t offset) {
+      constexpr int B = decltype(lanes)::value;
+      float mean[B];
+      float deviation[B];
+      for (int l = 0; l < B; ++l) {
         mean[l] = mean_[first_channel + l];
         deviation[l] = std_[first_channel + l];
       }
-      const std::size_t end = offset + spatial_ * kChannelBlock;
+      const std::size_t end = offset + spatial_ * B;
       if (kept) {
-        for (std::size_t at = offset; at < end; at += kChannelBlock) {
+        for (std::size_t at = offset; at < end; at += B) {
 #pragma omp simd
-          for (int l = 0; l < kChannelBlock; ++l) {
+          for (int l = 0; l < B; ++l) {
             const float normalised = batch_norm::normalize(input[at + l], mean[l], deviation[l]);
             output[at + l] = normalised;
             kept[at + l] = normalised;
           }
         }
       } else {
-        for (std::size_t at = offset; at < end; at += kChannelBlock) {
+        for (std::size_t at = offset; at < end; at += B) {
 #pragma omp simd
-          for (int l = 0; l < kChannelBlock; ++l) {
+          for (int l = 0; l < B; ++l) {
             output[at + l] = batch_norm::normalize(input[at + l], mean[l], deviation[l]);
           }
         }
@@ -485,37 +488,40 @@ class BatchNormLayer : public Layer {
                                   : bottom.overwrite_cpu_diff_in(MemoryLayout::kChannelBlocked);
     const float* normalised = use_global_stats_ ? nullptr : x_norm_.data();
     if (normalised) {
-      for_each_channel_block(shape, 4, [&](int n, int first_channel, std::size_t offset) {
-        channel_statistics::blocked::sum_and_dot(
-            output_diff + offset, normalised + offset, spatial_,
-            plane_sums_.data() + plane_index(n, first_channel),
-            plane_second_sums_.data() + plane_index(n, first_channel));
-      });
+      for_each_channel_block(shape, 4,
+                             [&](auto lanes, int n, int first_channel, std::size_t offset) {
+                               constexpr int B = decltype(lanes)::value;
+                               channel_statistics::blocked::sum_and_dot<B>(
+                                   output_diff + offset, normalised + offset, spatial_,
+                                   plane_sums_.data() + plane_index(n, first_channel),
+                                   plane_second_sums_.data() + plane_index(n, first_channel));
+                             });
       combine_diff_statistics();
     }
-    for_each_channel_block(shape, 4, [&](int, int first_channel, std::size_t offset) {
-      float deviation[kChannelBlock];
-      float diff_mean[kChannelBlock];
-      float diff_dot_y_mean[kChannelBlock];
-      for (int l = 0; l < kChannelBlock; ++l) {
+    for_each_channel_block(shape, 4, [&](auto lanes, int, int first_channel, std::size_t offset) {
+      constexpr int B = decltype(lanes)::value;
+      float deviation[B];
+      float diff_mean[B];
+      float diff_dot_y_mean[B];
+      for (int l = 0; l < B; ++l) {
         deviation[l] = std_[first_channel + l];
         diff_mean[l] = normalised ? mean_[first_channel + l] : 0.0f;
         diff_dot_y_mean[l] = normalised ? variance_[first_channel + l] : 0.0f;
       }
-      const std::size_t end = offset + spatial_ * kChannelBlock;
+      const std::size_t end = offset + spatial_ * B;
       if (normalised) {
-        for (std::size_t at = offset; at < end; at += kChannelBlock) {
+        for (std::size_t at = offset; at < end; at += B) {
 #pragma omp simd
-          for (int l = 0; l < kChannelBlock; ++l) {
+          for (int l = 0; l < B; ++l) {
             input_diff[at + l] =
                 batch_norm::batch_gradient(output_diff[at + l], normalised[at + l], diff_mean[l],
                                            diff_dot_y_mean[l], deviation[l]);
           }
         }
       } else {
-        for (std::size_t at = offset; at < end; at += kChannelBlock) {
+        for (std::size_t at = offset; at < end; at += B) {
 #pragma omp simd
-          for (int l = 0; l < kChannelBlock; ++l) {
+          for (int l = 0; l < B; ++l) {
             input_diff[at + l] = batch_norm::global_gradient(output_diff[at + l], deviation[l]);
           }
         }

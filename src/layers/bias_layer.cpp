@@ -183,14 +183,14 @@ class BiasLayer : public Layer {
                               : top.overwrite_cpu_data_in(MemoryLayout::kChannelBlocked);
     const float* bias = blobs_[0]->cpu_data();
     const ChannelBlockedShape shape = channel_blocked_shape(bottom);
-    for_each_channel_block(shape, 1, [&](int, int first_channel, std::size_t offset) {
-      float shift[kChannelBlock];
-      for (int l = 0; l < kChannelBlock; ++l) shift[l] = bias[first_channel + l];
-      const std::size_t end = offset + static_cast<std::size_t>(shape.spatial) * kChannelBlock;
-      for (std::size_t at = offset; at < end; at += kChannelBlock) {
+    for_each_channel_block(shape, 1, [&](auto lanes, int, int first_channel, std::size_t offset) {
+      constexpr int B = decltype(lanes)::value;
+      float shift[B];
+      for (int l = 0; l < B; ++l) shift[l] = bias[first_channel + l];
+      const std::size_t end = offset + static_cast<std::size_t>(shape.spatial) * B;
+      for (std::size_t at = offset; at < end; at += B) {
 #pragma omp simd
-        for (int l = 0; l < kChannelBlock; ++l)
-          output[at + l] = ops::Add{}(input[at + l], shift[l]);
+        for (int l = 0; l < B; ++l) output[at + l] = ops::Add{}(input[at + l], shift[l]);
       }
     });
   }
@@ -202,11 +202,13 @@ class BiasLayer : public Layer {
     if (param_propagate_down(0)) {
       const auto spatial = static_cast<std::size_t>(shape.spatial);
       row_sums_.resize(axes_.outer * axes_.dim);
-      for_each_channel_block(shape, 1, [&](int n, int first_channel, std::size_t offset) {
-        channel_statistics::blocked::sum(
-            output_diff + offset, spatial,
-            row_sums_.data() + static_cast<std::size_t>(n) * axes_.dim + first_channel);
-      });
+      for_each_channel_block(
+          shape, 1, [&](auto lanes, int n, int first_channel, std::size_t offset) {
+            constexpr int B = decltype(lanes)::value;
+            channel_statistics::blocked::sum<B>(
+                output_diff + offset, spatial,
+                row_sums_.data() + static_cast<std::size_t>(n) * axes_.dim + first_channel);
+          });
       accumulate_row_sums(blobs_[0]->mutable_cpu_diff());
     }
     if (input_gradient && !in_place_) {

@@ -70,9 +70,9 @@ class ConcatLayer : public Layer {
       top[0]->share_data(first);
       top[0]->share_diff(first);
     }
-    // Along channels, in whole blocks of 16, an image's channels [c0, c1)
-    // are the same run of values in the blocked layout as in the plain one:
-    // the copies below work unchanged.
+    // Along channels, in whole blocks (of channel_block()), an image's
+    // channels [c0, c1) are the same run of values in the blocked layout as
+    // in the plain one: the copies below work unchanged.
     whole_channel_blocks_ = axis_ == 1 && bottom.size() > 1;
     for (const Blob* input : bottom) {
       whole_channel_blocks_ = whole_channel_blocks_ && input->can_be_channel_blocked();

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "core/channel_blocked_layout.hpp"
+#include "core/cpu_isa.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -165,10 +166,10 @@ class ActivationBoundary {
 };
 
 // The channel-blocked desc of an NCHW array, or a zero desc when its channels
-// are not a multiple of 16 (a blob then never holds that layout).
+// are not a multiple of channel_block() (a blob then never holds that layout).
 memory::desc channel_blocked_desc(const memory::dims& dims) {
   if (!channels_can_be_blocked(static_cast<int>(dims[1]))) return memory::desc();
-  return memory::desc(dims, DataType::f32, Tag::nChw16c);
+  return memory::desc(dims, DataType::f32, channel_block() == 16 ? Tag::nChw16c : Tag::nChw8c);
 }
 
 std::string implementation_of(const dnnl::primitive_desc_base& pd) { return pd.impl_info_str(); }
@@ -207,7 +208,9 @@ OnednnConvolutionOptions::Layout measured_best_layout(const ConvolutionShape& sh
   const Im2colGeometry& g = shape.geometry;
   const int channels_per_group = g.channels / shape.group;
   const int outputs_per_group = shape.num_output / shape.group;
-  if (channels_per_group > 4 && (channels_per_group % 16 != 0 || outputs_per_group % 16 != 0)) {
+  const int block = channel_block();
+  if (channels_per_group > 4 &&
+      (channels_per_group % block != 0 || outputs_per_group % block != 0)) {
     return Layout::kNhwc;
   }
   return Layout::kChosenByOnednn;
@@ -571,12 +574,8 @@ bool onednn_available() { return true; }
 
 std::size_t onednn_convolution_scratch_bytes() { return scratch_bytes_held; }
 
-bool onednn_blocks_channels_by_16() {
-  // cpu_isa values are nested bit sets: every AVX-512 core level contains
-  // avx512_core's bits.
-  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-  const auto avx512 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
-  return (isa & avx512) == avx512;
+bool onednn_blocks_channels_like_xtrain() {
+  return channel_block() == (onednn_cpu_isa() == CpuIsa::kAvx512 ? 16 : 8);
 }
 
 std::string onednn_kernel_set() {
@@ -634,7 +633,7 @@ bool onednn_available() { return false; }
 
 std::size_t onednn_convolution_scratch_bytes() { return 0; }
 
-bool onednn_blocks_channels_by_16() { return false; }
+bool onednn_blocks_channels_like_xtrain() { return false; }
 
 std::string onednn_kernel_set() { return "no oneDNN"; }
 

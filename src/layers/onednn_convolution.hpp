@@ -48,11 +48,11 @@ bool onednn_available();
 std::size_t onednn_convolution_scratch_bytes();
 
 // Whether oneDNN's convolution kernels on this CPU (as capped by
-// ONEDNN_MAX_CPU_ISA) compute in nChw16c, the channel-blocked layout xtrain
-// keeps between layers: its AVX-512 kernels do. Its AVX2 kernels block by 8
-// (nChw8c), which xtrain does not keep, so on an AVX2-only CPU a convolution
-// takes and gives plain NCHW and oneDNN reorders at its boundary.
-bool onednn_blocks_channels_by_16();
+// ONEDNN_MAX_CPU_ISA or XTRAIN_MAX_CPU_ISA) compute in the channel-blocked
+// layout xtrain keeps between layers: its AVX-512 kernels block by 16
+// (nChw16c), its AVX2 ones by 8 (nChw8c), and channel_block() follows them.
+// False only when a test forces the other width, or without oneDNN.
+bool onednn_blocks_channels_like_xtrain();
 
 // Which oneDNN and which of its kernel sets this process runs, e.g.
 // "oneDNN 2.6.3 (ISA 0x...)": a timed choice made under another is stale.

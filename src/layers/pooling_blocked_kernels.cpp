@@ -1,5 +1,5 @@
-// Pooling on channel-blocked activations, blocks (one image, 16 channels) in
-// parallel. Within a block every operation is a 16-lane vector operation,
+// Pooling on channel-blocked activations, blocks (one image, B channels) in
+// parallel. Within a block every operation is a B-lane vector operation,
 // one lane per channel, so each lane runs the reference's scalar steps:
 //
 // MAX forward, per output, its window in row-major order:
@@ -19,11 +19,14 @@
 // sweep adding into an L1-resident input row, as the plain AVE kernel does,
 // measured 25% slower here).
 //
-// The per-block loops are compiled for AVX-512, AVX2 and baseline x86-64 by
-// target_clones (libxtrain is built for the baseline; the loader picks the
-// best clone at run time), GCC vector types of 16 lanes mapping onto one
-// zmm register, two ymm or four xmm. Plain output (or output_diff) goes
-// through a per-thread blocked buffer and a 16-plane transposition.
+// The per-block loops are templates on the block width B (8 or 16, see
+// core/channel_blocked_layout.hpp), GCC vector types of B lanes mapping onto
+// one zmm (16) or ymm (8) register, two ymm or two to four xmm. Each is
+// compiled three times, in functions with GCC's target attribute for
+// AVX-512, AVX2 and the x86-64 baseline (libxtrain is built for the
+// baseline), and cpu_isa() picks one at run time, so XTRAIN_MAX_CPU_ISA caps
+// them. Plain output (or output_diff) goes through a per-thread blocked
+// buffer and a B-plane transposition.
 #include "layers/pooling_blocked_kernels.hpp"
 
 #include <algorithm>
@@ -34,20 +37,29 @@
 #include <vector>
 
 #include "core/channel_blocked_layout.hpp"
+#include "core/cpu_isa.hpp"
 #include "core/parallel_loop.hpp"
 #include "xtrain/error.hpp"
 
+// The copies for AVX-512 and AVX2 need GCC's target attribute (x86-64 only).
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-#define XTRAIN_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define XTRAIN_VECTOR_CLONES
+#define XTRAIN_HAVE_ISA_COPIES 1
 #endif
+
+// A kernel body, inlined into each instruction set's copy (and compiled
+// there for that set).
+#define XTRAIN_KERNEL_BODY __attribute__((always_inline)) inline
 
 namespace xtrain {
 namespace {
 
-typedef float Lanes __attribute__((vector_size(kChannelBlock * sizeof(float))));
-typedef int LaneInts __attribute__((vector_size(kChannelBlock * sizeof(int))));
+// One float and one int lane per channel of a block.
+template <int B>
+struct Vectors {
+  static_assert(B == 8 || B == 16, "channel blocks are 8 or 16 wide");
+  typedef float Lanes __attribute__((vector_size(B * sizeof(float))));
+  typedef int LaneInts __attribute__((vector_size(B * sizeof(int))));
+};
 
 // MAX forward outputs computed side by side.
 constexpr int kOutputGroup = 4;
@@ -65,9 +77,10 @@ struct CoveringOutputs {
 // run with window end > i and window begin <= i.
 struct BlockedPoolingPlan {
   const PoolingGeometry& g;
+  int lanes;  // channels per block
   std::int64_t blocks;
-  std::size_t block_size;         // kChannelBlock * height * width
-  std::size_t pooled_block_size;  // kChannelBlock * pooled_h * pooled_w
+  std::size_t block_size;         // lanes * height * width
+  std::size_t pooled_block_size;  // lanes * pooled_h * pooled_w
   std::vector<PoolingWindow> rows;
   std::vector<PoolingWindow> cols;
   std::vector<CoveringOutputs> covering_rows;
@@ -78,12 +91,12 @@ struct BlockedPoolingPlan {
 
   BlockedPoolingPlan(const PoolingGeometry& geometry, int channels, bool backward)
       : g(geometry),
-        blocks(geometry.planes / kChannelBlock),
-        block_size(static_cast<std::size_t>(kChannelBlock) * geometry.height * geometry.width),
-        pooled_block_size(static_cast<std::size_t>(kChannelBlock) * geometry.pooled_h *
-                          geometry.pooled_w) {
+        lanes(channel_block()),
+        blocks(geometry.planes / lanes),
+        block_size(static_cast<std::size_t>(lanes) * geometry.height * geometry.width),
+        pooled_block_size(static_cast<std::size_t>(lanes) * geometry.pooled_h * geometry.pooled_w) {
     XTRAIN_ASSERT(channels_can_be_blocked(channels) && g.planes % channels == 0,
-                  "channel-blocked pooling needs a multiple of ", kChannelBlock,
+                  "channel-blocked pooling needs a multiple of ", lanes,
                   " channels dividing the planes; got ", channels, " channels, ", g.planes,
                   " planes");
     for (int y = 0; y < g.pooled_h; ++y) {
@@ -122,8 +135,7 @@ struct BlockedPoolingPlan {
   }
 
   std::size_t window_work() const {
-    return static_cast<std::size_t>(kChannelBlock) * g.pooled_h * g.pooled_w * g.kernel_h *
-               g.kernel_w +
+    return static_cast<std::size_t>(lanes) * g.pooled_h * g.pooled_w * g.kernel_h * g.kernel_w +
            block_size;
   }
 };
@@ -131,9 +143,11 @@ struct BlockedPoolingPlan {
 // ---------------------------------------------------------------------------
 // Per-block kernels: all arrays channel-blocked.
 
-XTRAIN_VECTOR_CLONES
-void max_forward_block(const BlockedPoolingPlan& plan, const float* input, float* output,
-                       int* mask) {
+template <int B>
+XTRAIN_KERNEL_BODY void max_forward_block(const BlockedPoolingPlan& plan, const float* input,
+                                          float* output, int* mask) {
+  using Lanes = typename Vectors<B>::Lanes;
+  using LaneInts = typename Vectors<B>::LaneInts;
   const int width = plan.g.width;
   const int stride = plan.g.stride_w;
   for (const PoolingWindow& rows : plan.rows) {
@@ -152,8 +166,7 @@ void max_forward_block(const BlockedPoolingPlan& plan, const float* input, float
             for (int i = 0; i < kOutputGroup; ++i) {
               const int at = h * width + w + i * stride;
               Lanes value;
-              std::memcpy(&value, input + static_cast<std::size_t>(at) * kChannelBlock,
-                          sizeof value);
+              std::memcpy(&value, input + static_cast<std::size_t>(at) * B, sizeof value);
               const LaneInts greater = value > best[i];
               best[i] = greater ? value : best[i];
               index[i] = greater ? LaneInts{} + at : index[i];
@@ -162,8 +175,8 @@ void max_forward_block(const BlockedPoolingPlan& plan, const float* input, float
         }
         std::memcpy(output, best, sizeof best);
         std::memcpy(mask, index, sizeof index);
-        output += kOutputGroup * kChannelBlock;
-        mask += kOutputGroup * kChannelBlock;
+        output += kOutputGroup * B;
+        mask += kOutputGroup * B;
         x += kOutputGroup;
         continue;
       }
@@ -173,7 +186,7 @@ void max_forward_block(const BlockedPoolingPlan& plan, const float* input, float
         for (int w = cols.begin; w < cols.end; ++w) {
           const int at = h * width + w;
           Lanes value;
-          std::memcpy(&value, input + static_cast<std::size_t>(at) * kChannelBlock, sizeof value);
+          std::memcpy(&value, input + static_cast<std::size_t>(at) * B, sizeof value);
           const LaneInts greater = value > best;  // all ones where value wins
           best = greater ? value : best;
           index = greater ? LaneInts{} + at : index;
@@ -181,15 +194,17 @@ void max_forward_block(const BlockedPoolingPlan& plan, const float* input, float
       }
       std::memcpy(output, &best, sizeof best);
       std::memcpy(mask, &index, sizeof index);
-      output += kChannelBlock;
-      mask += kChannelBlock;
+      output += B;
+      mask += B;
       ++x;
     }
   }
 }
 
-XTRAIN_VECTOR_CLONES
-void average_forward_block(const BlockedPoolingPlan& plan, const float* input, float* output) {
+template <int B>
+XTRAIN_KERNEL_BODY void average_forward_block(const BlockedPoolingPlan& plan, const float* input,
+                                              float* output) {
+  using Lanes = typename Vectors<B>::Lanes;
   const int width = plan.g.width;
   for (const PoolingWindow& rows : plan.rows) {
     for (const PoolingWindow& cols : plan.cols) {
@@ -197,22 +212,23 @@ void average_forward_block(const BlockedPoolingPlan& plan, const float* input, f
       for (int h = rows.begin; h < rows.end; ++h) {
         for (int w = cols.begin; w < cols.end; ++w) {
           Lanes value;
-          std::memcpy(&value, input + static_cast<std::size_t>(h * width + w) * kChannelBlock,
-                      sizeof value);
+          std::memcpy(&value, input + static_cast<std::size_t>(h * width + w) * B, sizeof value);
           sum += value;
         }
       }
       // The divisor is an int product, as in Caffe, converted once.
       sum = sum / static_cast<float>(rows.divisor_extent * cols.divisor_extent);
       std::memcpy(output, &sum, sizeof sum);
-      output += kChannelBlock;
+      output += B;
     }
   }
 }
 
-XTRAIN_VECTOR_CLONES
-void max_backward_block(const BlockedPoolingPlan& plan, const float* output_diff, const int* mask,
-                        float* input_diff) {
+template <int B>
+XTRAIN_KERNEL_BODY void max_backward_block(const BlockedPoolingPlan& plan, const float* output_diff,
+                                           const int* mask, float* input_diff) {
+  using Lanes = typename Vectors<B>::Lanes;
+  using LaneInts = typename Vectors<B>::LaneInts;
   const int width = plan.g.width;
   const int pooled_w = plan.g.pooled_w;
   for (int h = 0; h < plan.g.height; ++h) {
@@ -223,7 +239,7 @@ void max_backward_block(const BlockedPoolingPlan& plan, const float* output_diff
       Lanes sum = Lanes{};
       for (int y = ys.begin; y < ys.end; ++y) {
         for (int x = xs.begin; x < xs.end; ++x) {
-          const std::size_t o = static_cast<std::size_t>(y * pooled_w + x) * kChannelBlock;
+          const std::size_t o = static_cast<std::size_t>(y * pooled_w + x) * B;
           Lanes diff;
           LaneInts argmax;
           std::memcpy(&diff, output_diff + o, sizeof diff);
@@ -231,15 +247,17 @@ void max_backward_block(const BlockedPoolingPlan& plan, const float* output_diff
           sum = argmax == at ? sum + diff : sum;
         }
       }
-      std::memcpy(input_diff + static_cast<std::size_t>(at) * kChannelBlock, &sum, sizeof sum);
+      std::memcpy(input_diff + static_cast<std::size_t>(at) * B, &sum, sizeof sum);
     }
   }
 }
 
 // `share` holds pooled_block_size floats of scratch.
-XTRAIN_VECTOR_CLONES
-void average_backward_block(const BlockedPoolingPlan& plan, const float* output_diff,
-                            float* input_diff, float* share) {
+template <int B>
+XTRAIN_KERNEL_BODY void average_backward_block(const BlockedPoolingPlan& plan,
+                                               const float* output_diff, float* input_diff,
+                                               float* share) {
+  using Lanes = typename Vectors<B>::Lanes;
   float* share_out = share;
   for (const PoolingWindow& rows : plan.rows) {
     for (const PoolingWindow& cols : plan.cols) {
@@ -247,8 +265,8 @@ void average_backward_block(const BlockedPoolingPlan& plan, const float* output_
       std::memcpy(&diff, output_diff, sizeof diff);
       diff = diff / static_cast<float>(rows.divisor_extent * cols.divisor_extent);
       std::memcpy(share_out, &diff, sizeof diff);
-      output_diff += kChannelBlock;
-      share_out += kChannelBlock;
+      output_diff += B;
+      share_out += B;
     }
   }
   const int width = plan.g.width;
@@ -261,67 +279,82 @@ void average_backward_block(const BlockedPoolingPlan& plan, const float* output_
       for (int y = ys.begin; y < ys.end; ++y) {
         for (int x = xs.begin; x < xs.end; ++x) {
           Lanes value;
-          std::memcpy(&value, share + static_cast<std::size_t>(y * pooled_w + x) * kChannelBlock,
-                      sizeof value);
+          std::memcpy(&value, share + static_cast<std::size_t>(y * pooled_w + x) * B, sizeof value);
           sum += value;
         }
       }
-      std::memcpy(input_diff + static_cast<std::size_t>(h * width + w) * kChannelBlock, &sum,
-                  sizeof sum);
+      std::memcpy(input_diff + static_cast<std::size_t>(h * width + w) * B, &sum, sizeof sum);
     }
   }
 }
 
 // ---------------------------------------------------------------------------
 // Plain <-> blocked for one block's outputs: a transposition between the
-// block's `positions` x 16 values and its 16 channel planes of `positions`
-// values each (one after another). 16 x 16 tiles go through registers:
-// four rounds of two-source shuffles, round k swapping bit k of the row and
+// block's `positions` x B values and its B channel planes of `positions`
+// values each (one after another). B x B tiles go through registers: log2(B)
+// rounds of two-source shuffles, round k swapping bit k of the row and
 // column indices; the rest element by element. 32-bit values of any type.
 
-// Round k's shuffles, for rows r (bit k clear) and r + 2^k:
-//   low[c]  = c has bit k ? row r + 2^k [c - 2^k] : row r [c]
-//   high[c] = c has bit k ? row r + 2^k [c] : row r [c + 2^k]
-// (indices 16.. of a shuffle mask pick from the second row).
-const LaneInts kTransposeLow[4] = {{0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30},
-                                   {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
-                                   {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
-                                   {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23}};
-const LaneInts kTransposeHigh[4] = {{1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31},
-                                    {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31},
-                                    {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31},
-                                    {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31}};
+// Round k's shuffles, d = 2^k, for rows r (bit k clear) and r + d:
+//   low[c]  = c has bit k ? row r + d [c - d] : row r [c]
+//   high[c] = c has bit k ? row r + d [c] : row r [c + d]
+// (indices B.. of a shuffle mask pick from the second row).
+template <int B>
+struct TransposeMasks {
+  static constexpr int kRounds = B == 16 ? 4 : 3;
+  int low[kRounds][B] = {};
+  int high[kRounds][B] = {};
+  constexpr TransposeMasks() {
+    for (int k = 0; k < kRounds; ++k) {
+      const int d = 1 << k;
+      for (int c = 0; c < B; ++c) {
+        low[k][c] = (c & d) ? B + c - d : c;
+        high[k][c] = (c & d) ? B + c : c + d;
+      }
+    }
+  }
+};
+
+template <int B>
+constexpr TransposeMasks<B> kTransposeMasks{};
 
 // dst (c, r) = src (r, c) for a rows x columns matrix of 32-bit values,
-// rows or columns being kChannelBlock.
-XTRAIN_VECTOR_CLONES
-void transpose_32bit(const void* source, std::size_t rows, std::size_t columns, void* target) {
+// rows or columns being B.
+template <int B>
+XTRAIN_KERNEL_BODY void transpose_32bit(const void* source, std::size_t rows, std::size_t columns,
+                                        void* target) {
+  using LaneInts = typename Vectors<B>::LaneInts;
+  constexpr int kRounds = TransposeMasks<B>::kRounds;
   const char* src = static_cast<const char*>(source);
   char* dst = static_cast<char*>(target);
   constexpr std::size_t kValue = 4;
-  const std::size_t row_tiles = rows / kChannelBlock * kChannelBlock;
-  const std::size_t column_tiles = columns / kChannelBlock * kChannelBlock;
-  for (std::size_t r0 = 0; r0 < row_tiles; r0 += kChannelBlock) {
-    for (std::size_t c0 = 0; c0 < column_tiles; c0 += kChannelBlock) {
-      LaneInts tile[kChannelBlock];
+  const std::size_t row_tiles = rows / B * B;
+  const std::size_t column_tiles = columns / B * B;
+  LaneInts low_masks[kRounds];
+  LaneInts high_masks[kRounds];
+  std::memcpy(low_masks, kTransposeMasks<B>.low, sizeof low_masks);
+  std::memcpy(high_masks, kTransposeMasks<B>.high, sizeof high_masks);
+  for (std::size_t r0 = 0; r0 < row_tiles; r0 += B) {
+    for (std::size_t c0 = 0; c0 < column_tiles; c0 += B) {
+      LaneInts tile[B];
 #pragma GCC unroll 16
-      for (int r = 0; r < kChannelBlock; ++r) {
+      for (int r = 0; r < B; ++r) {
         std::memcpy(&tile[r], src + ((r0 + r) * columns + c0) * kValue, sizeof tile[r]);
       }
 #pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) {
+      for (int k = 0; k < kRounds; ++k) {
         const int d = 1 << k;
 #pragma GCC unroll 16
-        for (int r = 0; r < kChannelBlock; ++r) {
+        for (int r = 0; r < B; ++r) {
           if (r & d) continue;
-          const LaneInts low = __builtin_shuffle(tile[r], tile[r + d], kTransposeLow[k]);
-          const LaneInts high = __builtin_shuffle(tile[r], tile[r + d], kTransposeHigh[k]);
+          const LaneInts low = __builtin_shuffle(tile[r], tile[r + d], low_masks[k]);
+          const LaneInts high = __builtin_shuffle(tile[r], tile[r + d], high_masks[k]);
           tile[r] = low;
           tile[r + d] = high;
         }
       }
 #pragma GCC unroll 16
-      for (int c = 0; c < kChannelBlock; ++c) {
+      for (int c = 0; c < B; ++c) {
         std::memcpy(dst + ((c0 + c) * rows + r0) * kValue, &tile[c], sizeof tile[c]);
       }
     }
@@ -334,16 +367,90 @@ void transpose_32bit(const void* source, std::size_t rows, std::size_t columns, 
   }
 }
 
-template <typename T>
-void block_to_planes(const T* blocked, std::size_t positions, T* planes) {
-  static_assert(sizeof(T) == 4, "transpose_32bit moves 32-bit values");
-  transpose_32bit(blocked, positions, kChannelBlock, planes);
+// ---------------------------------------------------------------------------
+// One copy of every kernel per instruction set and block width.
+
+template <int B>
+struct BlockKernels {
+  CpuIsa isa;
+  void (*max_forward)(const BlockedPoolingPlan&, const float*, float*, int*);
+  void (*average_forward)(const BlockedPoolingPlan&, const float*, float*);
+  void (*max_backward)(const BlockedPoolingPlan&, const float*, const int*, float*);
+  void (*average_backward)(const BlockedPoolingPlan&, const float*, float*, float*);
+  void (*transpose)(const void*, std::size_t, std::size_t, void*);
+};
+
+// The copies for one instruction set: functions named <kernel>_<suffix>
+// compiled with `attributes`, and kernels_<suffix><B>() listing them.
+#define XTRAIN_POOLING_KERNEL_COPIES(suffix, isa_value, attributes)                                \
+  template <int B>                                                                                 \
+  attributes void max_forward_##suffix(const BlockedPoolingPlan& plan, const float* input,         \
+                                       float* output, int* mask) {                                 \
+    max_forward_block<B>(plan, input, output, mask);                                               \
+  }                                                                                                \
+  template <int B>                                                                                 \
+  attributes void average_forward_##suffix(const BlockedPoolingPlan& plan, const float* input,     \
+                                           float* output) {                                        \
+    average_forward_block<B>(plan, input, output);                                                 \
+  }                                                                                                \
+  template <int B>                                                                                 \
+  attributes void max_backward_##suffix(const BlockedPoolingPlan& plan, const float* output_diff,  \
+                                        const int* mask, float* input_diff) {                      \
+    max_backward_block<B>(plan, output_diff, mask, input_diff);                                    \
+  }                                                                                                \
+  template <int B>                                                                                 \
+  attributes void average_backward_##suffix(                                                       \
+      const BlockedPoolingPlan& plan, const float* output_diff, float* input_diff, float* share) { \
+    average_backward_block<B>(plan, output_diff, input_diff, share);                               \
+  }                                                                                                \
+  template <int B>                                                                                 \
+  attributes void transpose_##suffix(const void* source, std::size_t rows, std::size_t columns,    \
+                                     void* target) {                                               \
+    transpose_32bit<B>(source, rows, columns, target);                                             \
+  }                                                                                                \
+  template <int B>                                                                                 \
+  const BlockKernels<B>& kernels_##suffix() {                                                      \
+    static const BlockKernels<B> kernels{isa_value,                                                \
+                                         max_forward_##suffix<B>,                                  \
+                                         average_forward_##suffix<B>,                              \
+                                         max_backward_##suffix<B>,                                 \
+                                         average_backward_##suffix<B>,                             \
+                                         transpose_##suffix<B>};                                   \
+    return kernels;                                                                                \
+  }
+
+XTRAIN_POOLING_KERNEL_COPIES(baseline, CpuIsa::kBaseline, )
+#ifdef XTRAIN_HAVE_ISA_COPIES
+XTRAIN_POOLING_KERNEL_COPIES(avx2, CpuIsa::kAvx2, __attribute__((target("avx2,fma"))))
+XTRAIN_POOLING_KERNEL_COPIES(avx512, CpuIsa::kAvx512, __attribute__((target("avx512f"))))
+#endif
+
+// The copy for the level cpu_isa() allows.
+template <int B>
+const BlockKernels<B>& kernels() {
+#ifdef XTRAIN_HAVE_ISA_COPIES
+  switch (cpu_isa()) {
+    case CpuIsa::kAvx512:
+      return kernels_avx512<B>();
+    case CpuIsa::kAvx2:
+      return kernels_avx2<B>();
+    case CpuIsa::kBaseline:
+      break;
+  }
+#endif
+  return kernels_baseline<B>();
 }
 
-template <typename T>
-void planes_to_block(const T* planes, std::size_t positions, T* blocked) {
+template <int B, typename T>
+void block_to_planes(const BlockKernels<B>& k, const T* blocked, std::size_t positions, T* planes) {
   static_assert(sizeof(T) == 4, "transpose_32bit moves 32-bit values");
-  transpose_32bit(planes, kChannelBlock, positions, blocked);
+  k.transpose(blocked, positions, B, planes);
+}
+
+template <int B, typename T>
+void planes_to_block(const BlockKernels<B>& k, const T* planes, std::size_t positions, T* blocked) {
+  static_assert(sizeof(T) == 4, "transpose_32bit moves 32-bit values");
+  k.transpose(planes, B, positions, blocked);
 }
 
 // A per-thread buffer of at least `size` elements.
@@ -353,77 +460,79 @@ T* scratch(std::vector<T>& buffer, std::size_t size) {
   return buffer.data();
 }
 
-}  // namespace
-
 // Block b's outputs start at b * pooled_block_size in either layout: the
-// block's 16 channel planes are the plain planes 16 b ... 16 b + 15.
+// block's B channel planes are the plain planes B b ... B b + B - 1.
 
-void max_pool_forward_blocked(const PoolingGeometry& g, int channels, const float* input,
-                              float* output, int* mask, bool output_blocked) {
-  const BlockedPoolingPlan plan(g, channels, false);
-  const std::size_t positions = plan.pooled_block_size / kChannelBlock;
+template <int B>
+void max_forward(const BlockedPoolingPlan& plan, const float* input, float* output, int* mask,
+                 bool output_blocked) {
+  const BlockKernels<B>& k = kernels<B>();
+  const std::size_t positions = plan.pooled_block_size / B;
   parallel_for(plan.blocks, plan.window_work(), [&](std::int64_t b) {
     const float* in = input + b * plan.block_size;
     float* out = output + b * plan.pooled_block_size;
     int* argmax = mask + b * plan.pooled_block_size;
     if (output_blocked) {
-      max_forward_block(plan, in, out, argmax);
+      k.max_forward(plan, in, out, argmax);
       return;
     }
     thread_local std::vector<float> best_buffer;
     thread_local std::vector<int> argmax_buffer;
     float* best = scratch(best_buffer, plan.pooled_block_size);
     int* index = scratch(argmax_buffer, plan.pooled_block_size);
-    max_forward_block(plan, in, best, index);
-    block_to_planes(best, positions, out);
-    block_to_planes(index, positions, argmax);
+    k.max_forward(plan, in, best, index);
+    block_to_planes(k, best, positions, out);
+    block_to_planes(k, index, positions, argmax);
   });
 }
 
-void max_pool_backward_blocked(const PoolingGeometry& g, int channels, const float* output_diff,
-                               const int* mask, float* input_diff, bool output_blocked) {
-  const BlockedPoolingPlan plan(g, channels, true);
-  const std::size_t positions = plan.pooled_block_size / kChannelBlock;
+template <int B>
+void max_backward(const BlockedPoolingPlan& plan, const float* output_diff, const int* mask,
+                  float* input_diff, bool output_blocked) {
+  const BlockKernels<B>& k = kernels<B>();
+  const std::size_t positions = plan.pooled_block_size / B;
   parallel_for(plan.blocks, plan.window_work(), [&](std::int64_t b) {
     const float* top_diff = output_diff + b * plan.pooled_block_size;
     const int* argmax = mask + b * plan.pooled_block_size;
     float* diff = input_diff + b * plan.block_size;
     if (output_blocked) {
-      max_backward_block(plan, top_diff, argmax, diff);
+      k.max_backward(plan, top_diff, argmax, diff);
       return;
     }
     thread_local std::vector<float> diff_buffer;
     thread_local std::vector<int> argmax_buffer;
     float* blocked_diff = scratch(diff_buffer, plan.pooled_block_size);
     int* blocked_argmax = scratch(argmax_buffer, plan.pooled_block_size);
-    planes_to_block(top_diff, positions, blocked_diff);
-    planes_to_block(argmax, positions, blocked_argmax);
-    max_backward_block(plan, blocked_diff, blocked_argmax, diff);
+    planes_to_block(k, top_diff, positions, blocked_diff);
+    planes_to_block(k, argmax, positions, blocked_argmax);
+    k.max_backward(plan, blocked_diff, blocked_argmax, diff);
   });
 }
 
-void average_pool_forward_blocked(const PoolingGeometry& g, int channels, const float* input,
-                                  float* output, bool output_blocked) {
-  const BlockedPoolingPlan plan(g, channels, false);
-  const std::size_t positions = plan.pooled_block_size / kChannelBlock;
+template <int B>
+void average_forward(const BlockedPoolingPlan& plan, const float* input, float* output,
+                     bool output_blocked) {
+  const BlockKernels<B>& k = kernels<B>();
+  const std::size_t positions = plan.pooled_block_size / B;
   parallel_for(plan.blocks, plan.window_work(), [&](std::int64_t b) {
     const float* in = input + b * plan.block_size;
     float* out = output + b * plan.pooled_block_size;
     if (output_blocked) {
-      average_forward_block(plan, in, out);
+      k.average_forward(plan, in, out);
       return;
     }
     thread_local std::vector<float> average_buffer;
     float* average = scratch(average_buffer, plan.pooled_block_size);
-    average_forward_block(plan, in, average);
-    block_to_planes(average, positions, out);
+    k.average_forward(plan, in, average);
+    block_to_planes(k, average, positions, out);
   });
 }
 
-void average_pool_backward_blocked(const PoolingGeometry& g, int channels, const float* output_diff,
-                                   float* input_diff, bool output_blocked) {
-  const BlockedPoolingPlan plan(g, channels, true);
-  const std::size_t positions = plan.pooled_block_size / kChannelBlock;
+template <int B>
+void average_backward(const BlockedPoolingPlan& plan, const float* output_diff, float* input_diff,
+                      bool output_blocked) {
+  const BlockKernels<B>& k = kernels<B>();
+  const std::size_t positions = plan.pooled_block_size / B;
   parallel_for(plan.blocks, plan.window_work(), [&](std::int64_t b) {
     const float* top_diff = output_diff + b * plan.pooled_block_size;
     float* diff = input_diff + b * plan.block_size;
@@ -432,11 +541,57 @@ void average_pool_backward_blocked(const PoolingGeometry& g, int channels, const
     float* share = scratch(share_buffer, plan.pooled_block_size);
     if (!output_blocked) {
       float* blocked_diff = scratch(diff_buffer, plan.pooled_block_size);
-      planes_to_block(top_diff, positions, blocked_diff);
+      planes_to_block(k, top_diff, positions, blocked_diff);
       top_diff = blocked_diff;
     }
-    average_backward_block(plan, top_diff, diff, share);
+    k.average_backward(plan, top_diff, diff, share);
   });
+}
+
+}  // namespace
+
+void max_pool_forward_blocked(const PoolingGeometry& g, int channels, const float* input,
+                              float* output, int* mask, bool output_blocked) {
+  const BlockedPoolingPlan plan(g, channels, false);
+  if (plan.lanes == 16) {
+    max_forward<16>(plan, input, output, mask, output_blocked);
+  } else {
+    max_forward<8>(plan, input, output, mask, output_blocked);
+  }
+}
+
+void max_pool_backward_blocked(const PoolingGeometry& g, int channels, const float* output_diff,
+                               const int* mask, float* input_diff, bool output_blocked) {
+  const BlockedPoolingPlan plan(g, channels, true);
+  if (plan.lanes == 16) {
+    max_backward<16>(plan, output_diff, mask, input_diff, output_blocked);
+  } else {
+    max_backward<8>(plan, output_diff, mask, input_diff, output_blocked);
+  }
+}
+
+void average_pool_forward_blocked(const PoolingGeometry& g, int channels, const float* input,
+                                  float* output, bool output_blocked) {
+  const BlockedPoolingPlan plan(g, channels, false);
+  if (plan.lanes == 16) {
+    average_forward<16>(plan, input, output, output_blocked);
+  } else {
+    average_forward<8>(plan, input, output, output_blocked);
+  }
+}
+
+void average_pool_backward_blocked(const PoolingGeometry& g, int channels, const float* output_diff,
+                                   float* input_diff, bool output_blocked) {
+  const BlockedPoolingPlan plan(g, channels, true);
+  if (plan.lanes == 16) {
+    average_backward<16>(plan, output_diff, input_diff, output_blocked);
+  } else {
+    average_backward<8>(plan, output_diff, input_diff, output_blocked);
+  }
+}
+
+CpuIsa pooling_blocked_kernels_isa() {
+  return channel_block() == 16 ? kernels<16>().isa : kernels<8>().isa;
 }
 
 }  // namespace xtrain

@@ -307,22 +307,23 @@ class ScaleLayer : public Layer {
     const float* scale = blobs_[0]->cpu_data();
     const float* bias = bias_term_ ? blobs_.back()->cpu_data() : nullptr;
     const ChannelBlockedShape shape = channel_blocked_shape(bottom);
-    for_each_channel_block(shape, 2, [&](int, int first_channel, std::size_t offset) {
-      float factor[kChannelBlock];
-      float shift[kChannelBlock];
-      for (int l = 0; l < kChannelBlock; ++l) {
+    for_each_channel_block(shape, 2, [&](auto lanes, int, int first_channel, std::size_t offset) {
+      constexpr int B = decltype(lanes)::value;
+      float factor[B];
+      float shift[B];
+      for (int l = 0; l < B; ++l) {
         factor[l] = scale[first_channel + l];
         shift[l] = bias ? bias[first_channel + l] : 0.0f;
       }
-      const std::size_t end = offset + static_cast<std::size_t>(shape.spatial) * kChannelBlock;
+      const std::size_t end = offset + static_cast<std::size_t>(shape.spatial) * B;
       // The absorbed ReLU in the same sweep (relu(x * f + b), the bits of
       // the plain path's two).
       const ops::ReluForward relu{0.0f};
       const bool fused_relu = fused_relu_;
-      for (std::size_t at = offset; at < end; at += kChannelBlock) {
-        float y[kChannelBlock];
+      for (std::size_t at = offset; at < end; at += B) {
+        float y[B];
 #pragma omp simd
-        for (int l = 0; l < kChannelBlock; ++l) {
+        for (int l = 0; l < B; ++l) {
           const float value = input[at + l];
           if (saved) saved[at + l] = value;
           y[l] = ops::ScaleShift{}(value, factor[l], shift[l]);
@@ -363,14 +364,15 @@ class ScaleLayer : public Layer {
     // is in cache. Without a scale gradient the dots are computed and
     // dropped (only a frozen scale with a learned bias needs that).
     constexpr std::size_t kPiecePositions = 64;  // 4 KiB of each array
-    for_each_channel_block(shape, 4, [&](int n, int first_channel, std::size_t offset) {
-      float factor[kChannelBlock];
-      for (int l = 0; l < kChannelBlock; ++l) factor[l] = scale[first_channel + l];
-      channel_statistics::blocked::SumAndDotAccumulator sums;
+    for_each_channel_block(shape, 4, [&](auto lanes, int n, int first_channel, std::size_t offset) {
+      constexpr int B = decltype(lanes)::value;
+      float factor[B];
+      for (int l = 0; l < B; ++l) factor[l] = scale[first_channel + l];
+      channel_statistics::blocked::SumAndDotAccumulator<B> sums;
       for (std::size_t first = 0; first < spatial; first += kPiecePositions) {
         const std::size_t last = std::min(spatial, first + kPiecePositions);
-        const std::size_t begin = offset + first * kChannelBlock;
-        const std::size_t end = offset + last * kChannelBlock;
+        const std::size_t begin = offset + first * B;
+        const std::size_t end = offset + last * B;
         if (masked_diff) {
           const ops::ReluBackward relu{0.0f};
 #pragma omp simd
@@ -380,9 +382,9 @@ class ScaleLayer : public Layer {
         }
         if (scale_diff || bias_diff) sums.add(output_diff + offset, input + offset, first, last);
         if (input_diff) {
-          for (std::size_t at = begin; at < end; at += kChannelBlock) {
+          for (std::size_t at = begin; at < end; at += B) {
 #pragma omp simd
-            for (int l = 0; l < kChannelBlock; ++l) {
+            for (int l = 0; l < B; ++l) {
               input_diff[at + l] = ops::Multiply{}(output_diff[at + l], factor[l]);
             }
           }

@@ -40,9 +40,9 @@ DEFINE_bool(share_activation_memory, true,
 DEFINE_bool(share_kept_copies, true,
             "CPU: an in-place Scale after BatchNorm reads BatchNorm's kept output instead of "
             "keeping its own copy of it");
-DEFINE_bool(
-    channel_blocked_activations, true,
-    "CPU: keep activations channel-blocked (nChw16c) between convolution, pooling and ReLU");
+DEFINE_bool(channel_blocked_activations, true,
+            "CPU: keep activations channel-blocked (nChw16c at AVX-512, nChw8c below) between "
+            "convolution, pooling and ReLU");
 DEFINE_int32(max_iter, -1, "stop after this many iterations instead of the solver's max_iter");
 DEFINE_string(sigint_effect, "stop", "on SIGINT (Ctrl-C): stop, snapshot or none");
 DEFINE_string(sighup_effect, "snapshot", "on SIGHUP: stop, snapshot or none");
