@@ -3,7 +3,6 @@
 #if XTRAIN_HAVE_ONEDNN
 
 #include <array>
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -13,157 +12,17 @@
 
 #include "core/channel_blocked_layout.hpp"
 #include "core/cpu_isa.hpp"
+#include "layers/onednn_boundary.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
 namespace {
 
+using namespace onednn;  // the boundaries, scratch roles and engine
 using dnnl::memory;
 using Tag = memory::format_tag;
 using DataType = memory::data_type;
 using Arguments = std::unordered_map<int, memory>;
-
-const dnnl::engine& cpu_engine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-// What all threads' scratch buffers hold together (for the memory count).
-std::atomic<std::size_t> scratch_bytes_held{0};
-
-// A 64-byte aligned buffer that grows on demand; what it held is lost when
-// it grows.
-class ScratchBuffer {
- public:
-  ~ScratchBuffer() { scratch_bytes_held -= capacity_; }
-
-  void* get(std::size_t bytes) {
-    if (bytes > capacity_) {
-      const std::size_t rounded = (bytes + 63) / 64 * 64;
-      void* fresh = std::aligned_alloc(64, rounded);
-      XTRAIN_CHECK(fresh != nullptr, "out of memory: the oneDNN convolution needs ", rounded,
-                   " bytes of scratch");
-      data_.reset(fresh);
-      scratch_bytes_held += rounded - capacity_;
-      capacity_ = rounded;
-    }
-    return data_.get();
-  }
-
- private:
-  struct Free {
-    void operator()(void* p) const { std::free(p); }
-  };
-  std::unique_ptr<void, Free> data_;
-  std::size_t capacity_ = 0;
-};
-
-// Arrays of one role never meet in one primitive call, and a Boundary's
-// scratch holds nothing from one call to the next, so every convolution a
-// thread runs shares one buffer per role: the blocked copies of activations
-// cost the largest layer's size once, not once per layer (ResNet-50 has 53).
-enum Role {
-  kSourceRole,
-  kDestinationRole,
-  kSourceDiffRole,
-  kWeightsRole,
-  kWeightDiffRole,
-  kBiasDiffRole,
-  kRoleCount
-};
-
-ScratchBuffer& thread_scratch(Role role) {
-  thread_local std::array<ScratchBuffer, kRoleCount> buffers;
-  return buffers[role];
-}
-
-// An array the caller keeps plain (NCHW, OIHW, ...) that a primitive wants in
-// `wanted`: it is handed over directly when the layouts agree, or reordered
-// through a scratch buffer. An accumulating output always goes through the
-// scratch buffer and is added into the caller's array by a reorder with a
-// sum post-op (oneDNN overwrites its outputs; Caffe adds gradients up).
-class Boundary {
- public:
-  Boundary(const memory::desc& plain, const memory::desc& wanted, Role role,
-           bool accumulate = false)
-      : user_(plain, cpu_engine(), DNNL_MEMORY_NONE),
-        inner_(wanted, cpu_engine(), DNNL_MEMORY_NONE),
-        role_(role),
-        direct_(!accumulate && plain == wanted) {
-    if (direct_) return;
-    dnnl::primitive_attr attr;
-    if (accumulate) {
-      dnnl::post_ops sum;
-      sum.append_sum(1.0f);
-      attr.set_post_ops(sum);
-      to_user_ = dnnl::reorder(
-          dnnl::reorder::primitive_desc(cpu_engine(), wanted, cpu_engine(), plain, attr));
-    } else {
-      to_inner_ =
-          dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), plain, cpu_engine(), wanted));
-      to_user_ =
-          dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), wanted, cpu_engine(), plain));
-    }
-  }
-
-  // As an input: the memory to pass to the primitive.
-  const memory& in(const float* data, dnnl::stream& stream) {
-    user_.set_data_handle(const_cast<float*>(data));
-    if (direct_) return user_;
-    bind_scratch();
-    to_inner_->execute(stream, user_, inner_);
-    return inner_;
-  }
-
-  // As an output: the memory the primitive writes; finish() then moves it to
-  // `data` (a null `data` drops the result).
-  const memory& out(float* data) {
-    user_.set_data_handle(data);
-    if (direct_) return user_;
-    bind_scratch();
-    return inner_;
-  }
-  void finish(dnnl::stream& stream) {
-    if (direct_ || user_.get_data_handle() == nullptr) return;
-    to_user_->execute(stream, inner_, user_);
-  }
-
- private:
-  void bind_scratch() {
-    inner_.set_data_handle(thread_scratch(role_).get(inner_.get_desc().get_size()));
-  }
-
-  memory user_;
-  memory inner_;
-  Role role_;
-  bool direct_;
-  std::optional<dnnl::reorder> to_inner_;
-  std::optional<dnnl::reorder> to_user_;
-};
-
-// An activation array that the caller keeps plain or channel-blocked
-// (nChw16c), call by call: one Boundary per layout, made on first use.
-class ActivationBoundary {
- public:
-  ActivationBoundary(const memory::desc& plain, const memory::desc& blocked,
-                     const memory::desc& wanted, Role role)
-      : plain_(plain), blocked_(blocked), wanted_(wanted), role_(role) {}
-
-  Boundary& operator[](MemoryLayout layout) {
-    const bool blocked = layout == MemoryLayout::kChannelBlocked;
-    std::optional<Boundary>& boundary = blocked ? blocked_boundary_ : plain_boundary_;
-    if (!boundary) {
-      XTRAIN_ASSERT(!blocked || !blocked_.is_zero(), "no blocked layout for this array");
-      boundary.emplace(blocked ? blocked_ : plain_, wanted_, role_);
-    }
-    return *boundary;
-  }
-
- private:
-  memory::desc plain_, blocked_, wanted_;
-  Role role_;
-  std::optional<Boundary> plain_boundary_, blocked_boundary_;
-};
 
 // The channel-blocked desc of an NCHW array, or a zero desc when its channels
 // are not a multiple of channel_block() (a blob then never holds that layout).
@@ -571,8 +430,6 @@ class OnednnConvolution final : public ConvolutionEngine {
 }  // namespace
 
 bool onednn_available() { return true; }
-
-std::size_t onednn_convolution_scratch_bytes() { return scratch_bytes_held; }
 
 bool onednn_blocks_channels_like_xtrain() {
   return channel_block() == (onednn_cpu_isa() == CpuIsa::kAvx512 ? 16 : 8);

@@ -1,0 +1,128 @@
+// The boundary between the arrays a caller keeps (plain NCHW, or xtrain's
+// channel-blocked layout) and the layouts oneDNN's convolution primitives
+// want: handed over directly when they agree, else reordered through
+// per-thread scratch memory. Used by onednn_convolution.cpp only.
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstddef>
+#include <optional>
+
+#include "xtrain/error.hpp"
+#include "xtrain/synced_memory.hpp"
+
+namespace xtrain::onednn {
+
+using dnnl::memory;
+
+// The one CPU engine every primitive runs on.
+const dnnl::engine& cpu_engine();
+
+// Arrays of one role never meet in one primitive call, and a Boundary's
+// scratch holds nothing from one call to the next, so every convolution a
+// thread runs shares one buffer per role: the blocked copies of activations
+// cost the largest layer's size once, not once per layer (ResNet-50 has 53).
+enum Role {
+  kSourceRole,
+  kDestinationRole,
+  kSourceDiffRole,
+  kWeightsRole,
+  kWeightDiffRole,
+  kBiasDiffRole,
+  kRoleCount
+};
+
+// `bytes` of 64-byte aligned scratch memory for `role`, this thread's own
+// (valid until the next request of the role on this thread).
+void* scratch_memory(Role role, std::size_t bytes);
+
+// An array the caller keeps plain (NCHW, OIHW, ...) that a primitive wants in
+// `wanted`: it is handed over directly when the layouts agree, or reordered
+// through a scratch buffer. An accumulating output always goes through the
+// scratch buffer and is added into the caller's array by a reorder with a
+// sum post-op (oneDNN overwrites its outputs; Caffe adds gradients up).
+class Boundary {
+ public:
+  Boundary(const memory::desc& plain, const memory::desc& wanted, Role role,
+           bool accumulate = false)
+      : user_(plain, cpu_engine(), DNNL_MEMORY_NONE),
+        inner_(wanted, cpu_engine(), DNNL_MEMORY_NONE),
+        role_(role),
+        direct_(!accumulate && plain == wanted) {
+    if (direct_) return;
+    dnnl::primitive_attr attr;
+    if (accumulate) {
+      dnnl::post_ops sum;
+      sum.append_sum(1.0f);
+      attr.set_post_ops(sum);
+      to_user_ = dnnl::reorder(
+          dnnl::reorder::primitive_desc(cpu_engine(), wanted, cpu_engine(), plain, attr));
+    } else {
+      to_inner_ =
+          dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), plain, cpu_engine(), wanted));
+      to_user_ =
+          dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), wanted, cpu_engine(), plain));
+    }
+  }
+
+  // As an input: the memory to pass to the primitive.
+  const memory& in(const float* data, dnnl::stream& stream) {
+    user_.set_data_handle(const_cast<float*>(data));
+    if (direct_) return user_;
+    bind_scratch();
+    to_inner_->execute(stream, user_, inner_);
+    return inner_;
+  }
+
+  // As an output: the memory the primitive writes; finish() then moves it to
+  // `data` (a null `data` drops the result).
+  const memory& out(float* data) {
+    user_.set_data_handle(data);
+    if (direct_) return user_;
+    bind_scratch();
+    return inner_;
+  }
+  void finish(dnnl::stream& stream) {
+    if (direct_ || user_.get_data_handle() == nullptr) return;
+    to_user_->execute(stream, inner_, user_);
+  }
+
+ private:
+  void bind_scratch() {
+    inner_.set_data_handle(scratch_memory(role_, inner_.get_desc().get_size()));
+  }
+
+  memory user_;
+  memory inner_;
+  Role role_;
+  bool direct_;
+  std::optional<dnnl::reorder> to_inner_;
+  std::optional<dnnl::reorder> to_user_;
+};
+
+// An activation array that the caller keeps plain or channel-blocked
+// (nChw16c), call by call: one Boundary per layout, made on first use.
+class ActivationBoundary {
+ public:
+  ActivationBoundary(const memory::desc& plain, const memory::desc& blocked,
+                     const memory::desc& wanted, Role role)
+      : plain_(plain), blocked_(blocked), wanted_(wanted), role_(role) {}
+
+  Boundary& operator[](MemoryLayout layout) {
+    const bool blocked = layout == MemoryLayout::kChannelBlocked;
+    std::optional<Boundary>& boundary = blocked ? blocked_boundary_ : plain_boundary_;
+    if (!boundary) {
+      XTRAIN_ASSERT(!blocked || !blocked_.is_zero(), "no blocked layout for this array");
+      boundary.emplace(blocked ? blocked_ : plain_, wanted_, role_);
+    }
+    return *boundary;
+  }
+
+ private:
+  memory::desc plain_, blocked_, wanted_;
+  Role role_;
+  std::optional<Boundary> plain_boundary_, blocked_boundary_;
+};
+
+}  // namespace xtrain::onednn
