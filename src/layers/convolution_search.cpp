@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/channel_blocked_layout.hpp"
+#include "layers/direct_convolution.hpp"
 #include "layers/gemm_convolution.hpp"
 #include "layers/per_pass_convolution.hpp"
 #include "xtrain/error.hpp"
@@ -140,17 +141,63 @@ bool is_plain(const ConvolutionEngine::Layouts& layouts) {
   return layouts.bottom == MemoryLayout::kPlain && layouts.top == MemoryLayout::kPlain;
 }
 
+// The fastest engine per pass among those that compute on plain arrays
+// (GEMM, the direct kernels), by its token in a choice.
+struct PlainResult {
+  std::array<std::string, kConvolutionPassCount> engines;
+  std::array<double, kConvolutionPassCount> seconds;
+};
+
+// The engine a plain token names, or null when it does not take `shape` here.
+std::unique_ptr<ConvolutionEngine> make_plain_engine(const ConvolutionShape& shape,
+                                                     const std::string& token) {
+  if (token == ConvolutionChoice::kGemm) return std::make_unique<GemmConvolution>(shape);
+  const int lanes = DirectConvolution::lanes_of(token);
+  if (lanes > 0 && DirectConvolution::accepts(shape, lanes)) {
+    return std::make_unique<DirectConvolution>(shape, lanes);
+  }
+  return nullptr;
+}
+
+bool is_plain_token(const std::string& token) {
+  return token == ConvolutionChoice::kGemm || DirectConvolution::lanes_of(token) > 0;
+}
+
+PlainResult search_plain(const ConvolutionShape& shape, const TimingArrays& arrays,
+                         std::array<double, kConvolutionPassCount>& best) {
+  std::vector<std::string> tokens = {ConvolutionChoice::kGemm};
+  for (int lanes : DirectConvolution::lane_widths_for(shape)) {
+    tokens.push_back(DirectConvolution::name_for(lanes));
+  }
+  PlainResult result;
+  result.seconds.fill(kNever);
+  for (const std::string& token : tokens) {
+    const std::unique_ptr<ConvolutionEngine> engine = make_plain_engine(shape, token);
+    for (Pass pass : kPasses) {
+      const int p = static_cast<int>(pass);
+      const double seconds =
+          time_pass(*engine, pass, ConvolutionEngine::Layouts{}, arrays, best[p]);
+      if (seconds < result.seconds[p]) {
+        result.seconds[p] = seconds;
+        result.engines[p] = token;
+      }
+      best[p] = std::min(best[p], seconds);
+    }
+  }
+  return result;
+}
+
 // The fastest kernel per pass among oneDNN's for one activation layout, with
-// GEMM where the boundary is plain; `best` holds the fastest times found so
-// far per pass (for cutting hopeless candidates short) and is updated.
+// the plain engines where the boundary is plain; `best` holds the fastest
+// times found so far per pass (for cutting hopeless candidates short) and is
+// updated.
 struct LayoutResult {
   ConvolutionChoice choice;
   double total = kNever;
 };
 
 std::optional<LayoutResult> search_layout(const ConvolutionShape& shape, Layout layout,
-                                          const std::array<double, kConvolutionPassCount>& gemm,
-                                          const TimingArrays& arrays,
+                                          const PlainResult& plain, const TimingArrays& arrays,
                                           std::array<double, kConvolutionPassCount>& best) {
   OnednnConvolutionOptions options;
   options.activations = layout;
@@ -185,9 +232,9 @@ std::optional<LayoutResult> search_layout(const ConvolutionShape& shape, Layout 
       }
       best[p] = std::min(best[p], seconds);
     }
-    if (is_plain(layouts) && gemm[p] < fastest) {
-      fastest = gemm[p];
-      fastest_kernel = ConvolutionChoice::kGemm;
+    if (is_plain(layouts) && plain.seconds[p] < fastest) {
+      fastest = plain.seconds[p];
+      fastest_kernel = plain.engines[p];
     }
     if (fastest_kernel.empty()) return std::nullopt;
     result.choice.engines[p] = fastest_kernel;
@@ -254,21 +301,16 @@ std::optional<ConvolutionChoice> ConvolutionChoice::parse(const std::string& tex
 
 ConvolutionChoice search_convolution(const ConvolutionShape& shape) {
   const TimingArrays arrays(shape);
-  std::array<double, kConvolutionPassCount> gemm{}, best{};
+  std::array<double, kConvolutionPassCount> best;
   best.fill(kNever);
-  GemmConvolution gemm_engine(shape);
-  for (Pass pass : kPasses) {
-    const int p = static_cast<int>(pass);
-    gemm[p] = time_pass(gemm_engine, pass, ConvolutionEngine::Layouts{}, arrays, kNever);
-    best[p] = gemm[p];
-  }
+  const PlainResult plain = search_plain(shape, arrays, best);
 
   LayoutResult winner;
-  winner.choice.engines.fill(ConvolutionChoice::kGemm);
-  winner.choice.seconds = gemm;
-  winner.total = gemm[0] + gemm[1] + gemm[2];
+  winner.choice.engines = plain.engines;
+  winner.choice.seconds = plain.seconds;
+  winner.total = plain.seconds[0] + plain.seconds[1] + plain.seconds[2];
   for (Layout layout : kOnednnLayouts) {
-    const std::optional<LayoutResult> result = search_layout(shape, layout, gemm, arrays, best);
+    const std::optional<LayoutResult> result = search_layout(shape, layout, plain, arrays, best);
     if (result && result->total < winner.total) winner = *result;
   }
   return winner.choice;
@@ -277,37 +319,46 @@ ConvolutionChoice search_convolution(const ConvolutionShape& shape) {
 std::unique_ptr<ConvolutionEngine> make_chosen_convolution(const ConvolutionShape& shape,
                                                            const ConvolutionChoice& choice) {
   const auto& engines = choice.engines;
-  const bool all_gemm = std::all_of(engines.begin(), engines.end(), [](const std::string& e) {
-    return e == ConvolutionChoice::kGemm;
-  });
-  if (all_gemm) return std::make_unique<GemmConvolution>(shape);
+  // One plain engine for every pass: that engine alone.
+  if (std::all_of(engines.begin(), engines.end(),
+                  [&](const std::string& e) { return e == engines[0]; }) &&
+      is_plain_token(engines[0])) {
+    return make_plain_engine(shape, engines[0]);
+  }
 
+  std::array<std::shared_ptr<ConvolutionEngine>, kConvolutionPassCount> by_pass;
   OnednnConvolutionOptions options;
   options.activations = choice.layout;
+  bool any_onednn = false, any_plain = false;
   for (Pass pass : kPasses) {
     const int p = static_cast<int>(pass);
-    if (engines[p] != ConvolutionChoice::kGemm) options.implementations[p] = engines[p];
-  }
-  std::string why_not;
-  std::unique_ptr<ConvolutionEngine> onednn = make_onednn_convolution(shape, options, &why_not);
-  if (!onednn) return nullptr;
-  for (Pass pass : kPasses) {
-    const int p = static_cast<int>(pass);
-    if (engines[p] != ConvolutionChoice::kGemm && onednn->kernel(pass) != engines[p]) {
-      return nullptr;
+    if (is_plain_token(engines[p])) {
+      any_plain = true;
+      // Each plain engine once, though it may compute several passes.
+      for (int earlier = 0; earlier < p && !by_pass[p]; ++earlier) {
+        if (engines[earlier] == engines[p]) by_pass[p] = by_pass[earlier];
+      }
+      if (!by_pass[p]) by_pass[p] = make_plain_engine(shape, engines[p]);
+      if (!by_pass[p]) return nullptr;
+    } else {
+      options.implementations[p] = engines[p];
+      any_onednn = true;
     }
   }
-  const bool any_gemm = std::any_of(engines.begin(), engines.end(), [](const std::string& e) {
-    return e == ConvolutionChoice::kGemm;
-  });
-  // oneDNN alone keeps its engine, which also computes on blocked layouts.
-  if (!any_gemm) return onednn;
-  const std::shared_ptr<ConvolutionEngine> shared_onednn = std::move(onednn);
-  const std::shared_ptr<ConvolutionEngine> gemm = std::make_shared<GemmConvolution>(shape);
-  std::array<std::shared_ptr<ConvolutionEngine>, kConvolutionPassCount> by_pass;
-  for (Pass pass : kPasses) {
-    const int p = static_cast<int>(pass);
-    by_pass[p] = engines[p] == ConvolutionChoice::kGemm ? gemm : shared_onednn;
+  if (any_onednn) {
+    std::string why_not;
+    std::unique_ptr<ConvolutionEngine> onednn = make_onednn_convolution(shape, options, &why_not);
+    if (!onednn) return nullptr;
+    for (Pass pass : kPasses) {
+      const int p = static_cast<int>(pass);
+      if (!is_plain_token(engines[p]) && onednn->kernel(pass) != engines[p]) return nullptr;
+    }
+    // oneDNN alone keeps its engine, which also computes on blocked layouts.
+    if (!any_plain) return onednn;
+    const std::shared_ptr<ConvolutionEngine> shared_onednn = std::move(onednn);
+    for (auto& engine : by_pass) {
+      if (!engine) engine = shared_onednn;
+    }
   }
   return std::make_unique<PerPassConvolution>(by_pass);
 }

@@ -3,9 +3,11 @@
 //
 // Candidates, per pass: each implementation oneDNN offers with the
 // activations in its own (usually channel-blocked), channels-last and NCHW
-// layout, and im2col + GEMM. The passes of one oneDNN layout may take
-// different oneDNN kernels; GEMM joins a pass only where the activations are
-// plain at the layer's boundary (it computes on NCHW). Each candidate is timed
+// layout, im2col + GEMM, and our direct kernels where they take the shape
+// (direct_convolution.hpp, in each vector width the CPU has). The passes of
+// one oneDNN layout may take different oneDNN kernels; GEMM and the direct
+// kernels join a pass only where the activations are plain at the layer's
+// boundary (they compute on NCHW). Each candidate is timed
 // on the arrays it would get in the net -- channel-blocked ones where the
 // engine computes in that layout, since the Net then keeps its neighbours
 // blocked -- and the combination with the smallest forward + backward-data +
@@ -29,8 +31,9 @@ struct ConvolutionChoice {
   // oneDNN's activation layout inside (kChosenByOnednn, kNhwc or kNchw);
   // irrelevant when every pass is kGemm.
   OnednnConvolutionOptions::Layout layout = OnednnConvolutionOptions::Layout::kChosenByOnednn;
-  // Per pass (indexed by ConvolutionPass): kGemm, or the name of a oneDNN
-  // implementation ("jit:avx512_core", "gemm:jit", ...).
+  // Per pass (indexed by ConvolutionPass): kGemm, a direct kernel
+  // ("direct8", "direct16": DirectConvolution::name_for), or the name of a
+  // oneDNN implementation ("jit:avx512_core", "gemm:jit", ...).
   std::array<std::string, kConvolutionPassCount> engines;
   // Seconds per call as measured (0 when not measured, e.g. read from a cache).
   std::array<double, kConvolutionPassCount> seconds{};
