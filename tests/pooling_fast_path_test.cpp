@@ -15,6 +15,8 @@
 #include <sstream>
 #include <vector>
 
+#include "blocked_layout_test_support.hpp"
+#include "core/cpu_isa.hpp"
 #include "layers/pooling_kernels.hpp"
 #include "pooling_test_support.hpp"
 #include "xtrain/cpu_threads.hpp"
@@ -122,14 +124,23 @@ const PoolCase kCases[] = {
     {4, 8, 6, 3, 3, 1, 1, 2, 2, false},      // pooled width below the sweep's minimum
     {2, 1, 40, 1, 3, 0, 1, 1, 2, false},     // one row
     {2, 40, 1, 3, 1, 1, 0, 2, 1, false},     // one column
+    {3, 9, 75, 3, 3, 1, 1, 2, 2, false},     // rows of 16-lane chunks, stride 2
+    {2, 7, 100, 2, 3, 0, 0, 1, 3, false},    // rows of 16-lane chunks, stride 3
 };
 
+// MAX forward has a copy per instruction set and chunk width: each one this
+// CPU runs.
 TEST(PoolingFastPath, MaxMatchesReference) {
-  std::uint32_t seed = 1;
-  for (const PoolCase& c : kCases) {
-    for (Values kind : {Values::kUniform, Values::kFewIntegers, Values::kWithInfinitiesAndNaN}) {
-      expect_max_pool_matches(c, kind, seed++);
-      if (HasFatalFailure()) return;
+  for (CpuIsa level : {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+    if (level > detected_cpu_isa()) continue;
+    SCOPED_TRACE(cpu_isa_name(level));
+    testing::ScopedCpuIsaCap cap(level);
+    std::uint32_t seed = 1;
+    for (const PoolCase& c : kCases) {
+      for (Values kind : {Values::kUniform, Values::kFewIntegers, Values::kWithInfinitiesAndNaN}) {
+        expect_max_pool_matches(c, kind, seed++);
+        if (HasFatalFailure()) return;
+      }
     }
   }
 }

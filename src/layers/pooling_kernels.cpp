@@ -1,12 +1,6 @@
 // The fast pooling kernels, planes in parallel.
 //
-// MAX: the outputs whose windows lie inside the image go kChunk at a time,
-// one vector register of lanes, through every offset (h, j) of the window:
-//   best = value > best ? value : best, index likewise (a compare and
-//   selects), where value holds input[h, x * stride - pad + j] per lane;
-// the few edge outputs, whose windows are clipped, go window by window as in
-// the reference. Each output sees its window in row-major order, so `>`
-// keeps Caffe's first maximum: the results are the reference's, bit for bit.
+// MAX forward: see pooling_max_kernels.cpp.
 //
 // AVE: one output row at a time, swept by kernel offset:
 //   for each window row h, for each kernel column offset j:
@@ -20,10 +14,8 @@
 #include "layers/pooling_kernels.hpp"
 
 #include <algorithm>
-#include <cfloat>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -66,114 +58,6 @@ bool use_sweep(const PoolingGeometry& g) { return g.pooled_w >= kSweepMinOutputs
 std::size_t window_work(const PoolingGeometry& g) {
   return static_cast<std::size_t>(g.pooled_h) * g.pooled_w * g.kernel_h * g.kernel_w +
          static_cast<std::size_t>(g.height) * g.width;
-}
-
-// ---------------------------------------------------------------------------
-// MAX forward
-
-// Outputs computed together, in registers, when their windows lie inside the
-// image: four lanes, one SSE vector (x86-64's baseline).
-constexpr int kChunk = 4;
-
-// Output columns [first, end) whose windows lie entirely inside the image.
-struct InteriorColumns {
-  int first;
-  int end;
-  explicit InteriorColumns(const PoolingGeometry& g)
-      : first(ceil_div(g.pad_w, g.stride_w)),
-        end(std::min(g.pooled_w, floor_div(g.width - g.kernel_w + g.pad_w, g.stride_w) + 1)) {}
-  bool has_chunk() const { return end - first >= kChunk; }
-};
-
-// kChunk lanes as GCC/Clang vector types: the compiler maps them onto
-// whatever vector registers the target has.
-typedef float ChunkFloats __attribute__((vector_size(kChunk * sizeof(float))));
-typedef int ChunkInts __attribute__((vector_size(kChunk * sizeof(int))));
-
-// Lanes p[0], p[stride], ... p[(kChunk - 1) * stride], reading nothing past
-// the last one.
-template <int Stride>
-ChunkFloats load_strided(const float* p, int stride) {
-  ChunkFloats v;
-  if constexpr (Stride == 1) {
-    std::memcpy(&v, p, sizeof v);
-  } else if constexpr (Stride == 2) {
-    ChunkFloats low, high;  // p[0..3] and p[3..6]
-    std::memcpy(&low, p, sizeof low);
-    std::memcpy(&high, p + kChunk - 1, sizeof high);
-    v = __builtin_shuffle(low, high, ChunkInts{0, 2, 5, 7});
-  } else {
-    for (int lane = 0; lane < kChunk; ++lane) v[lane] = p[lane * stride];
-  }
-  return v;
-}
-
-// Outputs [x0, x0 + kChunk) of one row, windows rows [row_begin, row_end)
-// and columns x * stride - pad + [0, kernel_w), all inside the image.
-template <int Stride>
-void max_chunk(const PoolingGeometry& g, const float* input, int row_begin, int row_end, int x0,
-               float* output, int* index_out) {
-  static_assert(kChunk == 4, "load_strided's shuffle is written for 4 lanes");
-  const int stride = Stride > 0 ? Stride : g.stride_w;
-  const ChunkInts lane_offset = ChunkInts{0, 1, 2, 3} * stride;
-  ChunkFloats best = ChunkFloats{} - FLT_MAX;
-  ChunkInts index = ChunkInts{} - 1;
-  for (int h = row_begin; h < row_end; ++h) {
-    const float* line = input + h * g.width;
-    for (int j = 0; j < g.kernel_w; ++j) {
-      const int column0 = x0 * stride - g.pad_w + j;
-      const ChunkFloats value = load_strided<Stride>(line + column0, stride);
-      const ChunkInts greater = value > best;  // all ones where value wins
-      best = greater ? value : best;
-      index = greater ? lane_offset + (h * g.width + column0) : index;
-    }
-  }
-  std::memcpy(output, &best, sizeof best);
-  std::memcpy(index_out, &index, sizeof index);
-}
-
-// One window, as the reference scans it.
-void max_window(const PoolingGeometry& g, const float* input, const PoolingWindow& rows, int x,
-                float* output, int* index_out) {
-  const PoolingWindow cols = pooling_window(x, g.kernel_w, g.pad_w, g.stride_w, g.width);
-  float best = -FLT_MAX;
-  int best_index = -1;
-  for (int h = rows.begin; h < rows.end; ++h) {
-    for (int w = cols.begin; w < cols.end; ++w) {
-      const int at = h * g.width + w;
-      if (input[at] > best) {
-        best = input[at];
-        best_index = at;
-      }
-    }
-  }
-  *output = best;
-  *index_out = best_index;
-}
-
-template <int Stride>
-void max_pool_plane(const PoolingGeometry& g, const InteriorColumns& interior, const float* input,
-                    float* output, float* mask_top, int* mask, int* index_row) {
-  for (int y = 0; y < g.pooled_h; ++y) {
-    const PoolingWindow rows = pooling_window(y, g.kernel_h, g.pad_h, g.stride_h, g.height);
-    float* best = output + y * g.pooled_w;
-    int* index = mask ? mask + y * g.pooled_w : index_row;
-    int x = 0;
-    if (interior.has_chunk()) {
-      for (; x < interior.first; ++x) max_window(g, input, rows, x, best + x, index + x);
-      // The last chunk may overlap the one before: it recomputes the same values.
-      for (int x0 = interior.first; x0 < interior.end; x0 += kChunk) {
-        const int start = std::min(x0, interior.end - kChunk);
-        max_chunk<Stride>(g, input, rows.begin, rows.end, start, best + start, index + start);
-      }
-      x = interior.end;
-    }
-    for (; x < g.pooled_w; ++x) max_window(g, input, rows, x, best + x, index + x);
-    if (mask_top) {
-      float* mask_row = mask_top + y * g.pooled_w;
-      for (int i = 0; i < g.pooled_w; ++i) mask_row[i] = static_cast<float>(index[i]);
-    }
-  }
 }
 
 // ---------------------------------------------------------------------------
@@ -253,25 +137,6 @@ void with_stride(int stride, Kernel kernel) {
 }
 
 }  // namespace
-
-void max_pool_forward(const PoolingGeometry& g, const float* input, float* output, float* mask_top,
-                      int* mask) {
-  const std::size_t plane = static_cast<std::size_t>(g.height) * g.width;
-  const std::size_t pooled_plane = static_cast<std::size_t>(g.pooled_h) * g.pooled_w;
-  const InteriorColumns interior(g);
-  parallel_for(g.planes, window_work(g), [&](std::int64_t p) {
-    thread_local std::vector<int> index_row;
-    if (mask_top && index_row.size() < static_cast<std::size_t>(g.pooled_w)) {
-      index_row.resize(g.pooled_w);
-    }
-    with_stride(g.stride_w, [&](auto stride) {
-      max_pool_plane<decltype(stride)::value>(
-          g, interior, input + p * plane, output + p * pooled_plane,
-          mask_top ? mask_top + p * pooled_plane : nullptr,
-          mask ? mask + p * pooled_plane : nullptr, index_row.data());
-    });
-  });
-}
 
 void max_pool_backward(const PoolingGeometry& g, const float* output_diff, const float* mask_top,
                        const int* mask, float* input_diff) {
