@@ -159,6 +159,19 @@ class Layer {
     return false;
   }
 
+  // A layer computed in place that can write its top's values again from
+  // what it keeps for backward (Scale after a BatchNorm whose copy it reads:
+  // top = scale * copy + bias, then its absorbed ReLU) says true. The memory
+  // plan of a CPU training net may then let the top's storage serve other
+  // blobs between the last forward use and the first backward use, and the
+  // Net calls recompute_top() just before that backward: same function, same
+  // inputs, so the same bits as forward wrote.
+  virtual bool can_recompute_top() const { return false; }
+  virtual void recompute_top(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top) {
+    (void)bottom;
+    (void)top;
+  }
+
   // Whether backward_cpu touches the data of bottom i / top i (reads it, or
   // asks for a pointer, which may convert its layout). The memory plan of a
   // training net on the CPU lets the data of a blob that no backward touches

@@ -164,6 +164,9 @@ class Net {
   std::vector<std::string> layer_names_;
   std::map<std::string, int> layer_names_index_;
   std::vector<bool> layer_need_backward_;
+  // Per layer: the layers whose tops are written again just before its
+  // backward, because the memory plan lent their storage out in between.
+  std::vector<std::vector<int>> recompute_before_backward_;
   std::vector<std::shared_ptr<Blob>> blobs_;
   std::vector<std::string> blob_names_;
   std::map<std::string, int> blob_names_index_;

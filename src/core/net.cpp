@@ -253,6 +253,10 @@ void Net::share_activation_memory() {
   }
   const NetMemoryPlan plan = plan_net_memory(*this, options_.keep_blobs);
   apply_net_memory_plan(*this, plan);
+  recompute_before_backward_.assign(layers_.size(), {});
+  for (const NetMemoryPlan::Recompute& recompute : plan.recomputes) {
+    recompute_before_backward_[recompute.before_backward_of].push_back(recompute.layer);
+  }
   if (options_.verbose) {
     constexpr double kMiB = 1024.0 * 1024.0;
     auto shared_blobs = [](const std::vector<NetMemoryPlan::Buffer>& buffers) {
@@ -263,7 +267,11 @@ void Net::share_activation_memory() {
     XLOG(INFO) << "Memory plan: " << shared_blobs(plan.diff_buffers) << " blob diffs share "
                << plan.diff_buffers.size() << " buffers, " << shared_blobs(plan.data_buffers)
                << " blob data share " << plan.data_buffers.size() << " buffers, "
-               << plan.unshared_bytes / kMiB << " MiB -> " << plan.shared_bytes / kMiB << " MiB";
+               << plan.unshared_bytes / kMiB << " MiB -> " << plan.shared_bytes / kMiB << " MiB"
+               << (plan.recomputes.empty()
+                       ? std::string()
+                       : ", " + std::to_string(plan.recomputes.size()) +
+                             " layer output(s) recomputed in backward instead of kept");
   }
 }
 
@@ -460,6 +468,11 @@ void Net::backward(const std::function<void(int layer)>& layer_done) {
                "(NetOptions::share_activation_memory), so it runs forward only; build it "
                "without that option to run backward");
   for (int i = static_cast<int>(layers_.size()) - 1; i >= 0; --i) {
+    if (!recompute_before_backward_.empty()) {
+      for (int layer : recompute_before_backward_[i]) {
+        layers_[layer]->recompute_top(bottom_vecs_[layer], top_vecs_[layer]);
+      }
+    }
     if (layer_need_backward_[i]) {
       layers_[i]->backward(top_vecs_[i], bottom_need_backward_[i], bottom_vecs_[i]);
     }

@@ -22,9 +22,18 @@ const std::shared_ptr<SyncedMemory>& storage_of(const Blob& blob, Part part) {
 struct StorageUnit {
   const SyncedMemory* memory = nullptr;
   std::vector<int> blobs;
-  LiveInterval life;
+  LiveInterval life;           // every step that touches it
+  LiveInterval forward_life;   // the steps of the forward pass among them
+  LiveInterval backward_life;  // and of the backward pass
+  int last_forward_writer = -1;  // layer
+  // The first step of backward whose layer has one of the unit's blobs as a
+  // bottom or top, touching its values or not, and that layer: a layer may
+  // choose its layouts by a blob's, so recomputed values must be back by then.
+  int first_backward_involvement = -1;
+  int first_backward_layer = -1;
   bool first_use_is_read = false;
   bool may_share = true;
+  int recomputed_by = -1;  // layer, when the unit lives twice (see the header)
 };
 
 struct Units {
@@ -53,18 +62,29 @@ Units group_by_storage(const Net& net, Part part) {
   return result;
 }
 
-// One step of the schedule reads some units, then writes some.
-void record_step(Units* units, int step, const std::vector<int>& read_blobs,
+enum class Pass { kForward, kBackward };
+
+void extend(LiveInterval& life, int step) {
+  if (life.first < 0) life.first = step;
+  life.last = std::max(life.last, step);
+}
+
+// One step of the schedule, layer `layer` in `pass`, reads some units, then
+// writes some.
+void record_step(Units* units, int step, Pass pass, int layer, const std::vector<int>& read_blobs,
                  const std::vector<int>& written_blobs) {
   auto touch = [&](int blob, bool is_read) {
     const int unit_id = units->unit_of_blob[blob];
     if (unit_id < 0) return;
     StorageUnit& unit = units->units[unit_id];
-    if (unit.life.first < 0) {
-      unit.life.first = step;
-      unit.first_use_is_read = is_read;
+    if (unit.life.first < 0) unit.first_use_is_read = is_read;
+    extend(unit.life, step);
+    if (pass == Pass::kForward) {
+      extend(unit.forward_life, step);
+      if (!is_read && layer >= 0) unit.last_forward_writer = layer;
+    } else {
+      extend(unit.backward_life, step);
     }
-    unit.life.last = std::max(unit.life.last, step);
   };
   for (int blob : read_blobs) touch(blob, true);
   for (int blob : written_blobs) touch(blob, false);
@@ -81,14 +101,18 @@ void walk_backward(const Net& net, Units* units) {
     for (std::size_t i = 0; i < bottoms.size(); ++i) {
       if (net.bottom_need_backward()[layer][i]) written.push_back(bottoms[i]);
     }
-    record_step(units, step++, net.top_id_vecs()[layer], written);
+    record_step(units, step++, Pass::kBackward, layer, net.top_id_vecs()[layer], written);
   }
 }
 
 // The forward pass: each layer reads its bottoms' data and writes its tops'.
 void walk_forward(const Net& net, Units* units) {
   for (std::size_t layer = 0; layer < net.layers().size(); ++layer) {
-    record_step(units, static_cast<int>(layer), net.bottom_id_vecs()[layer],
+    // A layer absorbed by the one before it (a fused ReLU) computes nothing
+    // itself: the one before is the writer.
+    const bool absorbed = net.layers()[layer]->absorbed_by_previous_layer();
+    record_step(units, static_cast<int>(layer), Pass::kForward,
+                absorbed ? -1 : static_cast<int>(layer), net.bottom_id_vecs()[layer],
                 net.top_id_vecs()[layer]);
   }
 }
@@ -112,7 +136,17 @@ void walk_forward_then_backward(const Net& net, Units* units) {
     for (std::size_t i = 0; i < tops.size(); ++i) {
       if (this_layer.backward_touches_top_data(static_cast<int>(i))) touched.push_back(tops[i]);
     }
-    record_step(units, step++, touched, {});
+    for (const auto* blobs : {&bottoms, &tops}) {
+      for (int blob : *blobs) {
+        const int unit_id = units->unit_of_blob[blob];
+        if (unit_id < 0) continue;
+        StorageUnit& unit = units->units[unit_id];
+        if (unit.first_backward_involvement >= 0) continue;
+        unit.first_backward_involvement = step;
+        unit.first_backward_layer = layer;
+      }
+    }
+    record_step(units, step++, Pass::kBackward, layer, touched, {});
   }
 }
 
@@ -150,6 +184,24 @@ void decide_sharing(const Net& net, Part part, const std::vector<bool>& pinned, 
   }
 }
 
+// Units whose values backward needs but their last forward writer can
+// write again: live twice, recomputed before their first backward use.
+void plan_recomputes(const Net& net, Units* units) {
+  for (StorageUnit& unit : units->units) {
+    if (!unit.may_share || unit.backward_life.first < 0 || unit.last_forward_writer < 0 ||
+        unit.first_backward_involvement < 0) {
+      continue;
+    }
+    if (!net.layers()[unit.last_forward_writer]->can_recompute_top()) continue;
+    unit.recomputed_by = unit.last_forward_writer;
+  }
+}
+
+Lifetime lifetime_of(const StorageUnit& unit) {
+  if (unit.recomputed_by < 0) return {unit.life, {}};
+  return {unit.forward_life, {unit.first_backward_involvement, unit.backward_life.last}};
+}
+
 void plan_part(const Net& net, Part part, const std::vector<bool>& pinned,
                std::vector<NetMemoryPlan::Buffer>* buffers, NetMemoryPlan* plan) {
   Units units = group_by_storage(net, part);
@@ -161,12 +213,13 @@ void plan_part(const Net& net, Part part, const std::vector<bool>& pinned,
     walk_forward_then_backward(net, &units);
   }
   decide_sharing(net, part, pinned, &units);
+  if (part == Part::kData && net.phase() != TEST) plan_recomputes(net, &units);
 
-  std::vector<LiveInterval> lives;
+  std::vector<Lifetime> lives;
   std::vector<std::size_t> bytes;
   std::vector<bool> eligible;
   for (const StorageUnit& unit : units.units) {
-    lives.push_back(unit.life);
+    lives.push_back(lifetime_of(unit));
     bytes.push_back(unit.memory->size());
     eligible.push_back(unit.may_share);
   }
@@ -187,15 +240,30 @@ void plan_part(const Net& net, Part part, const std::vector<bool>& pinned,
   }
   for (std::size_t u = 0; u < units.units.size(); ++u) {
     if (buffer_of[u] < 0 || kept_index[buffer_of[u]] < 0) continue;
+    const StorageUnit& unit = units.units[u];
     auto& blobs = (*buffers)[kept_index[buffer_of[u]]].blobs;
-    blobs.insert(blobs.end(), units.units[u].blobs.begin(), units.units[u].blobs.end());
+    blobs.insert(blobs.end(), unit.blobs.begin(), unit.blobs.end());
     plan->unshared_bytes += bytes[u];
+    // Only a unit that shares its storage needs writing again.
+    if (unit.recomputed_by >= 0) {
+      plan->recomputes.push_back({unit.recomputed_by, unit.first_backward_layer});
+    }
   }
 }
 
 }  // namespace
 
-std::vector<int> assign_shared_buffers(const std::vector<LiveInterval>& lives,
+bool Lifetime::overlaps(const Lifetime& other) const {
+  for (const LiveInterval& mine : {first, second}) {
+    if (mine.first < 0) continue;
+    for (const LiveInterval& theirs : {other.first, other.second}) {
+      if (theirs.first >= 0 && mine.overlaps(theirs)) return true;
+    }
+  }
+  return false;
+}
+
+std::vector<int> assign_shared_buffers(const std::vector<Lifetime>& lives,
                                        const std::vector<std::size_t>& bytes,
                                        const std::vector<bool>& eligible,
                                        std::vector<std::size_t>* buffer_bytes) {
@@ -206,14 +274,14 @@ std::vector<int> assign_shared_buffers(const std::vector<LiveInterval>& lives,
   // its largest and sets its size.
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     if (bytes[a] != bytes[b]) return bytes[a] > bytes[b];
-    return lives[a].first < lives[b].first;
+    return lives[a].first.first < lives[b].first.first;
   });
   std::vector<int> buffer_of(lives.size(), -1);
   std::vector<std::vector<int>> occupants;
   buffer_bytes->clear();
   for (int unit : order) {
     if (!eligible[unit]) continue;
-    XTRAIN_ASSERT(lives[unit].first >= 0 && lives[unit].first <= lives[unit].last);
+    XTRAIN_ASSERT(lives[unit].first.first >= 0 && lives[unit].first.first <= lives[unit].first.last);
     std::size_t buffer = 0;
     for (; buffer < occupants.size(); ++buffer) {
       const bool clashes =

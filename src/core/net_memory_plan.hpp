@@ -13,7 +13,14 @@
 //     backward passes read their bottoms' values, but not all: in ResNet the
 //     output of a Convolution -> BatchNorm -> Scale chain that feeds an
 //     Eltwise sum is dead once the sum is computed (BatchNorm and Scale
-//     keep the normalised values they need).
+//     keep the normalised values they need);
+//   - data, in a training net on the CPU, whose last writer in forward can
+//     write it again (Layer::can_recompute_top: Scale + ReLU after a
+//     BatchNorm whose copy it reads): live from forward to its last forward
+//     reader, then again from the first backward that touches it, when the
+//     Net has the layer recompute it (NetMemoryPlan::recomputes). In ResNet
+//     that frees the values of every Convolution -> BatchNorm -> Scale ->
+//     ReLU chain that feeds the next convolution between the two passes.
 // The plan walks that schedule once, at Net setup, finds each storage unit's
 // live interval [first step, last step], and puts units whose intervals are
 // disjoint into one buffer, first-fit in order of decreasing size (each
@@ -53,6 +60,13 @@ struct NetMemoryPlan {
   // The storage the shared units took before, and what the buffers take.
   std::size_t unshared_bytes = 0;
   std::size_t shared_bytes = 0;
+  // Layer `layer` recomputes its tops just before the backward of layer
+  // `before_backward_of` (see above).
+  struct Recompute {
+    int layer = -1;
+    int before_backward_of = -1;
+  };
+  std::vector<Recompute> recomputes;
 };
 
 // A closed interval of schedule steps during which a storage unit is live.
@@ -64,10 +78,18 @@ struct LiveInterval {
   }
 };
 
+// When a unit is live: one interval, or two for values written again in
+// backward (`second.first` is -1 when there is no second).
+struct Lifetime {
+  LiveInterval first;
+  LiveInterval second;
+  bool overlaps(const Lifetime& other) const;
+};
+
 // First-fit of units into buffers, largest first: returns each unit's buffer
 // (-1 for the units not eligible) and the buffers' sizes in *buffer_bytes.
-// Units in one buffer have pairwise disjoint intervals.
-std::vector<int> assign_shared_buffers(const std::vector<LiveInterval>& lives,
+// Units in one buffer have pairwise disjoint lifetimes.
+std::vector<int> assign_shared_buffers(const std::vector<Lifetime>& lives,
                                        const std::vector<std::size_t>& bytes,
                                        const std::vector<bool>& eligible,
                                        std::vector<std::size_t>* buffer_bytes);

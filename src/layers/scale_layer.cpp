@@ -150,6 +150,18 @@ class ScaleLayer : public Layer {
     return true;
   }
 
+  // In place with BatchNorm's copy, the top is scale * copy + bias (and the
+  // ReLU): forward again, reading the copy instead of the overwritten blob.
+  bool can_recompute_top() const override {
+    return in_place_ && saved_is_borrowed_ && learned_scale_;
+  }
+  void recompute_top(const BlobVec& bottom, const BlobVec& top) override {
+    XTRAIN_ASSERT(can_recompute_top(), "recompute_top on a Scale that cannot");
+    recomputing_ = true;
+    forward_cpu(bottom, top);
+    recomputing_ = false;
+  }
+
   bool absorb_following_relu() override {
     if (!in_place_) return false;
     fused_relu_ = true;
@@ -162,8 +174,12 @@ class ScaleLayer : public Layer {
   // each row's sums and adds them up by d over o in order, so the gradients
   // do not depend on the thread count.
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    forward_layout_ = per_channel_forward_layout(blocked_supported_, in_place_, *bottom[0], *top[0],
-                                                 writes_channel_blocked_top(0));
+    // Recomputing, the blob's storage has served others since forward: its
+    // layout is theirs, and the copy's is the one forward computed in.
+    forward_layout_ = recomputing_ ? saved_->layout
+                                   : per_channel_forward_layout(blocked_supported_, in_place_,
+                                                                *bottom[0], *top[0],
+                                                                writes_channel_blocked_top(0));
     if (saved_is_borrowed_) {
       // The lender wrote the copy in this blob's layout: a bug if not.
       XTRAIN_ASSERT(saved_->layout == forward_layout_ &&
@@ -175,8 +191,9 @@ class ScaleLayer : public Layer {
       forward_blocked(*bottom[0], *top[0]);
       return;
     }
-    const float* input = bottom[0]->cpu_data();
-    float* output = top[0]->mutable_cpu_data();
+    const float* input = recomputing_ ? saved_->values.data() : bottom[0]->cpu_data();
+    float* output = recomputing_ ? top[0]->overwrite_cpu_data_in(MemoryLayout::kPlain)
+                                 : top[0]->mutable_cpu_data();
     // In place, the input is copied for backward in the same sweep.
     float* saved = in_place_ && !saved_is_borrowed_ ? saved_->values.data() : nullptr;
     const float* scale = scale_blob(bottom)->cpu_data();
@@ -300,8 +317,10 @@ class ScaleLayer : public Layer {
   // The forward pass on channel-blocked values (a learned per-channel scale;
   // in place, top is bottom).
   void forward_blocked(Blob& bottom, Blob& top) {
-    const float* input = bottom.cpu_data_in(MemoryLayout::kChannelBlocked);
-    float* output = in_place_ ? top.mutable_cpu_data_in(MemoryLayout::kChannelBlocked)
+    const float* input = recomputing_ ? saved_->values.data()
+                                      : bottom.cpu_data_in(MemoryLayout::kChannelBlocked);
+    float* output = in_place_ && !recomputing_
+                        ? top.mutable_cpu_data_in(MemoryLayout::kChannelBlocked)
                               : top.overwrite_cpu_data_in(MemoryLayout::kChannelBlocked);
     float* saved = in_place_ && !saved_is_borrowed_ ? saved_->values.data() : nullptr;
     const float* scale = blobs_[0]->cpu_data();
@@ -455,6 +474,7 @@ class ScaleLayer : public Layer {
   bool learned_scale_ = true;
   bool bias_term_ = false;
   bool in_place_ = false;
+  bool recomputing_ = false;  // forward_cpu called by recompute_top
   bool fused_relu_ = false;  // an in-place ReLU after this layer is done here
   // A learned scale with one value per channel of a 4-axis bottom.
   bool blocked_supported_ = false;

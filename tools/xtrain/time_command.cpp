@@ -81,13 +81,15 @@ int time_command() {
     total_forward += ms_since(iteration_start);
     if (with_backward) {
       const auto backward_start = Clock::now();
-      for (int i = static_cast<int>(layers.size()) - 1; i >= 0; --i) {
-        if (!net.layer_needs_backward(i)) continue;
-        const auto start = Clock::now();
-        layers[i]->backward(net.top_vecs()[i], net.bottom_need_backward()[i], net.bottom_vecs()[i]);
-        synchronize(options.device);
-        backward_ms[i] += ms_since(start);
-      }
+      // Through the Net, which also writes again the values its memory plan
+      // lent out (Layer::recompute_top): each layer's time runs from the
+      // previous layer's end to its own, so it includes that work.
+      auto start = Clock::now();
+      net.backward([&](int layer) {
+        synchronize(options.device);  // GPU kernels run asynchronously
+        backward_ms[layer] += ms_since(start);
+        start = Clock::now();
+      });
       total_backward += ms_since(backward_start);
     }
     XLOG(INFO) << "Iteration: " << iteration + 1
