@@ -103,11 +103,12 @@ TEST(NetTrainingDataPlan, IsBitIdentical) { expect_shared_training_matches(true)
 TEST(NetTrainingDataPlan, WithoutFusedReluIsBitIdentical) { expect_shared_training_matches(false); }
 
 // Which blobs share: branch_b's values are dead once the sum is computed
-// and lend their storage to a blob born later; stem's (read by both branch
-// convolutions' backward) and branch_a's (the mask of the ReLU its Scale
-// absorbed) live to the end of backward, and nothing dies before they are
-// born.
-TEST(NetTrainingDataPlan, SharesOnlyValuesBackwardDoesNotTouch) {
+// and lend their storage to a blob born later; branch_a's are needed again
+// only for the mask of the ReLU its Scale absorbed, which the Scale
+// recomputes from BatchNorm's copy (Layer::recompute_top), so they lend
+// their storage between the passes too; stem's are read by both branch
+// convolutions' backward, and no blob lives only while they are not needed.
+TEST(NetTrainingDataPlan, SharesValuesBackwardDoesNotTouchOrRecomputes) {
   auto net = make_net(false, true);  // the plan as the Net would apply it
   const NetMemoryPlan plan = plan_net_memory(*net, {});
   std::set<std::string> shared;
@@ -116,7 +117,15 @@ TEST(NetTrainingDataPlan, SharesOnlyValuesBackwardDoesNotTouch) {
   }
   EXPECT_EQ(shared.count("branch_b"), 1u);
   EXPECT_EQ(shared.count("stem"), 0u);
-  EXPECT_EQ(shared.count("branch_a"), 0u);
+  EXPECT_EQ(shared.count("branch_a"), 1u);
+  std::set<std::string> recomputing;
+  for (const NetMemoryPlan::Recompute& recompute : plan.recomputes) {
+    recomputing.insert(net->layer_names()[recompute.layer]);
+    // Before the backward of a layer that has the blob, never after.
+    EXPECT_GE(recompute.before_backward_of, recompute.layer);
+  }
+  EXPECT_EQ(recomputing.count("scale_branch_a"), 1u);
+  EXPECT_EQ(recomputing.count("scale_branch_b"), 0u) << "branch_b is not needed in backward";
 }
 
 }  // namespace
