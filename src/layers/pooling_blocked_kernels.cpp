@@ -39,6 +39,7 @@
 #include "core/channel_blocked_layout.hpp"
 #include "core/cpu_isa.hpp"
 #include "core/parallel_loop.hpp"
+#include "core/vector_shuffle.hpp"
 #include "xtrain/error.hpp"
 
 // The copies for AVX-512 and AVX2 need GCC's target attribute (x86-64 only).
@@ -347,8 +348,8 @@ XTRAIN_KERNEL_BODY void transpose_32bit(const void* source, std::size_t rows, st
 #pragma GCC unroll 16
         for (int r = 0; r < B; ++r) {
           if (r & d) continue;
-          const LaneInts low = __builtin_shuffle(tile[r], tile[r + d], low_masks[k]);
-          const LaneInts high = __builtin_shuffle(tile[r], tile[r + d], high_masks[k]);
+          const LaneInts low = XTRAIN_SHUFFLE2(tile[r], tile[r + d], low_masks[k]);
+          const LaneInts high = XTRAIN_SHUFFLE2(tile[r], tile[r + d], high_masks[k]);
           tile[r] = low;
           tile[r + d] = high;
         }

@@ -25,6 +25,7 @@
 
 #include "core/cpu_isa.hpp"
 #include "core/parallel_loop.hpp"
+#include "core/vector_shuffle.hpp"
 #include "layers/pooling_kernels.hpp"
 
 // The copies for AVX-512 and AVX2 need GCC's target attribute (x86-64 only).
@@ -87,7 +88,7 @@ XTRAIN_KERNEL_BODY void load_strided(typename Lanes<K>::Floats& v, const float* 
     Floats low, high;
     std::memcpy(&low, p, sizeof low);
     std::memcpy(&high, p + K - 1, sizeof high);
-    v = __builtin_shuffle(low, high, EvenElements<K>::mask);
+    v = XTRAIN_SHUFFLE2(low, high, EvenElements<K>::mask);
   } else {
     for (int lane = 0; lane < K; ++lane) v[lane] = p[lane * stride];
   }
