@@ -27,5 +27,10 @@ void write_proto_to_text_file(const google::protobuf::Message& message, const st
 // A net or solver from a prototxt, with the checks a user's file needs.
 NetParameter read_net_params_from_text_file(const std::string& path);
 SolverParameter read_solver_params_from_text_file(const std::string& path);
+// The same for prototxt text already in memory; `source` names it in errors.
+// (The solver's net paths are left as written: there is no file to resolve
+// them against.)
+NetParameter read_net_params_from_text(const std::string& text, const std::string& source);
+SolverParameter read_solver_params_from_text(const std::string& text, const std::string& source);
 
 }  // namespace xtrain

@@ -132,14 +132,18 @@ void write_proto_to_text_file(const google::protobuf::Message& message, const st
   write_file_atomically(path, text);
 }
 
-NetParameter read_net_params_from_text_file(const std::string& path) {
+NetParameter read_net_params_from_text(const std::string& text, const std::string& source) {
   NetParameter param;
-  read_proto_from_text_file(path, &param);
-  upgrade_net_as_needed(path, &param);
+  read_proto_from_text_string(text, &param, source);
+  upgrade_net_as_needed(source, &param);
   // An empty file parses as a net of nothing, which would "train" with loss 0.
-  XTRAIN_CHECK(param.layer_size() > 0, "the net prototxt '", path,
+  XTRAIN_CHECK(param.layer_size() > 0, "the net prototxt '", source,
                "' defines no layers (is it empty, or another kind of file?)");
   return param;
+}
+
+NetParameter read_net_params_from_text_file(const std::string& path) {
+  return read_net_params_from_text(read_input_file(path, "the net prototxt"), path);
 }
 
 namespace {
@@ -157,10 +161,16 @@ void resolve_net_path(const std::string& solver_path, std::string* net_path) {
 }
 }  // namespace
 
-SolverParameter read_solver_params_from_text_file(const std::string& path) {
+SolverParameter read_solver_params_from_text(const std::string& text, const std::string& source) {
   SolverParameter param;
-  read_proto_from_text_file(path, &param);
-  upgrade_solver_as_needed(path, &param);
+  read_proto_from_text_string(text, &param, source);
+  upgrade_solver_as_needed(source, &param);
+  return param;
+}
+
+SolverParameter read_solver_params_from_text_file(const std::string& path) {
+  SolverParameter param =
+      read_solver_params_from_text(read_input_file(path, "the solver prototxt"), path);
   if (param.has_net()) resolve_net_path(path, param.mutable_net());
   if (param.has_train_net()) resolve_net_path(path, param.mutable_train_net());
   for (std::string& test_net : *param.mutable_test_net()) resolve_net_path(path, &test_net);
