@@ -1,0 +1,133 @@
+// seed_writer CORPUS_ROOT: writes the binary seeds that are easier to make
+// with the library than to keep in git (scripts/fuzz.sh runs it once per
+// build folder): small images in each format OpenCV encodes, Datum records
+// raw, float and encoded, IDX files plain and gzipped, and mean files. Each
+// goes to CORPUS_ROOT/<target>/<name>, the corpus of the target reading it.
+#include <zlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "data/datum_io.hpp"
+#include "data/image_codec.hpp"
+#include "data/image_datum.hpp"
+#include "xtrain/error.hpp"
+#include "xtrain/proto/xtrain.pb.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path root;
+
+void write_seed(const std::string& target, const std::string& name, const std::string& bytes) {
+  fs::create_directories(root / target);
+  std::ofstream out(root / target / name, std::ios::binary | std::ios::trunc);
+  out << bytes;
+  XTRAIN_CHECK(out.good(), "cannot write the seed ", (root / target / name).string());
+}
+
+// A small picture with edges and a gradient, so lossy codecs keep structure.
+xtrain::Image pattern(int channels, int height, int width) {
+  xtrain::Image image{channels, height, width, {}};
+  for (int c = 0; c < channels; ++c) {
+    for (int h = 0; h < height; ++h) {
+      for (int w = 0; w < width; ++w) {
+        image.pixels.push_back(static_cast<std::uint8_t>((h * 40 + w * 25 + c * 70) % 256));
+      }
+    }
+  }
+  return image;
+}
+
+void append_big_endian(std::string* bytes, std::uint32_t value) {
+  for (int shift = 24; shift >= 0; shift -= 8) bytes->push_back(static_cast<char>(value >> shift));
+}
+
+std::string gzipped(const std::string& bytes) {
+  const fs::path path = root / "gzip.tmp";
+  gzFile file = gzopen(path.c_str(), "wb");
+  XTRAIN_CHECK(file != nullptr, "cannot write ", path.string());
+  gzwrite(file, bytes.data(), static_cast<unsigned>(bytes.size()));
+  gzclose(file);
+  std::ifstream in(path, std::ios::binary);
+  std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  fs::remove(path);
+  return out;
+}
+
+void write_images_and_datums() {
+  const xtrain::Image colour = pattern(3, 6, 5);
+  const xtrain::Image grey = pattern(1, 4, 7);
+  for (const char* format : {"png", "jpg", "bmp", "tiff", "pgm", "ppm", "webp"}) {
+    if (!xtrain::can_encode_as(format)) continue;
+    const xtrain::Image& image = std::string(format) == "pgm" ? grey : colour;
+    const std::string bytes = xtrain::encode_image(image, format);
+    write_seed("image", std::string("pattern.") + format, bytes);
+    if (std::string(format) == "png" || std::string(format) == "jpg") {
+      xtrain::Datum encoded;
+      encoded.set_data(bytes);
+      encoded.set_encoded(true);
+      encoded.set_label(4);
+      write_seed("datum", std::string("encoded_") + format, encoded.SerializeAsString());
+    }
+  }
+  write_seed("image", "grey.png", xtrain::encode_image(grey, "png"));
+  write_seed("datum", "raw_colour", xtrain::image_to_datum(colour, 1).SerializeAsString());
+  write_seed("datum", "raw_grey", xtrain::image_to_datum(grey, 2).SerializeAsString());
+  xtrain::Datum floats;
+  floats.set_channels(3);
+  floats.set_height(2);
+  floats.set_width(3);
+  for (int i = 0; i < 18; ++i) floats.add_float_data(0.5f * i - 3);
+  floats.set_label(9);
+  write_seed("datum", "float", floats.SerializeAsString());
+}
+
+void write_idx_files() {
+  std::string images;
+  for (std::uint32_t value : {2051u, 2u, 3u, 4u}) append_big_endian(&images, value);
+  for (int i = 0; i < 2 * 3 * 4; ++i) images.push_back(static_cast<char>(i * 10));
+  std::string labels;
+  for (std::uint32_t value : {2049u, 2u}) append_big_endian(&labels, value);
+  labels += "\x07\x02";
+  write_seed("idx", "images-idx3-ubyte", images);
+  write_seed("idx", "labels-idx1-ubyte", labels);
+  write_seed("idx", "images-idx3-ubyte.gz", gzipped(images));
+  write_seed("idx", "labels-idx1-ubyte.gz", gzipped(labels));
+}
+
+void write_mean_files() {
+  xtrain::BlobProto legacy;  // as Caffe's compute_image_mean writes it
+  legacy.set_num(1);
+  legacy.set_channels(3);
+  legacy.set_height(4);
+  legacy.set_width(5);
+  for (int i = 0; i < 60; ++i) legacy.add_data(100.f + i);
+  write_seed("mean_file", "legacy.binaryproto", legacy.SerializeAsString());
+  xtrain::BlobProto shaped;
+  for (int dim : {1, 1, 2, 2}) shaped.mutable_shape()->add_dim(dim);
+  for (int i = 0; i < 4; ++i) shaped.add_data(0.25f * i);
+  write_seed("mean_file", "shaped.binaryproto", shaped.SerializeAsString());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: seed_writer CORPUS_ROOT\n");
+    return 2;
+  }
+  root = argv[1];
+  try {
+    write_images_and_datums();
+    write_idx_files();
+    write_mean_files();
+  } catch (const xtrain::Error& error) {
+    std::fprintf(stderr, "seed_writer: %s\n", error.what());
+    return 1;
+  }
+  return 0;
+}
