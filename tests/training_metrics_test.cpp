@@ -119,6 +119,21 @@ TEST(TrainingMetrics, MalformedLinesSayWhatAndWhere) {
   EXPECT_NE(error_of(R"({"kind":"train"} trailing)").find("unexpected text"), std::string::npos);
 }
 
+// Found by fuzz/metrics_jsonl_fuzzer: 1e308 was converted to an int
+// (undefined behaviour).
+TEST(TrainingMetrics, CountsOutOfTheIntRangeAreRefused) {
+  EXPECT_NE(error_of(R"({"kind":"train","iteration":1e308})")
+                .find("column 29: \"iteration\" must be a whole number from 0 to 2147483647, "
+                      "got 1e308"),
+            std::string::npos)
+      << error_of(R"({"kind":"train","iteration":1e308})");
+  EXPECT_NE(error_of(R"({"kind":"test","iteration":1,"net":-1})").find("\"net\" must be"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"kind":"test","iteration":2.5})").find("got 2.5"), std::string::npos);
+  EXPECT_EQ(metrics_record_from_json(R"({"kind":"train","iteration":2147483647})").iteration,
+            2147483647);
+}
+
 TEST(TrainingMetrics, ReadingAFileNamesTheBadLine) {
   TempDir dir("metrics_read");
   const std::string path = dir.write(

@@ -1,7 +1,9 @@
 #include "solvers/training_metrics.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -101,7 +103,7 @@ class JsonLineReader {
           }
           has_kind = true;
         } else if (key == "iteration") {
-          record.iteration = static_cast<int>(read_number());
+          record.iteration = read_count(key);
         } else if (key == "seconds") {
           record.seconds = read_number();
         } else if (key == "loss") {
@@ -111,7 +113,7 @@ class JsonLineReader {
         } else if (key == "images_per_second") {
           record.images_per_second = read_optional_number();
         } else if (key == "net") {
-          record.net = static_cast<int>(read_number());
+          record.net = read_count(key);
         } else if (key == "outputs") {
           read_outputs(&record.outputs);
         } else if (key == "net_name") {
@@ -222,6 +224,21 @@ class JsonLineReader {
     if (end == start) fail("expected a number");
     position_ += static_cast<std::size_t>(end - start);
     return value;
+  }
+
+  // A whole number from 0 to INT_MAX (an iteration, a test net's index):
+  // a damaged file may hold 1e308 there, which no int can take.
+  int read_count(const std::string& key) {
+    skip_spaces();
+    const std::size_t start = position_;
+    const double value = read_number();
+    if (!(value >= 0 && value <= INT_MAX && value == std::floor(value))) {
+      const std::string number = text_.substr(start, position_ - start);
+      position_ = start;
+      fail("\"" + key + "\" must be a whole number from 0 to " + std::to_string(INT_MAX) +
+           ", got " + number);
+    }
+    return static_cast<int>(value);
   }
 
   std::optional<double> read_optional_number() {
