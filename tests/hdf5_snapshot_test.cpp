@@ -527,6 +527,28 @@ TEST(Hdf5Snapshot, TruncatedFileIsAnErrorNotACrash) {
   }
 }
 
+// Found by fuzz/hdf5_snapshot_fuzzer: four damaged bytes in a group header of
+// a .caffemodel.h5 make HDF5 1.10 read through a null pointer (inside
+// H5Gget_create_plist). The read is tried in a child process first, so the
+// caller gets an error naming the file, and the test process lives on.
+TEST(Hdf5Snapshot, AFileThatCrashesHdf5IsAnErrorNotACrash) {
+  const std::string path = std::string(XTRAIN_SOURCE_DIR) +
+                           "/tests/fixtures/damaged_snapshots/faulting_group_header.caffemodel.h5";
+  const std::string message = error_of([&] { read_net_hdf5(path); });
+  EXPECT_NE(message.find("the .caffemodel.h5 '" + path +
+                         "' is damaged: the HDF5 library crashed reading it (signal 11"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("use an earlier snapshot"), std::string::npos) << message;
+  // An error the read throws in the child comes back as it is.
+  TempDir dir("hdf5_snapshot");
+  const std::string not_a_state = dir.file("x.solverstate.h5");
+  std::filesystem::copy_file(path, not_a_state);
+  EXPECT_NE(error_of([&] { read_solver_state_hdf5(not_a_state); }).find("has no dataset 'iter'"),
+            std::string::npos)
+      << error_of([&] { read_solver_state_hdf5(not_a_state); });
+}
+
 TEST(Hdf5Snapshot, WriteRejectsWhatCaffeWouldCrashOn) {
   TempDir dir("hdf5_snapshot");
   const std::string path = dir.file("w.caffemodel.h5");

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "data/hdf5_crash_isolation.hpp"
 #include "data/hdf5_handle.hpp"
 #include "data/hdf5_memory_file.hpp"
 #include "solvers/hdf5_snapshot.hpp"
@@ -265,9 +266,7 @@ std::string read_bytes(hid_t file, const char* name, const std::string& path) {
   return bytes;
 }
 
-}  // namespace
-
-NetParameter read_net_hdf5(const std::string& path) {
+NetParameter read_net_hdf5_here(const std::string& path) {
   QuietHdf5Errors quiet;
   Hdf5Handle file = open_for_reading(path, "Caffe .caffemodel.h5");
   Hdf5Handle data = open_if(file.get(), "data", H5I_GROUP);
@@ -280,7 +279,7 @@ NetParameter read_net_hdf5(const std::string& path) {
   return net;
 }
 
-SolverState read_solver_state_hdf5(const std::string& path) {
+SolverState read_solver_state_hdf5_here(const std::string& path) {
   QuietHdf5Errors quiet;
   Hdf5Handle file = open_for_reading(path, "Caffe .solverstate.h5");
   XTRAIN_CHECK(open_if(file.get(), "iter", H5I_DATASET).valid(), "'", path,
@@ -312,6 +311,19 @@ SolverState read_solver_state_hdf5(const std::string& path) {
         path, "' is damaged: its '", kResumeDataset, "' dataset is not xtrain's resume state");
   }
   return state;
+}
+
+}  // namespace
+
+// Each read is tried in a child process first (data/hdf5_crash_isolation.hpp).
+NetParameter read_net_hdf5(const std::string& path) {
+  survive_hdf5_read(path, "the .caffemodel.h5", [&] { (void)read_net_hdf5_here(path); });
+  return read_net_hdf5_here(path);
+}
+
+SolverState read_solver_state_hdf5(const std::string& path) {
+  survive_hdf5_read(path, "the .solverstate.h5", [&] { (void)read_solver_state_hdf5_here(path); });
+  return read_solver_state_hdf5_here(path);
 }
 
 bool looks_like_hdf5(const std::string& path) {
