@@ -25,6 +25,9 @@ PACKAGES=(
 TEST_PACKAGES=(
   libgtest-dev libgmock-dev
   chromium  # tests render the training report headless (tests/tools/report_render_test.cpp)
+  # scripts/fuzz.sh: libFuzzer and the sanitizers come with clang, OpenMP for
+  # clang is libomp, and /usr/bin/time measures each target's CPU time.
+  clang libclang-rt-14-dev libomp-14-dev time
 )
 case "${1:-}" in
   "") PACKAGES+=("${TEST_PACKAGES[@]}") ;;

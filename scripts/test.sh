@@ -15,5 +15,8 @@ if [ "${CI:-}" = "true" ]; then
 else
   scripts/build.sh -DXTRAIN_BUILD_TESTS=ON -DXTRAIN_USE_CUDA=AUTO
 fi
-cd "${XTRAIN_BUILD_DIR:-build}"
-ctest --output-on-failure -j "${XTRAIN_JOBS:-$(nproc)}"
+(cd "${XTRAIN_BUILD_DIR:-build}" && ctest --output-on-failure -j "${XTRAIN_JOBS:-$(nproc)}")
+# Every fuzz target for a short while (its own clang + sanitizer build in
+# build-fuzz/; docs/reliability.md, "Fuzzing"): a parser change that crashes
+# on the seeds or on what a few seconds of mutation find fails here.
+scripts/fuzz.sh "${XTRAIN_FUZZ_SECONDS:-20}"
