@@ -549,6 +549,36 @@ TEST(Hdf5Snapshot, AFileThatCrashesHdf5IsAnErrorNotACrash) {
       << error_of([&] { read_solver_state_hdf5(not_a_state); });
 }
 
+// Found by fuzz/hdf5_snapshot_fuzzer: a damaged shape claimed 1.4 billion
+// values and the reader reserved 5.7 GB for them. Now the values a dataset
+// claims must be stored in the file (here: a dataset never written).
+TEST(Hdf5Snapshot, ADatasetClaimingMoreThanTheFileStoresIsRefusedBeforeAllocating) {
+  TempDir dir("hdf5_snapshot");
+  const std::string path = dir.file("claims.caffemodel.h5");
+  {
+    const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    const hid_t data = H5Gcreate2(file, "data", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t layer = H5Gcreate2(data, "ip", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    const hsize_t dims[2] = {30000, 30000};
+    const hid_t space = H5Screate_simple(2, dims, nullptr);
+    const hid_t dataset =
+        H5Dcreate2(layer, "0", H5T_NATIVE_FLOAT, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(dataset, 0);
+    H5Dclose(dataset);
+    H5Sclose(space);
+    H5Gclose(layer);
+    H5Gclose(data);
+    H5Fclose(file);
+  }
+  const std::string message = error_of([&] { read_net_hdf5(path); });
+  EXPECT_NE(message.find("'data/ip/0' in '" + path +
+                         "' claims 3600000000 bytes of values but the file stores 0 for it: "
+                         "the file is damaged or cut short"),
+            std::string::npos)
+      << message;
+}
+
 TEST(Hdf5Snapshot, WriteRejectsWhatCaffeWouldCrashOn) {
   TempDir dir("hdf5_snapshot");
   const std::string path = dir.file("w.caffemodel.h5");
