@@ -99,6 +99,7 @@ dictionary() {
 # machine short of memory, rather than in libFuzzer's out-of-memory report;
 # the seeds need far less. A `new` that big still is a finding.
 export ASAN_OPTIONS="allocator_may_return_null=1:max_allocation_size_mb=256:detect_stack_use_after_return=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export LSAN_OPTIONS="suppressions=$SOURCE_DIR/fuzz/lsan_suppressions.txt${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 # Our OpenMP loops on one thread: one fuzzing process uses one core.
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
