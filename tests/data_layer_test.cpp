@@ -287,7 +287,7 @@ TEST(DataLayer, CorruptAndEncodedRecordsAreErrors) {
   DataLayer encoded_layer(data_param(dir.file("encoded"), 1));
   message = error_of([&] { encoded_layer.setup({}, tops.both()); });
   EXPECT_NE(message.find("layer 'data' (Data): record '00000000' of LMDB '" + dir.file("encoded") +
-                         "': the encoded image (12 bytes) is not an image OpenCV can decode"),
+                         "': the encoded image (12 bytes) is not an image xtrain decodes"),
             std::string::npos)
       << message;
 }

@@ -150,9 +150,17 @@ TEST(ImageCodec, ReadsFilesAndNamesTheBadOnes) {
   dir.write("text.jpg", "this is not a JPEG\n");
   const std::string garbage =
       error_of([&] { read_image_file(dir.file("text.jpg"), ColorMode::kColor); });
-  EXPECT_NE(garbage.find("'" + dir.file("text.jpg") + "' is not an image OpenCV can decode"),
+  EXPECT_NE(garbage.find("'" + dir.file("text.jpg") +
+                         "' is not an image xtrain decodes: its first bytes are not those of a "
+                         "JPEG, PNG, BMP, TIFF, WebP, JPEG 2000 or PNM file"),
             std::string::npos)
       << garbage;
+  dir.write("cut.png", std::string("\x89PNG\r\n\x1a\n", 8) + "and then nothing of a PNG");
+  const std::string cut =
+      error_of([&] { read_image_file(dir.file("cut.png"), ColorMode::kColor); });
+  EXPECT_NE(cut.find("'" + dir.file("cut.png") + "' is not an image OpenCV can decode"),
+            std::string::npos)
+      << cut;
   dir.write("empty.png", "");
   EXPECT_NE(error_of([&] {
               read_image_file(dir.file("empty.png"), ColorMode::kColor);
@@ -162,6 +170,26 @@ TEST(ImageCodec, ReadsFilesAndNamesTheBadOnes) {
               decode_image("garbage", ColorMode::kGray, "record 'k7' of LMDB 'x'");
             }).find("record 'k7' of LMDB 'x' is not an image"),
             std::string::npos);
+}
+
+// Found by fuzz/image_fuzzer: OpenCV tried its DICOM codec on these bytes
+// (a 128-byte preamble, then "DICM"), and GDCM's assert aborted the process.
+// Only the formats a training image comes in reach OpenCV now.
+TEST(ImageCodec, BytesOfOtherFormatsNeverReachOpenCV) {
+  const std::string dicom_looking = std::string("\x89PNNG\r\n\x1a\n\0G\r\n\x1a\n\0\0\0\r\0\0", 21) +
+                                    std::string(96, '\xff') +
+                                    std::string("IHDR\0\0\0N\0BEDICM`\x82", 17);
+  ASSERT_EQ(dicom_looking.size(), 134u);
+  const std::string message =
+      error_of([&] { decode_image(dicom_looking, ColorMode::kColor, "'scan.png'"); });
+  EXPECT_NE(message.find("'scan.png' is not an image xtrain decodes"), std::string::npos)
+      << message;
+  for (const char* radiance_hdr : {"#?RADIANCE\n", "#?RGBE\n"}) {
+    EXPECT_NE(error_of([&] {
+                decode_image(radiance_hdr, ColorMode::kColor, "'sky.hdr'");
+              }).find("is not an image xtrain decodes"),
+              std::string::npos);
+  }
 }
 
 TEST(ImageCodec, EncodesKnownFormatsOnly) {

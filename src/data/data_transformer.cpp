@@ -5,6 +5,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <utility>
 
+#include "data/image_header.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -155,6 +156,7 @@ PixelSource DataTransformer::pixels_of(const Datum& datum, Scratch& scratch) con
   XTRAIN_CHECK(
       !bytes.empty() && bytes.size() <= static_cast<std::size_t>(std::numeric_limits<int>::max()),
       "the encoded image holds ", bytes.size(), " bytes");
+  check_image_header(bytes, "the encoded image (" + std::to_string(bytes.size()) + " bytes)");
   const cv::Mat encoded(1, static_cast<int>(bytes.size()), CV_8UC1,
                         const_cast<char*>(bytes.data()));
   try {

@@ -81,13 +81,7 @@ cv::Mat decode_to_mat(const std::string& bytes, ColorMode mode, const std::strin
   XTRAIN_CHECK(!bytes.empty(), what, " is empty, not an image");
   XTRAIN_CHECK(bytes.size() <= static_cast<std::size_t>(std::numeric_limits<int>::max()), what,
                " is too large (", bytes.size(), " bytes) to decode");
-  if (const std::optional<ImageSize> size = encoded_image_size(bytes)) {
-    const std::uint64_t pixels = std::uint64_t{size->width} * size->height;
-    XTRAIN_CHECK(pixels > 0 && pixels <= kMaxDecodedPixels, what, " claims ", size->width, "x",
-                 size->height, " pixels in its header, ",
-                 pixels == 0 ? "none" : "more than can be decoded (2^30)",
-                 ": the file is damaged, or far too large for a training image (resize it)");
-  }
+  check_image_header(bytes, what);
   const cv::Mat encoded(1, static_cast<int>(bytes.size()), CV_8UC1,
                         const_cast<char*>(bytes.data()));
   cv::Mat decoded;
@@ -119,9 +113,7 @@ Image decode_image(const std::string& bytes, ColorMode mode, const std::string& 
   return image_from_mat(decode_to_mat(bytes, mode, what));
 }
 
-std::string read_file_bytes(const std::string& path) {
-  return read_input_file(path, "");
-}
+std::string read_file_bytes(const std::string& path) { return read_input_file(path, ""); }
 
 Image decode_and_resize(const std::string& bytes, ColorMode mode, int resize_height,
                         int resize_width, const std::string& what) {

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "xtrain/error.hpp"
+
 namespace xtrain {
 namespace {
 
@@ -49,11 +51,43 @@ std::optional<ImageSize> jpeg_size(const std::string& bytes) {
   return std::nullopt;
 }
 
+bool starts_with(const std::string& bytes, std::size_t at, const char* signature,
+                 std::size_t length) {
+  return bytes.size() >= at + length && bytes.compare(at, length, signature, length) == 0;
+}
+
 }  // namespace
+
+std::optional<std::string> encoded_image_format(const std::string& bytes) {
+  if (starts_with(bytes, 0, "\xFF\xD8\xFF", 3)) return "JPEG";
+  if (starts_with(bytes, 0, "\x89PNG\r\n\x1a\n", 8)) return "PNG";
+  if (starts_with(bytes, 0, "BM", 2)) return "BMP";
+  if (starts_with(bytes, 0, "II*\0", 4) || starts_with(bytes, 0, "MM\0*", 4)) return "TIFF";
+  if (starts_with(bytes, 0, "RIFF", 4) && starts_with(bytes, 8, "WEBP", 4)) return "WebP";
+  if (starts_with(bytes, 0, "\0\0\0\x0cjP  \r\n\x87\n", 12) ||
+      starts_with(bytes, 0, "\xFF\x4F\xFF\x51", 4)) {
+    return "JPEG 2000";
+  }
+  if (bytes.size() >= 2 && bytes[0] == 'P' && bytes[1] >= '1' && bytes[1] <= '7') return "PNM";
+  return std::nullopt;
+}
 
 std::optional<ImageSize> encoded_image_size(const std::string& bytes) {
   if (auto size = png_size(bytes)) return size;
   return jpeg_size(bytes);
+}
+
+void check_image_header(const std::string& bytes, const std::string& what) {
+  XTRAIN_CHECK(encoded_image_format(bytes).has_value(), what,
+               " is not an image xtrain decodes: its first bytes are not those of a ",
+               kDecodedImageFormats, " file; the file is damaged or of another kind");
+  if (const std::optional<ImageSize> size = encoded_image_size(bytes)) {
+    const std::uint64_t pixels = std::uint64_t{size->width} * size->height;
+    XTRAIN_CHECK(pixels > 0 && pixels <= kMaxDecodedPixels, what, " claims ", size->width, "x",
+                 size->height, " pixels in its header, ",
+                 pixels == 0 ? "none" : "more than can be decoded (2^30)",
+                 ": the file is damaged, or far too large for a training image (resize it)");
+  }
 }
 
 }  // namespace xtrain
