@@ -44,6 +44,15 @@ void prepare_process() {
   });
 }
 
+bool is_internal_error(const xtrain::Error& error) {
+  return std::strstr(error.what(), "internal error (a bug in xtrain") != nullptr;
+}
+
+void report_internal_error(const xtrain::Error& error) {
+  std::fprintf(stderr, "fuzz target: %s\n", error.what());
+  std::abort();
+}
+
 const std::string& scratch_directory() { return scratch(); }
 
 std::string source_path(const std::string& relative_path) {
