@@ -44,11 +44,7 @@ void prepare_process() {
   });
 }
 
-bool is_internal_error(const xtrain::Error& error) {
-  return std::strstr(error.what(), "internal error (a bug in xtrain") != nullptr;
-}
-
-void report_internal_error(const xtrain::Error& error) {
+void report_internal_error(const xtrain::InternalError& error) {
   std::fprintf(stderr, "fuzz target: %s\n", error.what());
   std::abort();
 }

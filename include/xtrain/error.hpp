@@ -21,6 +21,15 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// What XTRAIN_ASSERT throws: still an Error, so a caller's catch works, but
+// one that is a bug in xtrain rather than in the input (the fuzz targets
+// tell the two apart by it). Code that adds context by throwing a new Error
+// with the message of a caught one turns it into a plain Error.
+class InternalError : public Error {
+ public:
+  using Error::Error;
+};
+
 namespace detail {
 template <typename... Parts>
 std::string concat(Parts&&... parts) {
