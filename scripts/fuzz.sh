@@ -14,9 +14,10 @@
 # Per target it prints the CPU seconds the run used (user + system, measured
 # by /usr/bin/time, not wall time), the inputs executed, whether there was a
 # finding, and the CPU-hours the target has run since its last finding (the
-# runs are added up in build-fuzz/fuzz-cpu.tsv). Exits 1
-# if any target had a finding (a crash, a sanitizer report, an exception other
-# than xtrain::Error, a leak, a timeout or running out of memory).
+# runs are added up in build-fuzz/fuzz-cpu.tsv). Exits 1 if any target had a
+# finding (a crash, a sanitizer report, an exception other than
+# xtrain::Error, an internal error, a leak, a timeout or running out of
+# memory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,8 +43,11 @@ if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
     -DXTRAIN_BUILD_FUZZERS=ON -DXTRAIN_USE_CUDA=OFF -DXTRAIN_BUILD_TESTS=OFF \
     -DXTRAIN_BUILD_TOOLS=OFF >/dev/null
 fi
-cmake --build "$BUILD_DIR" -j "$JOBS" | grep -vE '^\[ *[0-9]+%\] (Building|Linking)' || true
-[ "${PIPESTATUS[0]}" -eq 0 ] || { echo "fuzz.sh: the fuzzing build failed" >&2; exit 2; }
+if ! cmake --build "$BUILD_DIR" -j "$JOBS" >"$BUILD_DIR/build.log" 2>&1; then
+  tail -n 40 "$BUILD_DIR/build.log" >&2
+  echo "fuzz.sh: the fuzzing build failed (all of it: $BUILD_DIR/build.log)" >&2
+  exit 2
+fi
 
 ALL_TARGETS=()
 for source in fuzz/*_fuzzer.cpp; do
