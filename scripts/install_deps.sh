@@ -2,27 +2,37 @@
 # Installs the Debian packages xtrain needs to build, test and run its demo.
 # Installs only what is missing; safe to run again.
 #   scripts/install_deps.sh         everything (build, run, test)
-#   scripts/install_deps.sh --run   what building and running need, without the
-#                                   test-only packages (README command 1)
+#   scripts/install_deps.sh --run   what building and running README command 1
+#                                   need: no test-only packages, no MPI, no
+#                                   Graphviz, three OpenCV modules
 set -euo pipefail
 
+# What building xtrain and running README command 1 need (--run)...
 PACKAGES=(
   build-essential cmake pkg-config
   libprotobuf-dev protobuf-compiler
-  liblmdb-dev lmdb-utils
+  liblmdb-dev
   libgflags-dev
   libopenblas-dev
   libopenblas0-openmp
   libdnnl-dev
-  python3
-  libopencv-dev
+  # The three OpenCV modules xtrain uses, which CMakeLists.txt finds without
+  # OpenCV's CMake package: that one is in libopencv-dev, which pulls in
+  # every module's -dev package (~250 packages, ~190 MB: GDAL, VTK, FFmpeg,
+  # GTK, ...), half of what README command 1 would install.
+  libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   libhdf5-dev
   zlib1g-dev
-  openmpi-bin libopenmpi-dev
-  graphviz  # xtrain draw renders nets with its dot
   dataset-fashion-mnist
 )
-TEST_PACKAGES=(
+# ...and, without --run, the rest: what the tests need, and the optional
+# parts the build and the tools use when they are there.
+FULL_PACKAGES=(
+  libopencv-dev  # OpenCV's CMake package (the build prefers it)
+  openmpi-bin libopenmpi-dev  # several processes (mpirun; the build finds MPI)
+  graphviz  # xtrain draw renders nets with its dot
+  lmdb-utils  # mdb_stat, mdb_dump
+  python3  # tests (bench/caffe_memory_test.py)
   libgtest-dev libgmock-dev
   chromium  # tests render the training report headless (tests/tools/report_render_test.cpp)
   # scripts/fuzz.sh: libFuzzer and the sanitizers come with clang, OpenMP for
@@ -30,7 +40,7 @@ TEST_PACKAGES=(
   clang libclang-rt-14-dev libomp-14-dev time
 )
 case "${1:-}" in
-  "") PACKAGES+=("${TEST_PACKAGES[@]}") ;;
+  "") PACKAGES+=("${FULL_PACKAGES[@]}") ;;
   --run) ;;
   *) echo "install_deps: unknown argument '$1' (use --run, or nothing for everything)" >&2; exit 1 ;;
 esac
