@@ -5,6 +5,7 @@
 // a batch slot. Four transformations, so the input meets each path: none;
 // a TRAIN crop with mirroring and one mean value per channel; force_color
 // with a scale; force_gray with a TEST crop.
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -52,7 +53,13 @@ void read_as_a_data_layer(std::string_view bytes, Case& one) {
   xtrain::parse_datum(bytes, "00000000", source, &datum);
   const xtrain::DatumShape shape = one.transformer->decoded_shape(datum);
   one.transformer->check_input_shape(shape);
-  std::vector<float> slot(one.transformer->output_shape(shape).count());
+  // A record may rightly hold a large image (an encoded one up to the 2^30
+  // pixels image_header allows): the Data layer would allocate its batch for
+  // it. Past this harness's allocation limit that is not a finding.
+  constexpr std::size_t kMaxSlotFloats = std::size_t{32} << 20;
+  const std::size_t count = one.transformer->output_shape(shape).count();
+  if (count > kMaxSlotFloats) return;
+  std::vector<float> slot(count);
   const xtrain::PixelSource pixels = one.transformer->pixels_of(datum, one.scratch);
   if (!one.transformer->batchable_with(shape, pixels.shape)) return;
   xtrain::RandomStream random(7);
