@@ -17,6 +17,7 @@
 #include "convolution_test_support.hpp"
 #include "layers/base_convolution_layer.hpp"
 #include "layers/convolution_choice_cache.hpp"
+#include "layers/direct_convolution.hpp"
 #include "layers/gemm_convolution.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/cpu_convolution_options.hpp"
@@ -263,6 +264,25 @@ TEST_F(ConvolutionChoiceCacheTest, SkipsOtherMachinesAndBrokenLines) {
   EXPECT_TRUE(cached_convolution_choice(lenet_conv1(17)));
   EXPECT_NE(file_text().find("another CPU; 64 threads"), std::string::npos)
       << "rewriting the file keeps other machines' choices";
+}
+
+// A cache written before our direct kernels existed (its key ends at the
+// oneDNN part) chose among fewer engines: those choices are timed again, not
+// reused, so that an upgrade's kernels reach nets the user trained before.
+TEST_F(ConvolutionChoiceCacheTest, ChoicesOfABuildWithOtherKernelsAreNotReused) {
+  const std::string key = convolution_machine_key();
+  const std::string engines = own_convolution_engines();
+  ASSERT_GE(key.size(), engines.size());
+  EXPECT_EQ(key.substr(key.size() - engines.size()), engines);
+  EXPECT_NE(engines.find(ConvolutionChoice::kGemm), std::string::npos) << engines;
+  for (int lanes : correlation_lane_widths()) {
+    EXPECT_NE(engines.find(DirectConvolution::name_for(lanes)), std::string::npos) << engines;
+  }
+  const std::string older_key = key.substr(0, key.size() - engines.size() - 2);  // without "; "
+  std::ofstream(cpu_convolution_cache_file())
+      << older_key << "\t" << lenet_conv1(29).to_string() << "\t"
+      << some_choice("jit:avx2").to_string() << "\n";
+  EXPECT_FALSE(cached_convolution_choice(lenet_conv1(29)));
 }
 
 TEST(ConvolutionChoiceCacheFolderTest, UnwritableFolderWarnsOnceAndLastsForTheRun) {

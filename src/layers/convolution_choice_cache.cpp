@@ -69,7 +69,8 @@ std::string entry_key(const ConvolutionShape& shape) {
 
 std::string convolution_machine_key() {
   static const std::string model = cpu_model();
-  return model + "; " + std::to_string(cpu_threads()) + " threads; " + onednn_kernel_set();
+  return model + "; " + std::to_string(cpu_threads()) + " threads; " + onednn_kernel_set() + "; " +
+         own_convolution_engines();
 }
 
 std::optional<ConvolutionChoice> cached_convolution_choice(const ConvolutionShape& shape) {

@@ -163,16 +163,20 @@ bool is_plain_token(const std::string& token) {
   return token == ConvolutionChoice::kGemm || DirectConvolution::lanes_of(token) > 0;
 }
 
+// Every plain token on this machine, for any shape.
+std::vector<std::string> all_plain_tokens() {
+  std::vector<std::string> tokens = {ConvolutionChoice::kGemm};
+  for (int lanes : correlation_lane_widths()) tokens.push_back(DirectConvolution::name_for(lanes));
+  return tokens;
+}
+
 PlainResult search_plain(const ConvolutionShape& shape, const TimingArrays& arrays,
                          std::array<double, kConvolutionPassCount>& best) {
-  std::vector<std::string> tokens = {ConvolutionChoice::kGemm};
-  for (int lanes : DirectConvolution::lane_widths_for(shape)) {
-    tokens.push_back(DirectConvolution::name_for(lanes));
-  }
   PlainResult result;
   result.seconds.fill(kNever);
-  for (const std::string& token : tokens) {
+  for (const std::string& token : all_plain_tokens()) {
     const std::unique_ptr<ConvolutionEngine> engine = make_plain_engine(shape, token);
+    if (!engine) continue;  // a direct width that does not take the shape
     for (Pass pass : kPasses) {
       const int p = static_cast<int>(pass);
       const double seconds =
@@ -245,6 +249,12 @@ std::optional<LayoutResult> search_layout(const ConvolutionShape& shape, Layout 
 }
 
 }  // namespace
+
+std::string own_convolution_engines() {
+  std::string text = "xtrain " XTRAIN_VERSION_STRING ":";
+  for (const std::string& token : all_plain_tokens()) text += " " + token;
+  return text;
+}
 
 std::string ConvolutionChoice::to_string() const {
   std::string text = std::string("layout=") + layout_token(layout);

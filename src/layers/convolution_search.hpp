@@ -47,6 +47,13 @@ struct ConvolutionChoice {
   std::string describe() const;
 };
 
+// The engines of our own that the search offers on this machine, after
+// XTRAIN_MAX_CPU_ISA, and the xtrain version, e.g. "xtrain 0.1.0: im2col_gemm
+// direct8 direct16". Part of the choice cache's machine key: choices timed
+// before a kernel existed (an older build, a lower ISA cap) must not keep it
+// out of later runs, so those are timed again.
+std::string own_convolution_engines();
+
 // Times the candidates for `shape` (see above); takes from a fraction of a
 // second to a few seconds for a large layer.
 ConvolutionChoice search_convolution(const ConvolutionShape& shape);
