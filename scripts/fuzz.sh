@@ -18,6 +18,10 @@
 # finding (a crash, a sanitizer report, an exception other than
 # xtrain::Error, an internal error, a leak, a timeout or running out of
 # memory).
+#
+# XTRAIN_FUZZ_SEED fixes libFuzzer's random seed (scripts/test.sh sets 1, so
+# that CI on the same tree mutates the same way and a CI finding can be
+# replayed); unset, each run explores differently.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -127,7 +131,7 @@ for target in "${TARGETS[@]}"; do
   /usr/bin/time -f '%U %S' -o "$logs/$target.time" \
     "$binary" -max_total_time="$SECONDS_PER_TARGET" -max_len="$(max_len "$target")" \
     -timeout=30 -rss_limit_mb=3072 -print_final_stats=1 -artifact_prefix="$artifacts/" \
-    $(dictionary "$target") "$corpus" "${seed_dirs[@]}" >"$log" 2>&1 || status=$?
+    ${XTRAIN_FUZZ_SEED:+-seed="$XTRAIN_FUZZ_SEED"} $(dictionary "$target") "$corpus" "${seed_dirs[@]}" >"$log" 2>&1 || status=$?
   cpu="$(awk 'END { printf "%.1f", $1 + $2 }' "$logs/$target.time")"
   executions="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
   executions="${executions:-0}"
