@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "blocked_layout_test_support.hpp"
+#include "storage_test_support.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/net.hpp"
 #include "xtrain/proto_io.hpp"
@@ -123,14 +124,6 @@ bool same_bits(const float* a, const float* b, std::size_t n) {
   return std::memcmp(a, b, n * sizeof(float)) == 0;
 }
 
-std::size_t distinct_storage(const Net& net, bool diff) {
-  std::set<const SyncedMemory*> storage;
-  for (const auto& blob : net.blobs()) {
-    storage.insert(diff ? blob->diff_memory().get() : blob->data_memory().get());
-  }
-  return storage.size();
-}
-
 // Runs both nets in lockstep and compares outputs and parameter gradients
 // bit for bit.
 void expect_identical_runs(const std::string& text, Phase phase) {
@@ -138,7 +131,7 @@ void expect_identical_runs(const std::string& text, Phase phase) {
   auto shared = make_net(text, phase, true);
   const bool diffs = phase == TRAIN;
   // The plan must have shared something, or this test proves nothing.
-  ASSERT_LT(distinct_storage(*shared, diffs), distinct_storage(*plain, diffs));
+  ASSERT_LT(testing::blob_storage_bytes(*shared, diffs), testing::blob_storage_bytes(*plain, diffs));
   for (int iteration = 0; iteration < 3; ++iteration) {
     SCOPED_TRACE("iteration " + std::to_string(iteration));
     plain->clear_param_diffs();
@@ -215,15 +208,15 @@ void expect_no_live_overlap(const std::string& text, Phase phase) {
   auto plain = make_net(text, phase, false);
   auto shared = make_net(text, phase, true);
   const auto steps = live_steps(*plain, diff);
-  auto storage = [&](const Net& net, int blob) {
-    return diff ? net.blobs()[blob]->diff_memory().get() : net.blobs()[blob]->data_memory().get();
+  auto shares = [&](const Net& net, int a, int b) {
+    return testing::blobs_share_storage(net, a, b, diff);
   };
   int newly_shared_pairs = 0;
   const int blobs = static_cast<int>(plain->blobs().size());
   for (int a = 0; a < blobs; ++a) {
     for (int b = a + 1; b < blobs; ++b) {
-      if (storage(*shared, a) != storage(*shared, b)) continue;
-      if (storage(*plain, a) == storage(*plain, b)) continue;
+      if (!shares(*shared, a, b)) continue;
+      if (shares(*plain, a, b)) continue;
       ++newly_shared_pairs;
       ASSERT_FALSE(steps[a].empty() || steps[b].empty())
           << plain->blob_names()[a] << " / " << plain->blob_names()[b];
@@ -237,8 +230,8 @@ void expect_no_live_overlap(const std::string& text, Phase phase) {
   // Outputs, inputs and losses keep their own storage.
   for (int output : shared->output_blob_indices()) {
     for (int other = 0; other < blobs; ++other) {
-      if (other == output || storage(*plain, other) == storage(*plain, output)) continue;
-      EXPECT_NE(storage(*shared, other), storage(*shared, output))
+      if (other == output || shares(*plain, other, output)) continue;
+      EXPECT_FALSE(shares(*shared, other, output))
           << "output " << shared->blob_names()[output];
     }
   }
@@ -266,8 +259,8 @@ TEST(NetMemoryPlan, KeepsNamedBlobsAndUnwrittenDiffsApart) {
   const int blobs = static_cast<int>(shared->blobs().size());
   for (int i : kept) {
     for (int j = 0; j < blobs; ++j) {
-      if (j == i || plain->blobs()[j]->diff_memory() == plain->blobs()[i]->diff_memory()) continue;
-      EXPECT_NE(shared->blobs()[j]->diff_memory(), shared->blobs()[i]->diff_memory())
+      if (j == i || testing::blobs_share_storage(*plain, i, j, true)) continue;
+      EXPECT_FALSE(testing::blobs_share_storage(*shared, i, j, true))
           << shared->blob_names()[i] << " shares its diff with " << shared->blob_names()[j];
     }
   }
@@ -331,6 +324,75 @@ TEST(NetMemoryPlan, FirstFitFillsTheGapOfATwoPartLifetime) {
   EXPECT_EQ(buffer_of, (std::vector<int>{0, 0, 1, 1}));
 }
 
+// The arena puts units of different sizes side by side where buffers cannot:
+// A (8 bytes x 64, steps 0-1) is dead when B and C (4 x 64 each, steps 2-3)
+// live, so both fit in A's place; buffers would need 8 + 4.
+TEST(NetMemoryPlan, ArenaPutsSmallerUnitsSideBySideInALargerOnesPlace) {
+  const std::vector<Lifetime> lives = {{{0, 1}, {}}, {{2, 3}, {}}, {{2, 3}, {}}, {{0, 3}, {}}};
+  const std::vector<std::size_t> bytes = {512, 256, 256, 100};
+  const std::vector<bool> eligible = {true, true, true, false};
+  std::size_t arena_bytes = 0;
+  const std::vector<std::ptrdiff_t> offsets =
+      assign_arena_offsets(lives, bytes, eligible, &arena_bytes);
+  EXPECT_EQ(arena_bytes, 512u);
+  EXPECT_EQ(offsets[3], -1) << "not eligible";
+  EXPECT_NE(offsets[1], offsets[2]);
+  for (int unit : {1, 2}) {
+    EXPECT_GE(offsets[unit], 0);
+    EXPECT_LE(offsets[unit] + 256, 512);
+    EXPECT_EQ(offsets[unit] % 64, 0);
+  }
+  std::vector<std::size_t> buffer_bytes;
+  assign_shared_buffers(lives, bytes, eligible, &buffer_bytes);
+  EXPECT_EQ(buffer_bytes, (std::vector<std::size_t>{512, 256}));
+}
+
+// Units whose places overlap are never live together, on a random mix of
+// sizes and (two-part) lifetimes; sizes are rounded up to 64 bytes.
+TEST(NetMemoryPlan, ArenaNeverOverlapsUnitsLiveTogether) {
+  std::vector<Lifetime> lives;
+  std::vector<std::size_t> bytes;
+  unsigned state = 12345;
+  auto next = [&](unsigned bound) {
+    state = state * 1103515245u + 12345u;
+    return (state >> 8) % bound;
+  };
+  for (int unit = 0; unit < 60; ++unit) {
+    const int first = static_cast<int>(next(40));
+    Lifetime life{{first, first + static_cast<int>(next(10))}, {}};
+    if (next(3) == 0) {
+      const int second = life.first.last + 1 + static_cast<int>(next(20));
+      life.second = {second, second + static_cast<int>(next(5))};
+    }
+    lives.push_back(life);
+    bytes.push_back(1 + next(5000));
+  }
+  const std::vector<bool> eligible(lives.size(), true);
+  std::size_t arena_bytes = 0;
+  const auto offsets = assign_arena_offsets(lives, bytes, eligible, &arena_bytes);
+  std::size_t most_live = 0;
+  for (int step = 0; step < 80; ++step) {
+    std::size_t live = 0;
+    for (std::size_t u = 0; u < lives.size(); ++u) {
+      const Lifetime point{{step, step}, {}};
+      if (lives[u].overlaps(point)) live += (bytes[u] + 63) / 64 * 64;
+    }
+    most_live = std::max(most_live, live);
+  }
+  EXPECT_GE(arena_bytes, most_live);
+  for (std::size_t a = 0; a < lives.size(); ++a) {
+    ASSERT_GE(offsets[a], 0);
+    EXPECT_LE(static_cast<std::size_t>(offsets[a]) + bytes[a], arena_bytes);
+    for (std::size_t b = a + 1; b < lives.size(); ++b) {
+      const bool places_overlap = offsets[a] < offsets[b] + static_cast<std::ptrdiff_t>(bytes[b]) &&
+                                  offsets[b] < offsets[a] + static_cast<std::ptrdiff_t>(bytes[a]);
+      if (places_overlap) {
+        EXPECT_FALSE(lives[a].overlaps(lives[b])) << a << " and " << b;
+      }
+    }
+  }
+}
+
 // In a training net the outputs of the Convolution -> BatchNorm -> Scale ->
 // ReLU chains that feed the next convolution are recomputed in backward from
 // BatchNorm's copy, so their storage serves others in between (the bits are
@@ -345,7 +407,7 @@ TEST(NetMemoryPlan, ResnetLikeTrainRecomputesTheChainsThatFeedConvolutions) {
   int sharers = 0;
   for (std::size_t other = 0; other < shared->blobs().size(); ++other) {
     if (static_cast<int>(other) != chain &&
-        shared->blobs()[other]->data_memory() == shared->blobs()[chain]->data_memory()) {
+        testing::blobs_share_storage(*shared, static_cast<int>(other), chain, false)) {
       ++sharers;
     }
   }
@@ -353,7 +415,35 @@ TEST(NetMemoryPlan, ResnetLikeTrainRecomputesTheChainsThatFeedConvolutions) {
   // Without the plan nothing shares that storage.
   for (std::size_t other = 0; other < plain->blobs().size(); ++other) {
     if (static_cast<int>(other) == chain) continue;
-    EXPECT_NE(plain->blobs()[other]->data_memory(), plain->blobs()[chain]->data_memory());
+    EXPECT_FALSE(testing::blobs_share_storage(*plain, static_cast<int>(other), chain, false));
+  }
+}
+
+// A block's output (the Eltwise sum + ReLU) is recomputed from its bottoms:
+// block a's from its two Scale outputs, which are dead by then and are
+// recomputed first, at the same step, in forward order.
+TEST(NetMemoryPlan, ResnetLikeTrainRecomputesBlockOutputsFromTheirBranches) {
+  auto net = make_net(resnet_like(), TRAIN, false);
+  const NetMemoryPlan plan = plan_net_memory(*net, {});
+  auto recompute_of = [&](const std::string& layer) {
+    for (std::size_t i = 0; i < plan.recomputes.size(); ++i) {
+      if (net->layer_names()[plan.recomputes[i].layer] == layer) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  const int sum = recompute_of("resa");
+  ASSERT_GE(sum, 0) << "block a's output is kept through to backward";
+  for (const char* branch : {"scale_resa_branch1", "scale_resa_branch2c"}) {
+    const int scale = recompute_of(branch);
+    ASSERT_GE(scale, 0) << branch << " is not recomputed for the sum";
+    EXPECT_LT(scale, sum) << branch << " must come back before the sum that reads it";
+    EXPECT_EQ(plan.recomputes[scale].before_backward_of, plan.recomputes[sum].before_backward_of)
+        << branch;
+  }
+  // Block b reads block a's output: a comes back no later than b.
+  const int next = recompute_of("resb");
+  if (next >= 0) {
+    EXPECT_GE(plan.recomputes[sum].before_backward_of, plan.recomputes[next].before_backward_of);
   }
 }
 

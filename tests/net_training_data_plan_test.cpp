@@ -5,12 +5,15 @@
 // computes without the plan.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "blocked_layout_test_support.hpp"
 #include "core/net_memory_plan.hpp"
+#include "storage_test_support.hpp"
 #include "xtrain/net.hpp"
 #include "xtrain/proto_io.hpp"
 
@@ -73,17 +76,11 @@ std::unique_ptr<Net> make_net(bool share, bool fuse) {
   return std::make_unique<Net>(param, options);
 }
 
-std::size_t distinct_data_storage(const Net& net) {
-  std::set<const SyncedMemory*> storage;
-  for (const auto& blob : net.blobs()) storage.insert(blob->data_memory().get());
-  return storage.size();
-}
-
 void expect_shared_training_matches(bool fuse) {
   auto plain = make_net(false, fuse);
   auto shared = make_net(true, fuse);
   // The plan must share some data, or this test proves nothing.
-  ASSERT_LT(distinct_data_storage(*shared), distinct_data_storage(*plain));
+  ASSERT_LT(testing::blob_storage_bytes(*shared, false), testing::blob_storage_bytes(*plain, false));
   for (int iteration = 0; iteration < 3; ++iteration) {
     const float plain_loss = plain->forward_backward();
     const float shared_loss = shared->forward_backward();
@@ -102,12 +99,15 @@ void expect_shared_training_matches(bool fuse) {
 TEST(NetTrainingDataPlan, IsBitIdentical) { expect_shared_training_matches(true); }
 TEST(NetTrainingDataPlan, WithoutFusedReluIsBitIdentical) { expect_shared_training_matches(false); }
 
-// Which blobs share: branch_b's values are dead once the sum is computed
-// and lend their storage to a blob born later; branch_a's are needed again
-// only for the mask of the ReLU its Scale absorbed, which the Scale
-// recomputes from BatchNorm's copy (Layer::recompute_top), so they lend
-// their storage between the passes too; stem's are read by both branch
-// convolutions' backward, and no blob lives only while they are not needed.
+// Which blobs share: stem's, branch_a's, sum's and head's values are needed
+// in backward (the convolutions' weight gradients, the mask of the ReLU a
+// Scale absorbed) but can be written again there: the Scales from
+// BatchNorm's copy, the sum from branch_a and branch_b (Layer::recompute_top).
+// So they lend their storage between the passes, and the sum's bottoms come
+// back just before it, at the same step, in forward order. branch_b, dead
+// after the sum's forward except for that one step, finds no blob to share
+// with in a net this small and keeps its storage (then its values are never
+// lost and need no recomputing).
 TEST(NetTrainingDataPlan, SharesValuesBackwardDoesNotTouchOrRecomputes) {
   auto net = make_net(false, true);  // the plan as the Net would apply it
   const NetMemoryPlan plan = plan_net_memory(*net, {});
@@ -115,17 +115,29 @@ TEST(NetTrainingDataPlan, SharesValuesBackwardDoesNotTouchOrRecomputes) {
   for (const auto& buffer : plan.data_buffers) {
     for (int blob : buffer.blobs) shared.insert(net->blob_names()[blob]);
   }
-  EXPECT_EQ(shared.count("branch_b"), 1u);
-  EXPECT_EQ(shared.count("stem"), 0u);
-  EXPECT_EQ(shared.count("branch_a"), 1u);
-  std::set<std::string> recomputing;
+  for (const char* blob : {"stem", "branch_a", "sum"}) EXPECT_EQ(shared.count(blob), 1u) << blob;
+  std::vector<std::string> recomputing;
+  int sum_step = -1;
+  int branch_a_step = -1;
   for (const NetMemoryPlan::Recompute& recompute : plan.recomputes) {
-    recomputing.insert(net->layer_names()[recompute.layer]);
+    const std::string& layer = net->layer_names()[recompute.layer];
+    recomputing.push_back(layer);
+    if (layer == "sum") sum_step = recompute.before_backward_of;
+    if (layer == "scale_branch_a") branch_a_step = recompute.before_backward_of;
     // Before the backward of a layer that has the blob, never after.
     EXPECT_GE(recompute.before_backward_of, recompute.layer);
   }
-  EXPECT_EQ(recomputing.count("scale_branch_a"), 1u);
-  EXPECT_EQ(recomputing.count("scale_branch_b"), 0u) << "branch_b is not needed in backward";
+  auto position = [&](const std::string& layer) {
+    return std::find(recomputing.begin(), recomputing.end(), layer) - recomputing.begin();
+  };
+  ASSERT_LT(position("sum"), static_cast<long>(recomputing.size()));
+  ASSERT_LT(position("scale_branch_a"), static_cast<long>(recomputing.size()));
+  EXPECT_LT(position("scale_branch_a"), position("sum")) << "the sum's bottom comes back first";
+  EXPECT_EQ(branch_a_step, sum_step);
+  EXPECT_EQ(net->layer_names()[sum_step], "head") << "the sum is back for head's backward";
+  EXPECT_EQ(std::count(recomputing.begin(), recomputing.end(), "scale_branch_b"),
+            shared.count("branch_b"))
+      << "branch_b is recomputed exactly when its storage is lent out";
 }
 
 }  // namespace

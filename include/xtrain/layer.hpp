@@ -159,13 +159,15 @@ class Layer {
     return false;
   }
 
-  // A layer computed in place that can write its top's values again from
+  // A layer that can write its top's values again says true: in place, from
   // what it keeps for backward (Scale after a BatchNorm whose copy it reads:
-  // top = scale * copy + bias, then its absorbed ReLU) says true. The memory
-  // plan of a CPU training net may then let the top's storage serve other
-  // blobs between the last forward use and the first backward use, and the
-  // Net calls recompute_top() just before that backward: same function, same
-  // inputs, so the same bits as forward wrote.
+  // top = scale * copy + bias, then its absorbed ReLU); otherwise from its
+  // bottoms, which the Net makes hold their forward values again first
+  // (an Eltwise sum). The memory plan of a CPU training net may then let
+  // the top's storage serve other blobs between the last forward use and
+  // the first backward use, and the Net calls recompute_top() just before
+  // that backward: same function, same inputs, so the same bits as forward
+  // wrote.
   virtual bool can_recompute_top() const { return false; }
   virtual void recompute_top(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top) {
     (void)bottom;

@@ -61,6 +61,10 @@ class SyncedMemory {
   void* overwrite_host_as(MemoryLayout layout, const BlockedGeometry& geometry = {});
 
   Head head() const { return head_; }
+  // The host copy's address without touching anything (null before it has
+  // one): storage may be a view into a shared arena (set_cpu_data), so
+  // counting bytes goes by address, not by object.
+  const void* host_pointer() const { return cpu_ptr_; }
   // The device the device copy is on (-1 before it has one).
   int gpu_device() const { return gpu_device_; }
   std::size_t size() const { return size_; }

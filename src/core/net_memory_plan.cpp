@@ -4,8 +4,11 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <limits>
 #include <set>
+#include <utility>
 
+#include "core/aligned_host_memory.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/net.hpp"
 
@@ -27,18 +30,19 @@ struct StorageUnit {
   LiveInterval backward_life;  // and of the backward pass
   int last_forward_writer = -1;  // layer
   // The first step of backward whose layer has one of the unit's blobs as a
-  // bottom or top, touching its values or not, and that layer: a layer may
-  // choose its layouts by a blob's, so recomputed values must be back by then.
+  // bottom or top, touching its values or not: a layer may choose its
+  // layouts by a blob's, so recomputed values must be back by then.
   int first_backward_involvement = -1;
-  int first_backward_layer = -1;
   bool first_use_is_read = false;
   bool may_share = true;
   int recomputed_by = -1;  // layer, when the unit lives twice (see the header)
+  int recompute_step = -1;  // from which step of backward it holds them again
 };
 
 struct Units {
   std::vector<StorageUnit> units;
   std::vector<int> unit_of_blob;  // -1 for blobs without storage
+  std::map<int, int> layer_at_backward_step;
 };
 
 Units group_by_storage(const Net& net, Part part) {
@@ -108,12 +112,22 @@ void walk_backward(const Net& net, Units* units) {
 // The forward pass: each layer reads its bottoms' data and writes its tops'.
 void walk_forward(const Net& net, Units* units) {
   for (std::size_t layer = 0; layer < net.layers().size(); ++layer) {
+    const Layer& this_layer = *net.layers()[layer];
     // A layer absorbed by the one before it (a fused ReLU) computes nothing
     // itself: the one before is the writer.
-    const bool absorbed = net.layers()[layer]->absorbed_by_previous_layer();
+    const bool absorbed = this_layer.absorbed_by_previous_layer();
+    const auto& bottoms = net.bottom_id_vecs()[layer];
+    const auto& tops = net.top_id_vecs()[layer];
+    if (this_layer.tops_share_bottom_data()) {
+      // A Split's tops are views of its bottom: it reads, the writer of the
+      // values stays the layer before.
+      std::vector<int> viewed = bottoms;
+      viewed.insert(viewed.end(), tops.begin(), tops.end());
+      record_step(units, static_cast<int>(layer), Pass::kForward, -1, viewed, {});
+      continue;
+    }
     record_step(units, static_cast<int>(layer), Pass::kForward,
-                absorbed ? -1 : static_cast<int>(layer), net.bottom_id_vecs()[layer],
-                net.top_id_vecs()[layer]);
+                absorbed ? -1 : static_cast<int>(layer), bottoms, tops);
   }
 }
 
@@ -143,9 +157,9 @@ void walk_forward_then_backward(const Net& net, Units* units) {
         StorageUnit& unit = units->units[unit_id];
         if (unit.first_backward_involvement >= 0) continue;
         unit.first_backward_involvement = step;
-        unit.first_backward_layer = layer;
       }
     }
+    units->layer_at_backward_step[step] = layer;
     record_step(units, step++, Pass::kBackward, layer, touched, {});
   }
 }
@@ -184,26 +198,179 @@ void decide_sharing(const Net& net, Part part, const std::vector<bool>& pinned, 
   }
 }
 
-// Units whose values backward needs but their last forward writer can
-// write again: live twice, recomputed before their first backward use.
-void plan_recomputes(const Net& net, Units* units) {
-  for (StorageUnit& unit : units->units) {
-    if (!unit.may_share || unit.backward_life.first < 0 || unit.last_forward_writer < 0 ||
-        unit.first_backward_involvement < 0) {
-      continue;
+// Recomputation (see the header): a unit whose values backward needs is
+// written again by its last forward writer, if that layer can do it
+// (Layer::can_recompute_top) and the bottoms it reads then -- all but the
+// unit itself, for a layer in place -- hold the values it read in forward at
+// that step. A bottom holds them if its storage is its own, or it is live
+// then (from forward, or recomputed at that step or before), or it can be
+// recomputed at that step from nothing but what its writer keeps (a Scale
+// after BatchNorm). Chains go no deeper: a ResNet block's output, the sum
+// of two Scale outputs (a stage's first block) or of a Scale output and the
+// block before, is recomputed where the block before is live, so a stage
+// alternates kept and recomputed outputs rather than bringing them all back
+// at once (which made the stage's first backward step the net's peak).
+class RecomputePlanner {
+ public:
+  RecomputePlanner(const Net& net, Units* units) : net_(net), units_(*units) {}
+
+  void plan() {
+    // Optimistic start: every candidate recomputed at its first backward
+    // involvement; then, in forward order, candidates whose bottoms cannot
+    // be had are dropped until none is (a dropped unit stays live, which
+    // only helps the others).
+    std::vector<int> candidates;
+    for (std::size_t u = 0; u < units_.units.size(); ++u) {
+      StorageUnit& unit = units_.units[u];
+      if (!unit.may_share || unit.backward_life.first < 0 || unit.first_backward_involvement < 0 ||
+          !writer_can_recompute(unit)) {
+        continue;
+      }
+      unit.recomputed_by = unit.last_forward_writer;
+      unit.recompute_step = unit.first_backward_involvement;
+      candidates.push_back(static_cast<int>(u));
     }
-    if (!net.layers()[unit.last_forward_writer]->can_recompute_top()) continue;
-    unit.recomputed_by = unit.last_forward_writer;
+    for (bool dropped = true; dropped;) {
+      dropped = false;
+      for (int u : candidates) {
+        StorageUnit& unit = units_.units[u];
+        if (unit.recomputed_by < 0 || bottoms_obtainable(u, unit.recompute_step)) continue;
+        unit.recomputed_by = -1;
+        unit.recompute_step = -1;
+        dropped = true;
+      }
+    }
+    // Bottoms needed at a step before their own recomputation, or dead by
+    // then, are recomputed at that step.
+    for (int u : candidates) {
+      const StorageUnit& unit = units_.units[u];
+      if (unit.recomputed_by < 0) continue;
+      for (int bottom : bottom_units(u)) obtain(bottom, unit.recompute_step);
+    }
   }
-}
+
+ private:
+  bool writer_can_recompute(const StorageUnit& unit) const {
+    return unit.last_forward_writer >= 0 &&
+           net_.layers()[unit.last_forward_writer]->can_recompute_top();
+  }
+
+  // The units of the bottoms that `u`'s writer reads when recomputing it.
+  std::vector<int> bottom_units(int u) const {
+    std::vector<int> result;
+    for (int blob : net_.bottom_id_vecs()[units_.units[u].last_forward_writer]) {
+      const int bottom = units_.unit_of_blob[blob];
+      if (bottom != u) result.push_back(bottom);
+    }
+    return result;
+  }
+
+  bool bottoms_obtainable(int u, int step) const {
+    const int reader = units_.units[u].last_forward_writer;
+    for (int bottom : bottom_units(u)) {
+      if (!obtainable(bottom, reader, step)) return false;
+    }
+    return true;
+  }
+
+  // Whether unit `u` can hold at `step` the values `reader` read in forward.
+  bool obtainable(int u, int reader, int step) const {
+    if (u < 0) return false;
+    const StorageUnit& unit = units_.units[u];
+    if (unit.last_forward_writer > reader) return false;  // changed after `reader` read it
+    if (!unit.may_share) return true;                      // its own storage: never lent out
+    if (unit.recomputed_by < 0 ? unit.life.last >= step : unit.recompute_step <= step) return true;
+    return writer_can_recompute(unit) && bottom_units(u).empty();
+  }
+
+  // Makes unit `u` hold its values at `step` (obtainable says it can).
+  void obtain(int u, int step) {
+    StorageUnit& unit = units_.units[u];
+    if (!unit.may_share) return;
+    if (unit.recomputed_by < 0) {
+      if (unit.life.last >= step) return;
+      unit.recomputed_by = unit.last_forward_writer;
+    } else if (unit.recompute_step <= step) {
+      return;
+    }
+    XTRAIN_ASSERT(bottom_units(u).empty(), "only a unit that reads no bottoms is brought forward");
+    unit.recompute_step = step;
+  }
+
+  const Net& net_;
+  Units& units_;
+};
 
 Lifetime lifetime_of(const StorageUnit& unit) {
   if (unit.recomputed_by < 0) return {unit.life, {}};
-  return {unit.forward_life, {unit.first_backward_involvement, unit.backward_life.last}};
+  // A unit recomputed only for another's sake holds its values for that step.
+  return {unit.forward_life,
+          {unit.recompute_step, std::max(unit.recompute_step, unit.backward_life.last)}};
 }
 
-void plan_part(const Net& net, Part part, const std::vector<bool>& pinned,
-               std::vector<NetMemoryPlan::Buffer>* buffers, NetMemoryPlan* plan) {
+// Which units share, and where: arena places (`arena`) or buffers. A unit
+// that would share with nobody keeps its own storage.
+struct Placement {
+  std::vector<int> slot;                 // per unit: its buffer, -1 for its own storage
+  std::vector<std::ptrdiff_t> offsets;   // per buffer, in the arena (arena placement)
+  std::vector<std::size_t> slot_bytes;   // per buffer
+  std::size_t arena_bytes = 0;
+};
+
+bool ranges_overlap(std::ptrdiff_t a, std::size_t a_bytes, std::ptrdiff_t b, std::size_t b_bytes) {
+  return a < b + static_cast<std::ptrdiff_t>(b_bytes) && b < a + static_cast<std::ptrdiff_t>(a_bytes);
+}
+
+Placement place_in_arena(const std::vector<Lifetime>& lives, const std::vector<std::size_t>& bytes,
+                         const std::vector<bool>& eligible) {
+  std::size_t arena_bytes = 0;
+  const std::vector<std::ptrdiff_t> offsets = assign_arena_offsets(lives, bytes, eligible, &arena_bytes);
+  Placement placement;
+  placement.slot.assign(lives.size(), -1);
+  for (std::size_t u = 0; u < lives.size(); ++u) {
+    if (offsets[u] < 0) continue;
+    bool shares = false;
+    for (std::size_t other = 0; other < lives.size() && !shares; ++other) {
+      shares = other != u && offsets[other] >= 0 &&
+               ranges_overlap(offsets[u], bytes[u], offsets[other], bytes[other]);
+    }
+    if (!shares) continue;
+    placement.slot[u] = static_cast<int>(placement.offsets.size());
+    placement.offsets.push_back(offsets[u]);
+    placement.slot_bytes.push_back(bytes[u]);
+    placement.arena_bytes =
+        std::max(placement.arena_bytes, static_cast<std::size_t>(offsets[u]) + bytes[u]);
+  }
+  return placement;
+}
+
+Placement place_in_buffers(const std::vector<Lifetime>& lives,
+                           const std::vector<std::size_t>& bytes,
+                           const std::vector<bool>& eligible) {
+  std::vector<std::size_t> buffer_bytes;
+  const std::vector<int> buffer_of = assign_shared_buffers(lives, bytes, eligible, &buffer_bytes);
+  std::vector<int> members(buffer_bytes.size(), 0);
+  for (int buffer : buffer_of) {
+    if (buffer >= 0) ++members[buffer];
+  }
+  Placement placement;
+  std::vector<int> kept_index(buffer_bytes.size(), -1);
+  for (std::size_t b = 0; b < buffer_bytes.size(); ++b) {
+    if (members[b] < 2) continue;
+    kept_index[b] = static_cast<int>(placement.slot_bytes.size());
+    placement.slot_bytes.push_back(buffer_bytes[b]);
+    placement.offsets.push_back(-1);
+  }
+  placement.slot.assign(lives.size(), -1);
+  for (std::size_t u = 0; u < lives.size(); ++u) {
+    if (buffer_of[u] >= 0) placement.slot[u] = kept_index[buffer_of[u]];
+  }
+  return placement;
+}
+
+void plan_part(const Net& net, Part part, const std::vector<bool>& pinned, bool arena,
+               std::vector<NetMemoryPlan::Buffer>* buffers, std::size_t* arena_bytes,
+               NetMemoryPlan* plan) {
   Units units = group_by_storage(net, part);
   if (part == Part::kDiff) {
     walk_backward(net, &units);
@@ -213,7 +380,7 @@ void plan_part(const Net& net, Part part, const std::vector<bool>& pinned,
     walk_forward_then_backward(net, &units);
   }
   decide_sharing(net, part, pinned, &units);
-  if (part == Part::kData && net.phase() != TEST) plan_recomputes(net, &units);
+  if (part == Part::kData && net.phase() != TEST) RecomputePlanner(net, &units).plan();
 
   std::vector<Lifetime> lives;
   std::vector<std::size_t> bytes;
@@ -223,32 +390,36 @@ void plan_part(const Net& net, Part part, const std::vector<bool>& pinned,
     bytes.push_back(unit.memory->size());
     eligible.push_back(unit.may_share);
   }
-  std::vector<std::size_t> buffer_bytes;
-  const std::vector<int> buffer_of = assign_shared_buffers(lives, bytes, eligible, &buffer_bytes);
-
-  std::vector<int> members(buffer_bytes.size(), 0);
-  for (int buffer : buffer_of) {
-    if (buffer >= 0) ++members[buffer];
+  const Placement placement =
+      arena ? place_in_arena(lives, bytes, eligible) : place_in_buffers(lives, bytes, eligible);
+  const std::size_t first = buffers->size();
+  for (std::size_t b = 0; b < placement.slot_bytes.size(); ++b) {
+    buffers->push_back({placement.slot_bytes[b], {}, placement.offsets[b]});
+    if (!arena) plan->shared_bytes += placement.slot_bytes[b];
   }
-  // A buffer with one unit changes nothing: that unit keeps its storage.
-  std::vector<int> kept_index(buffer_bytes.size(), -1);
-  for (std::size_t b = 0; b < buffer_bytes.size(); ++b) {
-    if (members[b] < 2) continue;
-    kept_index[b] = static_cast<int>(buffers->size());
-    buffers->push_back({buffer_bytes[b], {}});
-    plan->shared_bytes += buffer_bytes[b];
-  }
+  *arena_bytes = placement.arena_bytes;
+  plan->shared_bytes += placement.arena_bytes;
   for (std::size_t u = 0; u < units.units.size(); ++u) {
-    if (buffer_of[u] < 0 || kept_index[buffer_of[u]] < 0) continue;
+    if (placement.slot[u] < 0) continue;
     const StorageUnit& unit = units.units[u];
-    auto& blobs = (*buffers)[kept_index[buffer_of[u]]].blobs;
+    auto& blobs = (*buffers)[first + placement.slot[u]].blobs;
     blobs.insert(blobs.end(), unit.blobs.begin(), unit.blobs.end());
     plan->unshared_bytes += bytes[u];
     // Only a unit that shares its storage needs writing again.
     if (unit.recomputed_by >= 0) {
-      plan->recomputes.push_back({unit.recomputed_by, unit.first_backward_layer});
+      plan->recomputes.push_back(
+          {unit.recomputed_by, units.layer_at_backward_step.at(unit.recompute_step)});
     }
   }
+  // Within one step, a recomputation may read what another writes: forward
+  // order.
+  std::sort(plan->recomputes.begin(), plan->recomputes.end(),
+            [](const NetMemoryPlan::Recompute& a, const NetMemoryPlan::Recompute& b) {
+              if (a.before_backward_of != b.before_backward_of) {
+                return a.before_backward_of > b.before_backward_of;
+              }
+              return a.layer < b.layer;
+            });
 }
 
 }  // namespace
@@ -299,33 +470,118 @@ std::vector<int> assign_shared_buffers(const std::vector<Lifetime>& lives,
   return buffer_of;
 }
 
+std::vector<std::ptrdiff_t> assign_arena_offsets(const std::vector<Lifetime>& lives,
+                                                 const std::vector<std::size_t>& bytes,
+                                                 const std::vector<bool>& eligible,
+                                                 std::size_t* arena_bytes) {
+  XTRAIN_ASSERT(lives.size() == bytes.size() && bytes.size() == eligible.size());
+  constexpr std::size_t kAlignment = 64;
+  auto rounded = [&](int unit) { return (bytes[unit] + kAlignment - 1) / kAlignment * kAlignment; };
+  std::vector<int> order(lives.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    if (bytes[a] != bytes[b]) return bytes[a] > bytes[b];
+    return lives[a].first.first < lives[b].first.first;
+  });
+  std::vector<std::ptrdiff_t> offsets(lives.size(), -1);
+  std::vector<int> placed;
+  *arena_bytes = 0;
+  for (int unit : order) {
+    if (!eligible[unit]) continue;
+    // The places taken by units live at the same time, by offset.
+    std::vector<std::pair<std::size_t, std::size_t>> taken;
+    for (int other : placed) {
+      if (lives[other].overlaps(lives[unit])) {
+        taken.emplace_back(static_cast<std::size_t>(offsets[other]),
+                           static_cast<std::size_t>(offsets[other]) + rounded(other));
+      }
+    }
+    std::sort(taken.begin(), taken.end());
+    const std::size_t size = rounded(unit);
+    std::size_t best_offset = 0;
+    std::size_t best_gap = std::numeric_limits<std::size_t>::max();
+    std::size_t end_of_taken = 0;  // the end of everything below the gap
+    for (const auto& [begin, end] : taken) {
+      if (begin >= end_of_taken + size && begin - end_of_taken < best_gap) {
+        best_gap = begin - end_of_taken;
+        best_offset = end_of_taken;
+      }
+      end_of_taken = std::max(end_of_taken, end);
+    }
+    if (best_gap == std::numeric_limits<std::size_t>::max()) best_offset = end_of_taken;
+    offsets[unit] = static_cast<std::ptrdiff_t>(best_offset);
+    *arena_bytes = std::max(*arena_bytes, best_offset + size);
+    placed.push_back(unit);
+  }
+  return offsets;
+}
+
 NetMemoryPlan plan_net_memory(const Net& net, const std::vector<std::string>& keep_blobs) {
   NetMemoryPlan plan;
   const std::vector<bool> pinned = pinned_blobs(net, keep_blobs);
-  // A TEST net runs forward only (Net::backward refuses once it shares data),
-  // though its layers with parameters are marked as needing backward.
-  if (net.phase() == TEST) {
-    plan_part(net, Part::kData, pinned, &plan.data_buffers, &plan);
-    return plan;
-  }
-  plan_part(net, Part::kDiff, pinned, &plan.diff_buffers, &plan);
-  // What the layers' backward passes touch is declared for their CPU code.
+  // On the CPU storage can be a view into an arena; a GPU's is its own.
   const bool on_cpu =
       std::none_of(net.layers().begin(), net.layers().end(),
                    [](const std::shared_ptr<Layer>& layer) { return layer->device().is_gpu(); });
-  if (on_cpu) plan_part(net, Part::kData, pinned, &plan.data_buffers, &plan);
+  // A TEST net runs forward only (Net::backward refuses once it shares data),
+  // though its layers with parameters are marked as needing backward.
+  if (net.phase() == TEST) {
+    plan_part(net, Part::kData, pinned, on_cpu, &plan.data_buffers, &plan.data_arena_bytes, &plan);
+    return plan;
+  }
+  plan_part(net, Part::kDiff, pinned, on_cpu, &plan.diff_buffers, &plan.diff_arena_bytes, &plan);
+  // What the layers' backward passes touch is declared for their CPU code.
+  if (on_cpu) {
+    plan_part(net, Part::kData, pinned, true, &plan.data_buffers, &plan.data_arena_bytes, &plan);
+  }
   return plan;
 }
 
+namespace {
+
+// One host allocation that views (SyncedMemory over part of it) share; it
+// lives while any blob holds one of its views.
+struct Arena {
+  explicit Arena(std::size_t bytes) : host(allocate_aligned_host(bytes)) {}
+  ~Arena() {
+    views.clear();
+    free_aligned_host(host);
+  }
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+  void* host;
+  std::vector<std::unique_ptr<SyncedMemory>> views;
+};
+
+void apply_part(const Net& net, const std::vector<NetMemoryPlan::Buffer>& buffers,
+                std::size_t arena_bytes, Part part) {
+  std::shared_ptr<Arena> arena;
+  if (arena_bytes > 0) arena = std::make_shared<Arena>(arena_bytes);
+  for (const NetMemoryPlan::Buffer& buffer : buffers) {
+    std::shared_ptr<SyncedMemory> memory;
+    if (buffer.offset >= 0) {
+      XTRAIN_ASSERT(arena && static_cast<std::size_t>(buffer.offset) + buffer.bytes <= arena_bytes);
+      arena->views.push_back(std::make_unique<SyncedMemory>(buffer.bytes));
+      arena->views.back()->set_cpu_data(static_cast<char*>(arena->host) + buffer.offset);
+      memory = std::shared_ptr<SyncedMemory>(arena, arena->views.back().get());  // aliasing
+    } else {
+      memory = std::make_shared<SyncedMemory>(buffer.bytes);
+    }
+    for (int blob : buffer.blobs) {
+      if (part == Part::kData) {
+        net.blobs()[blob]->use_data_memory(memory);
+      } else {
+        net.blobs()[blob]->use_diff_memory(memory);
+      }
+    }
+  }
+}
+
+}  // namespace
+
 void apply_net_memory_plan(const Net& net, const NetMemoryPlan& plan) {
-  for (const NetMemoryPlan::Buffer& buffer : plan.diff_buffers) {
-    auto memory = std::make_shared<SyncedMemory>(buffer.bytes);
-    for (int blob : buffer.blobs) net.blobs()[blob]->use_diff_memory(memory);
-  }
-  for (const NetMemoryPlan::Buffer& buffer : plan.data_buffers) {
-    auto memory = std::make_shared<SyncedMemory>(buffer.bytes);
-    for (int blob : buffer.blobs) net.blobs()[blob]->use_data_memory(memory);
-  }
+  apply_part(net, plan.diff_buffers, plan.diff_arena_bytes, Part::kDiff);
+  apply_part(net, plan.data_buffers, plan.data_arena_bytes, Part::kData);
 }
 
 }  // namespace xtrain

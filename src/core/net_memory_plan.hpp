@@ -16,15 +16,25 @@
 //     keep the normalised values they need);
 //   - data, in a training net on the CPU, whose last writer in forward can
 //     write it again (Layer::can_recompute_top: Scale + ReLU after a
-//     BatchNorm whose copy it reads): live from forward to its last forward
-//     reader, then again from the first backward that touches it, when the
-//     Net has the layer recompute it (NetMemoryPlan::recomputes). In ResNet
-//     that frees the values of every Convolution -> BatchNorm -> Scale ->
-//     ReLU chain that feeds the next convolution between the two passes.
-// The plan walks that schedule once, at Net setup, finds each storage unit's
-// live interval [first step, last step], and puts units whose intervals are
-// disjoint into one buffer, first-fit in order of decreasing size (each
-// buffer is as large as its largest unit).
+//     BatchNorm whose copy it reads; an Eltwise sum + ReLU whose bottoms
+//     can be had again): live from forward to its last forward reader, then
+//     again from the first backward that touches it, when the Net has the
+//     layer recompute it (NetMemoryPlan::recomputes). A recomputation that
+//     reads bottoms dead by then has them recomputed first, at the same step
+//     (they live for that step only, unless backward needs them later). In
+//     ResNet that frees, between the two passes, the values of every
+//     Convolution -> BatchNorm -> Scale -> ReLU chain that feeds the next
+//     convolution and every block's output (the sum of a Scale output and
+//     the block before, or of two Scale outputs), stage by stage.
+// The plan walks that schedule once, at Net setup, and finds each storage
+// unit's live interval [first step, last step]. In a net on the CPU the
+// units then get places in one arena per part (data, diffs), largest first,
+// each at the offset that leaves the smallest gap among the units live at
+// the same time (so units of different sizes fit side by side; the arena
+// comes close to the most bytes live at any one step). On a GPU, where
+// storage cannot be a view into another's, units whose intervals are
+// disjoint go into one buffer instead, first-fit in order of decreasing size
+// (each buffer as large as its largest unit).
 //
 // Left alone, so that nobody sees another blob's values:
 //   - the net's inputs and outputs, loss blobs (their diff holds the loss
@@ -54,14 +64,19 @@ struct NetMemoryPlan {
   struct Buffer {
     std::size_t bytes = 0;
     std::vector<int> blobs;
+    // Where it starts in its part's arena; -1 for storage of its own.
+    std::ptrdiff_t offset = -1;
   };
   std::vector<Buffer> diff_buffers;  // TRAIN nets
   std::vector<Buffer> data_buffers;  // TEST nets (then forward only), TRAIN nets on the CPU
+  // The arenas the buffers with an offset lie in (0: none).
+  std::size_t diff_arena_bytes = 0;
+  std::size_t data_arena_bytes = 0;
   // The storage the shared units took before, and what the buffers take.
   std::size_t unshared_bytes = 0;
   std::size_t shared_bytes = 0;
   // Layer `layer` recomputes its tops just before the backward of layer
-  // `before_backward_of` (see above).
+  // `before_backward_of` (see above); those of one step in forward order.
   struct Recompute {
     int layer = -1;
     int before_backward_of = -1;
@@ -93,6 +108,16 @@ std::vector<int> assign_shared_buffers(const std::vector<Lifetime>& lives,
                                        const std::vector<std::size_t>& bytes,
                                        const std::vector<bool>& eligible,
                                        std::vector<std::size_t>* buffer_bytes);
+
+// Places of units in one arena, largest first, each at the lowest offset of
+// the smallest gap that takes it among the units whose lifetimes overlap
+// its own (best fit), sizes rounded up to 64 bytes: returns each unit's
+// offset (-1 for the units not eligible) and the arena's size in
+// *arena_bytes. Units whose places overlap have disjoint lifetimes.
+std::vector<std::ptrdiff_t> assign_arena_offsets(const std::vector<Lifetime>& lives,
+                                                 const std::vector<std::size_t>& bytes,
+                                                 const std::vector<bool>& eligible,
+                                                 std::size_t* arena_bytes);
 
 // The plan for `net` as it is after setup; touches nothing.
 NetMemoryPlan plan_net_memory(const Net& net, const std::vector<std::string>& keep_blobs);

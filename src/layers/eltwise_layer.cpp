@@ -63,6 +63,14 @@ class EltwiseLayer : public Layer {
     return fused_relu_;
   }
 
+  // A SUM (and its absorbed ReLU) writes the same bits again from the same
+  // bottoms, which the Net brings back first; MAX would rewrite its winners.
+  bool can_recompute_top() const override { return operation_ == EltwiseParameter::SUM; }
+  void recompute_top(const BlobVec& bottom, const BlobVec& top) override {
+    XTRAIN_ASSERT(can_recompute_top(), "recompute_top on an Eltwise that cannot");
+    forward_cpu(bottom, top);
+  }
+
   // Value by value, so any layout will do when all blobs share it.
   bool reads_channel_blocked_bottom(int) const override { return true; }
   bool computes_in_one_layout() const override { return true; }

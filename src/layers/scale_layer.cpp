@@ -113,11 +113,11 @@ class ScaleLayer : public Layer {
     blocked_supported_ = learned_scale_ && input.num_axes() == 4 &&
                          axes_.outer == static_cast<std::size_t>(input.shape(0)) &&
                          axes_.dim == static_cast<std::size_t>(input.shape(1));
-    if (in_place_) {
-      if (!saved_is_borrowed_) saved_->values.resize(bottom[0]->count());
-    } else {
-      top[0]->reshape_like(*bottom[0]);
-    }
+    // In place, the copy of the input is sized by forward: the Net usually
+    // hands the layer BatchNorm's copy after setup (use_kept_bottom_copy), and
+    // a copy of its own made here would have been written (as zeros) for
+    // nothing, raising the process's peak memory during setup.
+    if (!in_place_) top[0]->reshape_like(*bottom[0]);
   }
 
   bool reads_channel_blocked_bottom(int bottom_index) const override {
@@ -174,6 +174,7 @@ class ScaleLayer : public Layer {
   // each row's sums and adds them up by d over o in order, so the gradients
   // do not depend on the thread count.
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    if (in_place_ && !saved_is_borrowed_) saved_->values.resize(bottom[0]->count());
     // Recomputing, the blob's storage has served others since forward: its
     // layout is theirs, and the copy's is the one forward computed in.
     forward_layout_ = recomputing_ ? saved_->layout
