@@ -44,9 +44,21 @@ class ScratchBuffer {
   std::size_t capacity_ = 0;
 };
 
+// Roles that never meet in one call share a buffer too. A convolution's
+// forward pass uses source, weights and destination; backward-data the
+// destination's diff (kDestinationRole), weights and source diff;
+// backward-weights source, destination diff, weight diff and bias diff. So
+// the source's and the source diff's copies (each as large as the largest
+// activation reordered) can be one buffer, and so can the weights' and the
+// weight diff's (ResNet-50: -51 MiB and -9 MiB).
+constexpr int kSharedBufferCount = 4;
+constexpr std::array<int, kRoleCount> kBufferOfRole = {
+    /*kSourceRole=*/0, /*kDestinationRole=*/1, /*kSourceDiffRole=*/0,
+    /*kWeightsRole=*/2, /*kWeightDiffRole=*/2, /*kBiasDiffRole=*/3};
+
 ScratchBuffer& thread_scratch(Role role) {
-  thread_local std::array<ScratchBuffer, kRoleCount> buffers;
-  return buffers[role];
+  thread_local std::array<ScratchBuffer, kSharedBufferCount> buffers;
+  return buffers[kBufferOfRole[role]];
 }
 
 }  // namespace

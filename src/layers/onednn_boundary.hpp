@@ -34,7 +34,8 @@ enum Role {
 };
 
 // `bytes` of 64-byte aligned scratch memory for `role`, this thread's own
-// (valid until the next request of the role on this thread).
+// (valid until the next request of the role, or of a role it never meets
+// in one call, on this thread).
 void* scratch_memory(Role role, std::size_t bytes);
 
 // An array the caller keeps plain (NCHW, OIHW, ...) that a primitive wants in
