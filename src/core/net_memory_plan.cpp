@@ -286,6 +286,10 @@ class RecomputePlanner {
     if (!unit.may_share) return;
     if (unit.recomputed_by < 0) {
       if (unit.life.last >= step) return;
+      // Its values are needed at `step` only (lifetime_of): a unit that
+      // backward reads itself would be a candidate, and a candidate that
+      // reads no bottoms is never dropped.
+      XTRAIN_ASSERT(unit.backward_life.first < 0, "a unit backward reads was not planned");
       unit.recomputed_by = unit.last_forward_writer;
     } else if (unit.recompute_step <= step) {
       return;
