@@ -1,6 +1,7 @@
 #include "xtrain/net.hpp"
 
 #include <algorithm>
+#include <iomanip>
 #include <set>
 #include <sstream>
 
@@ -264,9 +265,20 @@ void Net::share_activation_memory() {
       for (const auto& buffer : buffers) blobs += buffer.blobs.size();
       return blobs;
     };
+    // "share one 147 MiB arena" on the CPU, "share 4 buffers" on a GPU.
+    auto where = [&](const std::vector<NetMemoryPlan::Buffer>& buffers, std::size_t arena_bytes) {
+      std::ostringstream text;
+      if (arena_bytes > 0) {
+        text << "one " << std::fixed << std::setprecision(1) << arena_bytes / kMiB << " MiB arena";
+      } else {
+        text << buffers.size() << " buffers";
+      }
+      return text.str();
+    };
     XLOG(INFO) << "Memory plan: " << shared_blobs(plan.diff_buffers) << " blob diffs share "
-               << plan.diff_buffers.size() << " buffers, " << shared_blobs(plan.data_buffers)
-               << " blob data share " << plan.data_buffers.size() << " buffers, "
+               << where(plan.diff_buffers, plan.diff_arena_bytes) << ", "
+               << shared_blobs(plan.data_buffers) << " blob data share "
+               << where(plan.data_buffers, plan.data_arena_bytes) << ", "
                << plan.unshared_bytes / kMiB << " MiB -> " << plan.shared_bytes / kMiB << " MiB"
                << (plan.recomputes.empty()
                        ? std::string()
