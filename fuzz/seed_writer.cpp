@@ -1,7 +1,7 @@
 // seed_writer CORPUS_ROOT: writes the binary seeds that are easier to make
 // with the library than to keep in git (scripts/fuzz.sh runs it once per
 // build folder): small images in each format OpenCV encodes, Datum records
-// raw, float and encoded, IDX files plain and gzipped, and mean files. Each
+// raw, float and encoded, IDX files plain and gzipped, mean files and LMDBs. Each
 // goes to CORPUS_ROOT/<target>/<name>, the corpus of the target reading it.
 #include <zlib.h>
 
@@ -13,6 +13,7 @@
 #include "data/datum_io.hpp"
 #include "data/image_codec.hpp"
 #include "data/image_datum.hpp"
+#include "data/lmdb_database.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
@@ -113,6 +114,35 @@ void write_mean_files() {
   write_seed("mean_file", "shaped.binaryproto", shaped.SerializeAsString());
 }
 
+// LMDBs of Datum records (data.mdb only: the fuzz input): a single leaf, a
+// tree with a branch page, records on overflow pages, and no records.
+void write_lmdb_files() {
+  struct Shape {
+    const char* name;
+    int records;
+    int side;  // the Datum's image is 1 x side x side
+  };
+  for (const Shape& shape : {Shape{"one_leaf", 4, 8}, Shape{"branch_and_leaves", 60, 12},
+                             Shape{"overflow_records", 3, 64}, Shape{"empty", 0, 1}}) {
+    const fs::path directory = root / "lmdb.tmp";
+    fs::remove_all(directory);
+    {
+      xtrain::LmdbWriter writer(xtrain::LmdbDatabase::open_for_writing(directory.string()));
+      for (int i = 0; i < shape.records; ++i) {
+        const xtrain::Image image = pattern(1, shape.side, shape.side);
+        char key[16];
+        std::snprintf(key, sizeof key, "%08d", i);
+        writer.put(key, xtrain::image_to_datum(image, i % 10).SerializeAsString());
+      }
+      writer.commit();
+    }
+    std::ifstream in(directory / "data.mdb", std::ios::binary);
+    write_seed("lmdb", shape.name,
+               std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
+    fs::remove_all(directory);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -125,6 +155,7 @@ int main(int argc, char** argv) {
     write_images_and_datums();
     write_idx_files();
     write_mean_files();
+    write_lmdb_files();
   } catch (const xtrain::Error& error) {
     std::fprintf(stderr, "seed_writer: %s\n", error.what());
     return 1;

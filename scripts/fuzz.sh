@@ -63,7 +63,8 @@ TARGETS=("$@")
 
 # --- seeds ------------------------------------------------------------------
 SEEDS="$BUILD_DIR/seeds"
-if [ ! -f "$SEEDS/.complete" ]; then
+# (Again whenever seed_writer was rebuilt: it may write new seeds.)
+if [ ! -f "$SEEDS/.complete" ] || [ "$BUILD_DIR/bin/seed_writer" -nt "$SEEDS/.complete" ]; then
   rm -rf "$SEEDS"
   mkdir -p "$SEEDS"/{net_prototxt,solver_prototxt,training_log}
   "$BUILD_DIR/bin/seed_writer" "$SEEDS"
@@ -91,6 +92,7 @@ max_len() {
     net_prototxt) echo 16384 ;;
     solverstate | hdf5_snapshot | training_log) echo 32768 ;;
     idx | mean_file) echo 2048 ;;
+    lmdb) echo 65536 ;;
     *) echo 8192 ;;
   esac
 }

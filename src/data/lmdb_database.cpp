@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "data/lmdb_fault_guard.hpp"
+#include "data/lmdb_tree_check.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 
@@ -113,13 +114,16 @@ std::shared_ptr<LmdbDatabase> LmdbDatabase::open_for_reading(const std::string& 
   }
 
   std::shared_ptr<LmdbDatabase> database(new LmdbDatabase(path, /*read_only=*/true));
+  check_lmdb_meta_pages(path);
   int rc = open_environment(path, MDB_RDONLY | MDB_NOTLS, 0, &database->env_);
+  bool without_lock = false;
   if (is_permission_error(rc)) {
     // No lock file and no right to create one: read without locking, which
     // is safe as long as nobody writes the database meanwhile.
     XLOG(INFO) << "LMDB '" << path << "': cannot create lock.mdb (" << mdb_strerror(rc)
                << "); reading without locks";
     rc = open_environment(path, MDB_RDONLY | MDB_NOTLS | MDB_NOLOCK, 0, &database->env_);
+    without_lock = true;
   }
   if (rc != MDB_SUCCESS) {
     throw Error("cannot open LMDB '" + path + "': " + mdb_strerror(rc) + kHowToCreate);
@@ -135,6 +139,7 @@ std::shared_ptr<LmdbDatabase> LmdbDatabase::open_for_reading(const std::string& 
   // Committing (not aborting) keeps the database handle open.
   rc = mdb_txn_commit(txn);
   if (rc != MDB_SUCCESS) database->fail("cannot open the main database", rc);
+  database->check_tree(/*uses_lock_file=*/!without_lock);
 
   for (auto it = cache.begin(); it != cache.end();) {
     it = it->second.database.expired() ? cache.erase(it) : std::next(it);
@@ -167,6 +172,34 @@ std::shared_ptr<LmdbDatabase> LmdbDatabase::open_for_writing(const std::string& 
   return database;
 }
 
+void LmdbDatabase::check_tree(bool uses_lock_file) const {
+  // The snapshot a read transaction sees, held while it is checked (a
+  // writer cannot reuse its pages meanwhile).
+  MDB_txn* txn = nullptr;
+  int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn);
+  if (rc != MDB_SUCCESS) fail("cannot begin a read transaction", rc);
+  MDB_stat stat;
+  MDB_envinfo info;
+  rc = mdb_env_stat(env_, &stat);
+  if (rc == MDB_SUCCESS) rc = mdb_env_info(env_, &info);
+  if (rc != MDB_SUCCESS) {
+    mdb_txn_abort(txn);
+    fail("cannot query the environment", rc);
+  }
+  LmdbSnapshotPlace place;
+  place.page_size = stat.ms_psize;
+  place.map_size = info.me_mapsize;
+  place.txn_id = mdb_txn_id(txn);
+  place.uses_lock_file = uses_lock_file;
+  try {
+    (void)check_lmdb_tree(path_, place);
+  } catch (...) {
+    mdb_txn_abort(txn);
+    throw;
+  }
+  mdb_txn_abort(txn);
+}
+
 LmdbDatabase::~LmdbDatabase() {
   if (env_ == nullptr) return;
   mdb_dbi_close(env_, dbi_);
@@ -174,8 +207,14 @@ LmdbDatabase::~LmdbDatabase() {
 }
 
 std::size_t LmdbDatabase::num_records() const {
+  // Counted in a read transaction: the snapshot a cursor walks (the meta
+  // page mdb_env_stat reads can differ in a damaged file).
+  MDB_txn* txn = nullptr;
+  int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn);
+  if (rc != MDB_SUCCESS) fail("cannot count the records", rc);
   MDB_stat stat;
-  const int rc = mdb_env_stat(env_, &stat);
+  rc = mdb_stat(txn, dbi_, &stat);
+  mdb_txn_abort(txn);
   if (rc != MDB_SUCCESS) fail("cannot count the records", rc);
   return stat.ms_entries;
 }

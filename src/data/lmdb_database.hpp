@@ -12,7 +12,9 @@
 // MDB_MAP_FULL, replaying the transaction; the user never sees MDB_MAP_FULL
 // and the data file stays as large as the data (no huge sparse file).
 //
-// Every error names the database path and carries LMDB's own reason.
+// Every error names the database path and carries LMDB's own reason. A
+// database opened for reading has its tree checked first, so that damage
+// gives an error rather than a fault inside LMDB (lmdb_tree_check.hpp).
 #pragma once
 
 #include <cstddef>
@@ -63,6 +65,9 @@ class LmdbDatabase {
 
  private:
   LmdbDatabase(std::string path, bool read_only) : path_(std::move(path)), read_only_(read_only) {}
+  // Walks the tree a reader will see (lmdb_tree_check.hpp); throws if it is
+  // damaged.
+  void check_tree(bool uses_lock_file) const;
 
   std::string path_;
   bool read_only_;
