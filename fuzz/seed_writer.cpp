@@ -1,14 +1,17 @@
 // seed_writer CORPUS_ROOT: writes the binary seeds that are easier to make
 // with the library than to keep in git (scripts/fuzz.sh runs it once per
-// build folder): small images in each format OpenCV encodes, Datum records
-// raw, float and encoded, IDX files plain and gzipped, mean files and LMDBs. Each
-// goes to CORPUS_ROOT/<target>/<name>, the corpus of the target reading it.
+// build folder, and again after it is rebuilt): small images in each format OpenCV encodes, Datum records
+// raw, float and encoded, IDX files plain and gzipped, mean files, LMDBs and
+// HDF5Data files. Each goes to CORPUS_ROOT/<target>/<name>, the corpus of the
+// target reading it.
+#include <hdf5.h>
 #include <zlib.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "data/datum_io.hpp"
 #include "data/image_codec.hpp"
@@ -143,6 +146,54 @@ void write_lmdb_files() {
   }
 }
 
+// HDF5Data inputs: "data" and "label" datasets of a few rows, as float,
+// as double and int, and chunked with gzip (HDF5's deflate filter).
+void write_hdf5_data_file(const std::string& name, hid_t data_type, hid_t label_type,
+                          bool compressed) {
+  const fs::path path = root / "hdf5_data.tmp";
+  const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  XTRAIN_CHECK(file >= 0, "cannot write ", path.string());
+  const hsize_t data_dims[4] = {4, 1, 2, 3};
+  const hsize_t label_dims[1] = {4};
+  std::vector<double> values(4 * 1 * 2 * 3);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = 0.25 * static_cast<double>(i);
+  const double labels[4] = {0, 1, 2, 1};
+  struct Dataset {
+    const char* name;
+    int rank;
+    const hsize_t* dims;
+    hid_t type;
+    const double* values;
+  };
+  for (const Dataset& d : {Dataset{"data", 4, data_dims, data_type, values.data()},
+                           Dataset{"label", 1, label_dims, label_type, labels}}) {
+    const hid_t space = H5Screate_simple(d.rank, d.dims, nullptr);
+    const hid_t create = H5Pcreate(H5P_DATASET_CREATE);
+    if (compressed) {
+      H5Pset_chunk(create, d.rank, d.dims);
+      H5Pset_deflate(create, 6);
+    }
+    const hid_t set = H5Dcreate2(file, d.name, d.type, space, H5P_DEFAULT, create, H5P_DEFAULT);
+    XTRAIN_CHECK(set >= 0 && H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                                      d.values) >= 0,
+                 "cannot write dataset ", d.name, " of ", path.string());
+    H5Dclose(set);
+    H5Pclose(create);
+    H5Sclose(space);
+  }
+  H5Fclose(file);
+  std::ifstream in(path, std::ios::binary);
+  write_seed("hdf5_data", name,
+             std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
+  fs::remove(path);
+}
+
+void write_hdf5_data_files() {
+  write_hdf5_data_file("float.h5", H5T_IEEE_F32LE, H5T_IEEE_F32LE, false);
+  write_hdf5_data_file("double_and_int.h5", H5T_IEEE_F64LE, H5T_STD_I32LE, false);
+  write_hdf5_data_file("gzip_chunks.h5", H5T_IEEE_F32LE, H5T_IEEE_F32LE, true);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -156,6 +207,7 @@ int main(int argc, char** argv) {
     write_idx_files();
     write_mean_files();
     write_lmdb_files();
+    write_hdf5_data_files();
   } catch (const xtrain::Error& error) {
     std::fprintf(stderr, "seed_writer: %s\n", error.what());
     return 1;

@@ -90,7 +90,7 @@ fi
 max_len() {
   case "$1" in
     net_prototxt) echo 16384 ;;
-    solverstate | hdf5_snapshot | training_log) echo 32768 ;;
+    solverstate | hdf5_snapshot | hdf5_data | training_log) echo 32768 ;;
     idx | mean_file) echo 2048 ;;
     lmdb) echo 65536 ;;
     *) echo 8192 ;;

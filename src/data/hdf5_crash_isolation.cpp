@@ -74,7 +74,7 @@ std::string how_it_ended(int status) {
 }  // namespace
 
 void survive_hdf5_read(const std::string& path, const std::string& kind,
-                       const std::function<void()>& read) {
+                       const std::string& advice, const std::function<void()>& read) {
   int pipe_fds[2];
   if (::pipe(pipe_fds) != 0) {
     XLOG(WARNING) << "cannot check " << kind << " '" << path
@@ -107,7 +107,7 @@ void survive_hdf5_read(const std::string& path, const std::string& kind,
   throw Error(kind + " '" + path + "' is damaged: the HDF5 library crashed reading it (" +
               how_it_ended(status) +
               ", in a separate process xtrain reads HDF5 files in first); the file is not as "
-              "xtrain or Caffe wrote it: use an earlier snapshot or write the file again");
+              "xtrain or Caffe wrote it: " + advice);
 }
 
 }  // namespace xtrain

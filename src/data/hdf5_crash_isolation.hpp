@@ -9,7 +9,8 @@
 // of the process dying, and only a read that the child survived is done here.
 //
 // The cost is a fork and the read done twice (the file is then in the page
-// cache); the files read this way (HDF5 snapshots) are read once per run.
+// cache); the files read this way (HDF5 snapshots, and each file an HDF5Data
+// layer lists, the first time it is read) are read once per run.
 #pragma once
 
 #include <functional>
@@ -20,9 +21,10 @@ namespace xtrain {
 // Runs `read` in a child process. Returns if it finished (the caller then
 // reads for real); rethrows, as an xtrain::Error with the same message, an
 // xtrain::Error the read threw there; throws an xtrain::Error naming `path`
-// (described as `kind`, e.g. "the .caffemodel.h5") if the child crashed.
+// (described as `kind`, e.g. "the .caffemodel.h5") and ending in `advice`
+// (what to do instead, e.g. "use an earlier snapshot") if the child crashed.
 // Where no process can be started, returns without trying.
 void survive_hdf5_read(const std::string& path, const std::string& kind,
-                       const std::function<void()>& read);
+                       const std::string& advice, const std::function<void()>& read);
 
 }  // namespace xtrain

@@ -6,6 +6,7 @@
 #include <functional>
 #include <numeric>
 
+#include "data/hdf5_crash_isolation.hpp"
 #include "data/hdf5_file.hpp"
 #include "layers/builtin_layers.hpp"
 #include "xtrain/error.hpp"
@@ -59,6 +60,7 @@ void Hdf5DataLayer::read_file_list() {
   files_.clear();
   std::string name;
   while (list >> name) files_.push_back(name);
+  survived_.assign(files_.size(), false);
   XTRAIN_CHECK(!files_.empty(), where(), ": hdf5_data_param.source '", source,
                "' lists no HDF5 files; write one HDF5 file path per line");
 }
@@ -75,6 +77,7 @@ void Hdf5DataLayer::layer_setup(const BlobVec&, const BlobVec& top) {
   XLOG(INFO) << where() << ": " << files_.size() << " HDF5 file(s) listed in " << hdf5.source();
 
   // The tops' shapes come from the first listed file; the others must agree.
+  survive_first_read(0);
   const Hdf5File first = with_context(source_context(), [&] { return Hdf5File(files_[0]); });
   const std::vector<std::vector<int>> dims = checked_dataset_dims(first);
   top_shapes_ = dims;
@@ -133,14 +136,30 @@ void Hdf5DataLayer::read_file(int file_index) {
   // Forget the old rows first: if reading fails, a later forward retries.
   loaded_file_ = -1;
   num_rows_ = 0;
+  survive_first_read(file_index);
+  num_rows_ = read_datasets(file_index, &file_rows_);
+  loaded_file_ = file_index;
+}
+
+int Hdf5DataLayer::read_datasets(int file_index, std::vector<std::vector<float>>* rows) const {
   const std::string context = source_context();
   const Hdf5File file = with_context(context, [&] { return Hdf5File(files_[file_index]); });
   const std::vector<std::vector<int>> dims = checked_dataset_dims(file);
+  rows->resize(param_.top_size());
   for (int k = 0; k < param_.top_size(); ++k) {
-    with_context(context, [&] { return file.read_floats(param_.top(k), &file_rows_[k]); });
+    with_context(context, [&] { return file.read_floats(param_.top(k), &(*rows)[k]); });
   }
-  num_rows_ = dims[0][0];
-  loaded_file_ = file_index;
+  return dims[0][0];
+}
+
+void Hdf5DataLayer::survive_first_read(int file_index) {
+  if (survived_[file_index]) return;
+  survive_hdf5_read(files_[file_index], source_context() + ": HDF5 file",
+                    "write the file again, or remove it from the list", [&] {
+                      std::vector<std::vector<float>> rows;
+                      (void)read_datasets(file_index, &rows);
+                    });
+  survived_[file_index] = true;
 }
 
 void Hdf5DataLayer::shuffle(std::vector<int>* order) {

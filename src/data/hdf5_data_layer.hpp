@@ -72,6 +72,13 @@ class Hdf5DataLayer : public Layer {
   // is in memory, and starts at its first row (in a fresh order if shuffling).
   void enter_file(int file_index);
   void read_file(int file_index);
+  // Opens files_[file_index] and reads each top's dataset into (*rows)[k];
+  // returns the file's number of rows.
+  int read_datasets(int file_index, std::vector<std::vector<float>>* rows) const;
+  // HDF5 trusts a file's metadata and can crash on a damaged one
+  // (hdf5_crash_isolation.hpp): the first time a listed file is read, it is
+  // read in a child process first.
+  void survive_first_read(int file_index);
   // Called after the last row of the current file was used.
   void move_to_next_file();
   // Moves `rows` rows on in the stream without copying them (the other
@@ -84,6 +91,7 @@ class Hdf5DataLayer : public Layer {
   int batch_size_ = 0;
   bool shuffle_ = false;
   std::vector<std::string> files_;
+  std::vector<bool> survived_;  // per file: read once in a child process without crashing
   std::vector<std::vector<int>> top_shapes_;  // (batch_size, d1, ..., dm) per top
   std::vector<std::size_t> row_sizes_;        // d1 * ... * dm per top
 

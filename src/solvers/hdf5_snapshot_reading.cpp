@@ -23,6 +23,9 @@ namespace {
 
 using namespace hdf5_layout;
 
+// What to do about a snapshot HDF5 cannot read without crashing.
+constexpr const char* kUseAnotherSnapshot = "use an earlier snapshot or write the file again";
+
 Hdf5Handle open_for_reading(const std::string& path, const char* kind) {
   std::error_code ignored;
   XTRAIN_CHECK(std::filesystem::exists(path, ignored), "cannot read ", kind, " '", path,
@@ -337,12 +340,12 @@ SolverState read_solver_state_hdf5_here(const std::string& path) {
 
 // Each read is tried in a child process first (data/hdf5_crash_isolation.hpp).
 NetParameter read_net_hdf5(const std::string& path) {
-  survive_hdf5_read(path, "the .caffemodel.h5", [&] { (void)read_net_hdf5_here(path); });
+  survive_hdf5_read(path, "the .caffemodel.h5", kUseAnotherSnapshot, [&] { (void)read_net_hdf5_here(path); });
   return read_net_hdf5_here(path);
 }
 
 SolverState read_solver_state_hdf5(const std::string& path) {
-  survive_hdf5_read(path, "the .solverstate.h5", [&] { (void)read_solver_state_hdf5_here(path); });
+  survive_hdf5_read(path, "the .solverstate.h5", kUseAnotherSnapshot, [&] { (void)read_solver_state_hdf5_here(path); });
   return read_solver_state_hdf5_here(path);
 }
 
