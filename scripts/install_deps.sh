@@ -33,6 +33,8 @@ FULL_PACKAGES=(
   graphviz  # xtrain draw renders nets with its dot
   lmdb-utils  # mdb_stat, mdb_dump
   python3  # tests (bench/caffe_memory_test.py)
+  # The Python package (python/, pycaffe's API) and its pytest tests.
+  python3-dev python3-numpy pybind11-dev python3-pytest
   libgtest-dev libgmock-dev
   chromium  # tests render the training report headless (tests/tools/report_render_test.cpp)
   # scripts/fuzz.sh: libFuzzer and the sanitizers come with clang, OpenMP for

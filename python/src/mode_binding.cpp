@@ -1,0 +1,59 @@
+// pycaffe's global run mode: set_mode_cpu(), set_mode_gpu(), set_device(i),
+// set_random_seed(s). Nets and solvers made afterwards use them.
+#include <mutex>
+
+#include "bindings.hpp"
+#include "xtrain/error.hpp"
+
+namespace xtrain::python {
+namespace {
+
+struct Mode {
+  bool gpu = false;
+  int device_id = 0;
+  bool seeded = false;
+  std::uint64_t seed = 0;
+};
+
+Mode& mode() {
+  static Mode state;
+  return state;
+}
+
+}  // namespace
+
+Device current_device() { return mode().gpu ? Device::gpu(mode().device_id) : Device::cpu(); }
+bool has_random_seed() { return mode().seeded; }
+std::uint64_t random_seed() { return mode().seed; }
+
+void bind_mode(pybind11::module_& module) {
+  module.def("set_mode_cpu", [] { mode().gpu = false; }, "Run nets made from now on on the CPU.");
+  module.def(
+      "set_mode_gpu",
+      [] {
+        std::string why;
+        XTRAIN_CHECK(cuda_device_count(&why) > 0, "set_mode_gpu(): no usable GPU (", why,
+                     "); stay with set_mode_cpu()");
+        mode().gpu = true;
+      },
+      "Run nets made from now on on the GPU chosen by set_device (0 by default).");
+  module.def(
+      "set_device",
+      [](int id) {
+        XTRAIN_CHECK(id >= 0, "set_device(", id, "): a device number is 0 or more");
+        mode().device_id = id;
+      },
+      pybind11::arg("device_id"), "Choose the GPU (a CUDA device number) for GPU mode.");
+  module.def(
+      "set_random_seed",
+      [](std::uint64_t seed) {
+        mode().seeded = true;
+        mode().seed = seed;
+      },
+      pybind11::arg("seed"),
+      "Seed the random streams (fillers, dropout, shuffling) of nets and solvers made from "
+      "now on.");
+  module.def("cuda_compiled_in", &cuda_compiled_in, "Whether this build has the CUDA backend.");
+}
+
+}  // namespace xtrain::python

@@ -1,0 +1,96 @@
+// The solvers for Python: made from a solver prototxt (pycaffe's SGDSolver,
+// AdamSolver, ... and get_solver), stepped, solved, snapshotted and
+// restored with the C++ training loop itself (exact resume, metrics and
+// snapshots as in `xtrain train`). The GIL is released while C++ trains,
+// and taken again for a Python callback.
+#include <pybind11/functional.h>
+#include <pybind11/stl.h>
+
+#include "bindings.hpp"
+#include "xtrain/error.hpp"
+#include "xtrain/logging.hpp"
+#include "xtrain/net.hpp"
+#include "xtrain/proto_io.hpp"
+#include "xtrain/solver.hpp"
+
+namespace py = pybind11;
+
+namespace xtrain::python {
+namespace {
+
+// Reads `solver_file` as `xtrain train` does; a non-empty `type` is the
+// update rule to use.
+std::shared_ptr<Solver> make_solver(const std::string& solver_file, const std::string& type) {
+  SolverParameter param = read_solver_params_from_text_file(solver_file);
+  if (!type.empty()) {
+    // As pycaffe's SGDSolver(file) and friends: the class decides the update
+    // rule, whatever the file says (with a word if it says otherwise).
+    const bool names_other = param.has_type() && param.type() != type;
+    if (names_other) {
+      XLOG(WARNING) << "solver file '" << solver_file << "' asks for type \"" << param.type()
+                    << "\", but it was opened as " << type << "Solver, which decides; "
+                    << "use get_solver() to take the file's type";
+    }
+    param.set_type(type);
+    param.clear_solver_type();
+  }
+  fill_default_snapshot_prefix(&param, solver_file);
+  SolverOptions options;
+  options.device = current_device();
+  options.verbose_nets = false;
+  options.channel_blocked_activations = false;  // every blob readable from Python
+  if (has_random_seed()) param.set_random_seed(static_cast<std::int64_t>(random_seed()));
+  return std::shared_ptr<Solver>(create_solver(param, options));
+}
+
+}  // namespace
+
+void bind_solver(py::module_& module) {
+  py::class_<Solver, std::shared_ptr<Solver>>(module, "Solver",
+                                              "Trains a net as a solver prototxt describes.")
+      .def_property_readonly("net", py::overload_cast<>(&Solver::net),
+                             py::return_value_policy::reference_internal)
+      .def_property_readonly("test_nets", &Solver::test_nets)
+      .def_property_readonly("iter", &Solver::iter)
+      .def_property_readonly("type", [](const Solver& solver) { return std::string(solver.type()); })
+      .def("step", &Solver::step, py::arg("iters"), py::call_guard<py::gil_scoped_release>(),
+           "Train `iters` iterations.")
+      .def(
+          "solve",
+          [](Solver& solver, const std::optional<std::string>& resume_file) {
+            py::gil_scoped_release release;
+            solver.solve(resume_file.value_or(""));
+          },
+          py::arg("resume_file") = py::none(),
+          "Train to max_iter (resuming from a .solverstate if given), snapshot and test.")
+      .def(
+          "snapshot", [](Solver& solver) { return solver.snapshot(); },
+          py::call_guard<py::gil_scoped_release>(),
+          "Write the .caffemodel and .solverstate of this iteration; returns their paths.")
+      .def("restore", &Solver::restore, py::arg("filename"),
+           py::call_guard<py::gil_scoped_release>(),
+           "Resume from a .solverstate: weights, iteration, history, data positions.")
+      .def(
+          "add_gradients_ready_callback",
+          [](Solver& solver, const py::function& callback) {
+            solver.add_gradients_ready_callback([callback](Solver&) {
+              py::gil_scoped_acquire acquire;
+              callback();
+            });
+          },
+          py::arg("callback"),
+          "Call `callback()` each iteration once the gradients are ready, before the update.");
+
+  for (const std::string& type : solver_types()) {
+    module.def(
+        (type + "Solver").c_str(),
+        [type](const std::string& solver_file) { return make_solver(solver_file, type); },
+        py::arg("solver_file"), ("A " + type + " solver from a solver prototxt.").c_str());
+  }
+  module.def(
+      "get_solver", [](const std::string& solver_file) { return make_solver(solver_file, ""); },
+      py::arg("solver_file"), "The solver the file's `type` names (SGD if none).");
+  module.def("solver_types", &solver_types);
+}
+
+}  // namespace xtrain::python

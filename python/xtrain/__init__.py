@@ -1,0 +1,33 @@
+"""xtrain for Python, with pycaffe's API: ``import xtrain as caffe`` runs
+pycaffe code unchanged (for what this package covers; see docs/python.md).
+
+The nets, blobs and solvers are xtrain's C++ objects (``xtrain._xtrain``);
+this package adds pycaffe's conveniences on top (``net.blobs``,
+``net.params``, ``forward(**inputs)``, ...), written in ``pycaffe.py``.
+"""
+from ._xtrain import (  # noqa: F401  (the package's API)
+    TRAIN,
+    TEST,
+    Blob,
+    Layer,
+    Net,
+    Solver,
+    XtrainError,
+    cuda_compiled_in,
+    get_solver,
+    set_device,
+    set_mode_cpu,
+    set_mode_gpu,
+    set_random_seed,
+    solver_types,
+)
+from . import _xtrain as _core
+from . import pycaffe as _pycaffe  # adds pycaffe's Net conveniences  # noqa: F401
+
+# SGDSolver, NesterovSolver, AdaGradSolver, RMSPropSolver, AdaDeltaSolver,
+# AdamSolver: one per update rule the library has.
+for _type in solver_types():
+    globals()[_type + "Solver"] = getattr(_core, _type + "Solver")
+del _type
+
+__all__ = [name for name in globals() if not name.startswith("_")]

@@ -1,0 +1,104 @@
+"""The solvers from Python: an SGD step checked against the update worked
+out with NumPy, snapshot and restore, the solver classes and get_solver,
+and the gradients-ready callback."""
+import os
+
+import numpy as np
+import pytest
+
+import xtrain
+from conftest import LINEAR_EUCLIDEAN
+
+
+def solver_file(write, tmp_path, extra="", base_lr=0.1):
+    net = write("net.prototxt", LINEAR_EUCLIDEAN)
+    return write("solver.prototxt", """
+        net: '%s'
+        base_lr: %g
+        lr_policy: 'fixed'
+        max_iter: 10
+        display: 0
+        snapshot_prefix: '%s'
+        %s
+        """ % (net, base_lr, os.path.join(str(tmp_path), "snap"), extra))
+
+
+def feed(net, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    t = rng.standard_normal((4, 2)).astype(np.float32)
+    net.blobs["data"].data[...] = x
+    net.blobs["target"].data[...] = t
+    return x, t
+
+
+def test_sgd_step_is_the_hand_computed_update(write, tmp_path):
+    solver = xtrain.SGDSolver(solver_file(write, tmp_path))
+    assert solver.iter == 0 and solver.type == "SGD"
+    net = solver.net
+    x, t = feed(net, 5)
+    weights, bias = (p.data.copy() for p in net.params["ip"])
+    solver.step(1)
+    dy = (x @ weights.T + bias - t) / 4  # the Euclidean loss's gradient
+    np.testing.assert_allclose(net.params["ip"][0].data, weights - 0.1 * (dy.T @ x),
+                               rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(net.params["ip"][1].data, bias - 0.1 * dy.sum(axis=0),
+                               rtol=1e-5, atol=1e-7)
+    assert solver.iter == 1
+
+
+def test_training_lowers_the_loss(write, tmp_path):
+    solver = xtrain.get_solver(solver_file(write, tmp_path, "type: 'Adam'", base_lr=0.05))
+    assert solver.type == "Adam"
+    feed(solver.net, 7)
+    first = float(solver.net.forward()["loss"])
+    solver.step(50)
+    assert float(solver.net.forward()["loss"]) < first / 2
+
+
+def test_snapshot_and_restore(write, tmp_path):
+    path = solver_file(write, tmp_path, "momentum: 0.9")
+    solver = xtrain.SGDSolver(path)
+    feed(solver.net, 11)
+    solver.step(3)
+    written = solver.snapshot()
+    assert [os.path.basename(p) for p in written] == ["snap_iter_3.caffemodel",
+                                                      "snap_iter_3.solverstate"]
+    solver.step(2)
+    after_five = solver.net.params["ip"][0].data.copy()
+
+    resumed = xtrain.SGDSolver(path)
+    resumed.restore(written[1])
+    assert resumed.iter == 3
+    feed(resumed.net, 11)
+    resumed.step(2)  # the momentum history came back with the state
+    np.testing.assert_allclose(resumed.net.params["ip"][0].data, after_five, rtol=1e-6)
+
+
+def test_every_update_rule_has_its_class(write, tmp_path):
+    for name in ("SGD", "Nesterov", "AdaGrad", "RMSProp", "AdaDelta", "Adam"):
+        solver = getattr(xtrain, name + "Solver")(solver_file(write, tmp_path))
+        assert solver.type == name
+
+
+def test_gradients_ready_callback(write, tmp_path):
+    solver = xtrain.SGDSolver(solver_file(write, tmp_path))
+    feed(solver.net, 2)
+    seen = []
+
+    def zero_the_gradients():
+        seen.append(solver.iter)
+        for blob in solver.net.params["ip"]:
+            blob.diff[...] = 0
+
+    solver.add_gradients_ready_callback(zero_the_gradients)
+    before = solver.net.params["ip"][0].data.copy()
+    solver.step(2)
+    assert seen == [0, 1]
+    np.testing.assert_array_equal(solver.net.params["ip"][0].data, before)
+
+
+def test_a_bad_solver_file_is_an_error(write):
+    with pytest.raises(xtrain.XtrainError, match="base_lr"):
+        xtrain.SGDSolver(write("bad.prototxt",
+                               "net: 'x.prototxt'\nbase_lr: -1\nlr_policy: 'fixed'\nmax_iter: 1"))
