@@ -13,6 +13,7 @@
 
 #include "bindings.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/layer_registry.hpp"
 #include "xtrain/net.hpp"
 #include "xtrain/proto_io.hpp"
 
@@ -80,6 +81,10 @@ std::vector<int> blob_indices(const Net& net, const BlobVec& wanted) {
 }  // namespace
 
 void bind_net(py::module_& module) {
+  module.def(
+      "layer_type_list", [] { return LayerRegistry::global().types(); },
+      "The layer types a prototxt can name, in name order.");
+
   py::enum_<Phase>(module, "Phase").value("TRAIN", TRAIN).value("TEST", TEST).export_values();
 
   // dynamic_attr: the Python side caches its ordered dicts on the net.

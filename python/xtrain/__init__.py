@@ -15,6 +15,7 @@ from ._xtrain import (  # noqa: F401  (the package's API)
     XtrainError,
     cuda_compiled_in,
     get_solver,
+    layer_type_list,
     set_device,
     set_mode_cpu,
     set_mode_gpu,

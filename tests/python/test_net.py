@@ -119,3 +119,9 @@ def test_errors_name_the_file(write):
     net = xtrain.Net(write("net.prototxt", LINEAR_SOFTMAX), xtrain.TEST)
     with pytest.raises(ValueError, match="has shape"):
         net.forward(data=np.zeros((3, 3), np.float32))
+
+
+def test_layer_type_list():
+    types = xtrain.layer_type_list()
+    assert types == sorted(types)
+    assert {"Convolution", "InnerProduct", "SoftmaxWithLoss", "Data"} <= set(types)
