@@ -24,12 +24,15 @@ class LayerRegistry {
   // Throws xtrain::Error if `type` is already registered.
   void add(const std::string& type, Factory factory);
   bool has(const std::string& type) const;
-  // Throws xtrain::Error naming the layer and listing the known types.
+  // Throws xtrain::Error naming the layer and listing the known types. A
+  // type provided by a plugin ("Python") loads the plugin first.
   std::unique_ptr<Layer> create(const LayerParameter& param) const;
   std::vector<std::string> types() const;
 
  private:
   LayerRegistry() = default;
+  // The factory of `type`, or an empty one.
+  Factory find(const std::string& type) const;
   mutable std::mutex mutex_;
   std::map<std::string, Factory> factories_;
 };

@@ -2,6 +2,7 @@
 #include <pybind11/pybind11.h>
 
 #include "bindings.hpp"
+#include "python_layer.hpp"
 #include "xtrain/error.hpp"
 
 PYBIND11_MODULE(_xtrain, module) {
@@ -13,4 +14,5 @@ PYBIND11_MODULE(_xtrain, module) {
   xtrain::python::bind_blob(module);
   xtrain::python::bind_net(module);
   xtrain::python::bind_solver(module);
+  xtrain::python::bind_python_layer(module);
 }

@@ -9,7 +9,6 @@ from ._xtrain import (  # noqa: F401  (the package's API)
     TRAIN,
     TEST,
     Blob,
-    Layer,
     Net,
     Solver,
     XtrainError,
@@ -24,6 +23,7 @@ from ._xtrain import (  # noqa: F401  (the package's API)
 )
 from . import _xtrain as _core
 from . import pycaffe as _pycaffe  # adds pycaffe's Net conveniences  # noqa: F401
+from .python_layer import Layer  # noqa: F401  (the base of `type: "Python"` layers)
 
 # SGDSolver, NesterovSolver, AdaGradSolver, RMSPropSolver, AdaDeltaSolver,
 # AdamSolver: one per update rule the library has.

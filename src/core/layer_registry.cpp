@@ -1,5 +1,6 @@
 #include "xtrain/layer_registry.hpp"
 
+#include "core/layer_plugins.hpp"
 #include "layers/builtin_layers.hpp"
 #include "xtrain/error.hpp"
 
@@ -33,19 +34,24 @@ std::vector<std::string> LayerRegistry::types() const {
 }
 
 std::unique_ptr<Layer> LayerRegistry::create(const LayerParameter& param) const {
-  Factory factory;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto found = factories_.find(param.type());
-    if (found == factories_.end()) {
-      std::string known;
-      for (const auto& entry : factories_) known += (known.empty() ? "" : ", ") + entry.first;
-      throw Error("layer '" + param.name() + "' has unknown type '" + param.type() +
-                  "' (known types: " + known + ")");
-    }
-    factory = found->second;
+  Factory factory = find(param.type());
+  std::string why_not;
+  if (!factory && load_layer_plugin_for(param.type(), &why_not)) factory = find(param.type());
+  if (!factory) {
+    XTRAIN_CHECK(why_not.empty(), "layer '", param.name(), "' has type '", param.type(),
+                 "': ", why_not);
+    std::string known;
+    for (const std::string& type : types()) known += (known.empty() ? "" : ", ") + type;
+    throw Error("layer '" + param.name() + "' has unknown type '" + param.type() +
+                "' (known types: " + known + ")");
   }
   return factory(param);
+}
+
+LayerRegistry::Factory LayerRegistry::find(const std::string& type) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto found = factories_.find(type);
+  return found == factories_.end() ? Factory() : found->second;
 }
 
 }  // namespace xtrain
