@@ -4,7 +4,7 @@
 // (checked with the HDF5 C API) and Caffe-written files read back, errors
 // that say what the file is missing, and writes that leave the previous file
 // intact when they fail.
-#include "solvers/hdf5_snapshot.hpp"
+#include "core/hdf5_snapshot.hpp"
 
 #include <gtest/gtest.h>
 #include <hdf5.h>

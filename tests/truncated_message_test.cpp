@@ -1,5 +1,5 @@
 // Files cut short are told apart from files of another kind.
-#include "solvers/truncated_message.hpp"
+#include "core/truncated_message.hpp"
 
 #include <gtest/gtest.h>
 

@@ -3,8 +3,8 @@
 // A job is several processes (one per GPU or per CPU socket) on one or many
 // nodes, started by mpirun or srun. Each learns its place from the launcher's
 // environment (process_group_from_environment) and talks to the others
-// through a Communicator: gradients summed with allreduce_sum, weights sent
-// from the root with broadcast.
+// through a Communicator (xtrain/communicator.hpp): gradients summed with
+// allreduce_sum, weights sent from the root with broadcast.
 //
 // Backends: "none" (one process; every call returns at once), "mpi" (CPU
 // buffers, one or many nodes; needs a build with libopenmpi-dev), "threads"
@@ -25,6 +25,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "xtrain/communicator.hpp"
 
 namespace xtrain {
 
@@ -48,61 +50,6 @@ struct ProcessGroup {
 // a launcher's variable missing while others are set throws xtrain::Error
 // naming the variable.
 ProcessGroup process_group_from_environment();
-
-// A collective under way (Communicator::start_allreduce_sum). Its buffer
-// must stay untouched until wait() returns.
-class PendingCollective {
- public:
-  virtual ~PendingCollective() = default;
-  // Whether it has finished; may advance it (MPI makes progress only inside
-  // its calls). Throws xtrain::Error as wait() does.
-  virtual bool poll() = 0;
-  // Returns when it has finished; throws xtrain::Error when it has not
-  // within the communicator's timeout, or failed.
-  virtual void wait() = 0;
-};
-
-class Communicator {
- public:
-  virtual ~Communicator() = default;
-
-  virtual int rank() const = 0;
-  virtual int size() const = 0;
-  virtual std::string backend() const = 0;  // "none", "mpi" or "nccl"
-
-  // Whether the buffers of the collectives below are device (GPU) memory:
-  // true for NCCL (src/cuda/nccl_communicator.hpp), false for the host
-  // backends. The solver asks it to exchange gradients where they are,
-  // without copying them to the host and back.
-  virtual bool works_on_device_memory() const { return false; }
-
-  // data[i] = the sum over ranks of data[i], on every rank, in place. Every
-  // rank calls with the same count. The order of the sum is fixed by the
-  // backend, so every rank gets the same bits.
-  virtual void allreduce_sum(float* data, std::size_t count) = 0;
-  virtual void allreduce_sum(double* data, std::size_t count) = 0;
-
-  // allreduce_sum that returns once it has started, so that the caller can
-  // compute while the values travel (data-parallel training sums each
-  // bucket of gradients while backward goes on). Every rank starts the same
-  // collectives in the same order. This default runs it at once.
-  virtual std::unique_ptr<PendingCollective> start_allreduce_sum(float* data, std::size_t count);
-
-  // data = root's data, on every rank. Every rank calls with the same count
-  // and root.
-  virtual void broadcast(float* data, std::size_t count, int root) = 0;
-  virtual void broadcast(double* data, std::size_t count, int root) = 0;
-
-  // Returns when every rank has called it.
-  virtual void barrier() = 0;
-
-  // Why this group's collectives can no longer finish, once a member is
-  // known to have failed (a ThreadReplicas replica threw); "" while they
-  // can. A communicator bootstrapped on this one (NCCL) polls it while it
-  // waits, so that it gives up at once instead of waiting out its timeout.
-  // Safe to call from any thread at any time.
-  virtual std::string failure() const { return ""; }
-};
 
 namespace detail {
 struct ThreadGroupState;  // src/comm/thread_replicas.cpp

@@ -18,7 +18,8 @@ class LayerRegistry {
  public:
   using Factory = std::function<std::unique_ptr<Layer>(const LayerParameter&)>;
 
-  // The process-wide registry, with the built-in layers in it.
+  // The process-wide registry, with the built-in layers in it (defined by
+  // the layers module, src/layers/builtin_layers.cpp).
   static LayerRegistry& global();
 
   // Throws xtrain::Error if `type` is already registered.

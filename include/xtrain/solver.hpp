@@ -34,7 +34,7 @@
 #include <utility>
 #include <vector>
 
-#include "xtrain/comm.hpp"
+#include "xtrain/communicator.hpp"
 #include "xtrain/device.hpp"
 #include "xtrain/net.hpp"
 #include "xtrain/proto/xtrain.pb.h"

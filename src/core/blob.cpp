@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "core/channel_blocked_layout.hpp"
-#include "solvers/device_update.hpp"
+#include "core/device_apply.hpp"
 
 #ifdef XTRAIN_USE_CUDA
 #include "cuda/math_gpu.hpp"

@@ -1,7 +1,7 @@
 // op(a[i], b[i], ...) for i in [0, n), the arrays updated in place through
 // references: the CPU loop of the multi-array functors (a solver step updates
 // a parameter's gradient and its history together). The CUDA counterpart is
-// the for_each kernel of src/cuda/update_kernels.cu.
+// the for_each kernel of src/cuda/device_apply_kernels.cuh.
 #pragma once
 
 #include <cstddef>

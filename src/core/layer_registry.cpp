@@ -1,19 +1,12 @@
+// The registry's bookkeeping. LayerRegistry::global(), the registry with the
+// built-in layers in it, is defined by the layers module
+// (src/layers/builtin_layers.cpp): core knows no layer.
 #include "xtrain/layer_registry.hpp"
 
 #include "core/layer_plugins.hpp"
-#include "layers/builtin_layers.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
-
-LayerRegistry& LayerRegistry::global() {
-  static LayerRegistry* registry = [] {
-    auto* created = new LayerRegistry();
-    register_builtin_layers(*created);
-    return created;
-  }();
-  return *registry;
-}
 
 void LayerRegistry::add(const std::string& type, Factory factory) {
   std::lock_guard<std::mutex> lock(mutex_);

@@ -12,7 +12,7 @@
 #include "core/net_memory_plan.hpp"
 #include "core/net_name_limits.hpp"
 #include "core/net_upgrade.hpp"
-#include "solvers/snapshot_reading.hpp"
+#include "core/weights_file.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
 #include "xtrain/logging.hpp"

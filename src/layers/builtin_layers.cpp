@@ -1,6 +1,21 @@
 #include "layers/builtin_layers.hpp"
 
+#include "xtrain/layer_registry.hpp"
+
 namespace xtrain {
+
+// Here rather than in core's layer_registry.cpp so that core includes no
+// layer (docs/architecture.md). Filled on first use, not by static
+// initialisers: no initialisation-order race, and a static link keeps every
+// built-in layer because any caller of global() pulls this file in.
+LayerRegistry& LayerRegistry::global() {
+  static LayerRegistry* registry = [] {
+    auto* created = new LayerRegistry();
+    register_builtin_layers(*created);
+    return created;
+  }();
+  return *registry;
+}
 
 void register_builtin_layers(LayerRegistry& registry) {
   register_input_layer(registry);

@@ -2,7 +2,8 @@
 
 #include <cmath>
 
-#include "solvers/device_update.hpp"
+#include "core/device_apply.hpp"
+#include "solvers/update_ops.hpp"
 
 namespace xtrain {
 

@@ -4,7 +4,7 @@
 // last backward pass (solvers/gradient_buckets.hpp),
 // and stop requests agreed on, so that no replica leaves the loop while the
 // others wait for it in a collective.
-#include "solvers/device_update.hpp"
+#include "core/device_apply.hpp"
 #include "solvers/gradient_buckets.hpp"
 #include "xtrain/device.hpp"
 #include "xtrain/error.hpp"

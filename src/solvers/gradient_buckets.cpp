@@ -4,7 +4,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "solvers/device_update.hpp"
+#include "core/device_apply.hpp"
 #include "xtrain/error.hpp"
 
 #ifdef XTRAIN_USE_CUDA

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "xtrain/blob.hpp"
-#include "xtrain/comm.hpp"
+#include "xtrain/communicator.hpp"
 #include "xtrain/device.hpp"
 #include "xtrain/net.hpp"
 

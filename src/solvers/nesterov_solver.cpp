@@ -1,6 +1,7 @@
 #include "solvers/nesterov_solver.hpp"
 
-#include "solvers/device_update.hpp"
+#include "core/device_apply.hpp"
+#include "solvers/update_ops.hpp"
 
 namespace xtrain {
 

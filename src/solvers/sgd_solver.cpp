@@ -3,7 +3,8 @@
 #include <cmath>
 
 #include "core/math_functions.hpp"
-#include "solvers/device_update.hpp"
+#include "core/device_apply.hpp"
+#include "solvers/update_ops.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/lr_policy.hpp"

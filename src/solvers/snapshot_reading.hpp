@@ -26,7 +26,4 @@ std::string locate_learned_net(const SolverState& state, const std::string& stat
 void check_weights_belong_to_state(const std::string& weights_path, const SolverState& state,
                                    const std::string& state_path);
 
-// A .caffemodel or .caffemodel.h5 as a NetParameter (layers and blobs).
-NetParameter read_weights_file(const std::string& path);
-
 }  // namespace xtrain

@@ -19,8 +19,9 @@
 #include <filesystem>
 
 #include "core/atomic_file.hpp"
-#include "solvers/hdf5_snapshot.hpp"
-#include "solvers/snapshot_checksum.hpp"
+#include "core/hdf5_snapshot.hpp"
+#include "core/snapshot_checksum.hpp"
+#include "core/weights_file.hpp"
 #include "solvers/snapshot_reading.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"

@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "solvers/snapshot_reading.hpp"
+#include "core/weights_file.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
 

@@ -1,6 +1,6 @@
 // Communicator::start_allreduce_sum for backends without a non-blocking
 // form: the sum runs at once and the returned collective has finished.
-#include "xtrain/comm.hpp"
+#include "xtrain/communicator.hpp"
 
 namespace xtrain {
 namespace {

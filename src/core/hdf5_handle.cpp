@@ -1,4 +1,4 @@
-#include "data/hdf5_handle.hpp"
+#include "core/hdf5_handle.hpp"
 
 #include <algorithm>
 

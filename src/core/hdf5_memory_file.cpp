@@ -1,4 +1,4 @@
-#include "data/hdf5_memory_file.hpp"
+#include "core/hdf5_memory_file.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

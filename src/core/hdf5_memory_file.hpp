@@ -16,7 +16,7 @@
 #include <cstddef>
 #include <string>
 
-#include "data/hdf5_handle.hpp"
+#include "core/hdf5_handle.hpp"
 
 namespace xtrain {
 

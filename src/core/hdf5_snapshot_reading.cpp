@@ -11,11 +11,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/hdf5_handle.hpp"
+#include "core/hdf5_memory_file.hpp"
+#include "core/hdf5_snapshot.hpp"
+#include "core/hdf5_snapshot_layout.hpp"
 #include "data/hdf5_crash_isolation.hpp"
-#include "data/hdf5_handle.hpp"
-#include "data/hdf5_memory_file.hpp"
-#include "solvers/hdf5_snapshot.hpp"
-#include "solvers/hdf5_snapshot_layout.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {

@@ -11,10 +11,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "data/hdf5_handle.hpp"
-#include "data/hdf5_memory_file.hpp"
-#include "solvers/hdf5_snapshot.hpp"
-#include "solvers/hdf5_snapshot_layout.hpp"
+#include "core/hdf5_handle.hpp"
+#include "core/hdf5_memory_file.hpp"
+#include "core/hdf5_snapshot.hpp"
+#include "core/hdf5_snapshot_layout.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {

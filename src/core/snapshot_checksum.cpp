@@ -1,4 +1,4 @@
-#include "solvers/snapshot_checksum.hpp"
+#include "core/snapshot_checksum.hpp"
 
 #include <zlib.h>
 

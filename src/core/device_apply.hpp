@@ -1,17 +1,23 @@
-// Runs a solver functor (solvers/update_ops.hpp) where the arrays live: the
-// CPU loops of ops::apply_cpu / ops::for_each_cpu, or the CUDA kernels of
-// src/cuda/update_kernels.cu. One definition of each update, two devices.
+// Runs an elementwise functor where the arrays live: the CPU loops of
+// ops::apply_cpu / ops::for_each_cpu, or the CUDA kernels declared in
+// cuda/device_apply_kernels.hpp. One definition of each step, two devices.
+// Blob::update and the solvers' updates (solvers/update_ops.hpp) use it.
+//
+// A functor used on a GPU needs its kernel instantiated by the module that
+// owns it: core's in src/cuda/device_apply_kernels.cu, the solvers' in
+// src/cuda/update_kernels.cu; one left out is a link error, not a silent
+// fallback.
 #pragma once
 
 #include <cstddef>
 
+#include "core/elementwise_ops.hpp"
 #include "core/for_each_cpu.hpp"
-#include "solvers/update_ops.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/device.hpp"
 
 #ifdef XTRAIN_USE_CUDA
-#include "cuda/update_kernels.hpp"
+#include "cuda/device_apply_kernels.hpp"
 #endif
 
 namespace xtrain::ops {

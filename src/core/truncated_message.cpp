@@ -1,4 +1,4 @@
-#include "solvers/truncated_message.hpp"
+#include "core/truncated_message.hpp"
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/wire_format_lite.h>
