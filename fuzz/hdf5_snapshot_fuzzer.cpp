@@ -8,7 +8,7 @@
 // how our reader treats the groups, datasets, shapes and types a damaged file
 // offers (and whether HDF5's own failures come back as xtrain::Error).
 #include "fuzz_support.hpp"
-#include "solvers/hdf5_snapshot.hpp"
+#include "core/hdf5_snapshot.hpp"
 
 XTRAIN_FUZZ_INITIALIZE
 

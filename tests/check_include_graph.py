@@ -98,12 +98,7 @@ PUBLIC_HEADER_MODULES = {
 
 # Edges inside src/ that break the table for now, each with why and what
 # ends it. Keep this empty; every entry must still exist.
-PENDING_SRC_EDGES = {
-    ("src/core/hdf5_snapshot_reading.cpp", "src/data/hdf5_crash_isolation.hpp"):
-        "the HDF5 weights reader (core) tries each read in a child process; "
-        "hdf5_crash_isolation moves to core once the HDF5 hardening work on "
-        "those files has landed",
-}
+PENDING_SRC_EDGES = {}
 
 # The tools' use of internal headers: issue 20's "small public API" step
 # replaces each with a public header. Remove an entry when its include goes;

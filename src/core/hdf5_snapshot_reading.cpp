@@ -15,7 +15,7 @@
 #include "core/hdf5_memory_file.hpp"
 #include "core/hdf5_snapshot.hpp"
 #include "core/hdf5_snapshot_layout.hpp"
-#include "data/hdf5_crash_isolation.hpp"
+#include "core/hdf5_crash_isolation.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -338,7 +338,7 @@ SolverState read_solver_state_hdf5_here(const std::string& path) {
 
 }  // namespace
 
-// Each read is tried in a child process first (data/hdf5_crash_isolation.hpp).
+// Each read is tried in a child process first (core/hdf5_crash_isolation.hpp).
 NetParameter read_net_hdf5(const std::string& path) {
   survive_hdf5_read(path, "the .caffemodel.h5", kUseAnotherSnapshot, [&] { (void)read_net_hdf5_here(path); });
   return read_net_hdf5_here(path);

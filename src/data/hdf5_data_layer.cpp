@@ -6,7 +6,7 @@
 #include <functional>
 #include <numeric>
 
-#include "data/hdf5_crash_isolation.hpp"
+#include "core/hdf5_crash_isolation.hpp"
 #include "data/hdf5_file.hpp"
 #include "layers/builtin_layers.hpp"
 #include "xtrain/error.hpp"

@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "data/hdf5_handle.hpp"
+#include "core/hdf5_handle.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {

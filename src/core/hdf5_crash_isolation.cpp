@@ -1,4 +1,4 @@
-#include "data/hdf5_crash_isolation.hpp"
+#include "core/hdf5_crash_isolation.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>
