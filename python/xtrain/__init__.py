@@ -39,4 +39,13 @@ for _type in solver_types():
     globals()[_type + "Solver"] = getattr(_core, _type + "Solver")
 del _type
 
+
+
+def has_nccl():
+    """False: pycaffe's NCCL class (multi-GPU training driven from Python) is
+    not part of this package; `xtrain train --gpu=all` trains on several
+    GPUs."""
+    return False
+
+
 __all__ = [name for name in globals() if not name.startswith("_")]

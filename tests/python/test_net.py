@@ -125,3 +125,10 @@ def test_layer_type_list():
     types = xtrain.layer_type_list()
     assert types == sorted(types)
     assert {"Convolution", "InnerProduct", "SoftmaxWithLoss", "Data"} <= set(types)
+
+
+def test_save_hdf5_says_what_to_use_instead(write, tmp_path):
+    net = xtrain.Net(write("net.prototxt", LINEAR_SOFTMAX), xtrain.TEST)
+    with pytest.raises(NotImplementedError, match="save\\(\\)"):
+        net.save_hdf5(str(tmp_path / "w.caffemodel.h5"))
+    assert not xtrain.has_nccl()
