@@ -11,6 +11,8 @@ is called.
 import numpy as np
 
 from .proto import xtrain_pb2
+# pycaffe scripts read mean files with caffe.io.caffe_pb2.BlobProto().
+from .proto import caffe_pb2  # noqa: F401
 from .transformer import Transformer  # noqa: F401  (part of caffe.io's API)
 from .images import load_image, oversample, resize_image  # noqa: F401
 

@@ -30,6 +30,17 @@ def test_blobproto_shapes():
         io.blobproto_to_array(caffe_pb2.BlobProto(data=[1, 2], shape=dict(dim=[2, 2])))
 
 
+def test_mean_file_idiom(tmp_path):
+    # How pycaffe scripts read a .binaryproto mean.
+    path = str(tmp_path / "mean.binaryproto")
+    with open(path, "wb") as out:
+        out.write(io.array_to_blobproto(np.full((1, 3, 2, 2), 0.5)).SerializeToString())
+    blob = io.caffe_pb2.BlobProto()
+    with open(path, "rb") as data:
+        blob.ParseFromString(data.read())
+    assert io.blobproto_to_array(blob)[0].shape == (3, 2, 2)
+
+
 def test_blobprotovector_round_trip():
     arrays = [np.ones((2, 2), np.float32), np.arange(3, dtype=np.float32)]
     serialized = io.arraylist_to_blobprotovector_str(arrays)
