@@ -35,6 +35,8 @@ FULL_PACKAGES=(
   python3  # tests (bench/caffe_memory_test.py)
   # The Python package (python/, pycaffe's API) and its pytest tests.
   python3-dev python3-numpy pybind11-dev python3-pytest
+  python3-protobuf  # xtrain.proto (caffe_pb2), net_spec, io, draw
+  python3-pil  # xtrain.io.load_image / resize_image (lighter than python3-skimage)
   libgtest-dev libgmock-dev
   chromium  # tests render the training report headless (tests/tools/report_render_test.cpp)
   # scripts/fuzz.sh: libFuzzer and the sanitizers come with clang, OpenMP for

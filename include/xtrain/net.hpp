@@ -94,6 +94,9 @@ class Net {
   void share_trained_layers_with(const Net& other);
 
   void to_proto(NetParameter* param, bool write_diff = false) const;
+  // Writes the weights (and the diffs if `write_diff`) as a .caffemodel.h5
+  // in Caffe's HDF5 layout (Caffe's Net::ToHDF5). Throws xtrain::Error.
+  void to_hdf5(const std::string& path, bool write_diff = false) const;
 
   // Exact resume: each layer's state beyond its blobs (its random stream, a
   // data layer's position; see Layer::save_resume_state).

@@ -86,6 +86,8 @@ void bind_net(py::module_& module) {
       "The layer types a prototxt can name, in name order.");
 
   py::enum_<Phase>(module, "Phase").value("TRAIN", TRAIN).value("TEST", TEST).export_values();
+  // pycaffe scripts also pass the phase as a number (caffe_pb2.TEST).
+  py::implicitly_convertible<int, Phase>();
 
   // dynamic_attr: the Python side caches its ordered dicts on the net.
   py::class_<Net, std::shared_ptr<Net>>(module, "Net", py::dynamic_attr(),
@@ -134,7 +136,10 @@ void bind_net(py::module_& module) {
             net.to_proto(&param, /*write_diff=*/false);
             write_proto_to_binary_file(param, path);
           },
-          py::arg("filename"), "Write the weights as a .caffemodel.");
+          py::arg("filename"), "Write the weights as a .caffemodel.")
+      .def(
+          "save_hdf5", [](const Net& net, const std::string& path) { net.to_hdf5(path); },
+          py::arg("filename"), "Write the weights as a .caffemodel.h5 (Caffe's HDF5 layout).");
 }
 
 }  // namespace xtrain::python

@@ -43,6 +43,14 @@ std::shared_ptr<Solver> make_solver(const std::string& solver_file, const std::s
   return std::shared_ptr<Solver>(create_solver(param, options));
 }
 
+// Solver::apply_update is protected: the library's training loop calls it.
+// pycaffe exposed Caffe's ApplyUpdate for loops written in Python (forward,
+// backward, edit the gradients, update), so the binding reaches it through
+// a derived class that only makes it public (never instantiated).
+struct SolverUpdateAccess : Solver {
+  using Solver::apply_update;
+};
+
 }  // namespace
 
 void bind_solver(py::module_& module) {
@@ -67,6 +75,10 @@ void bind_solver(py::module_& module) {
           "snapshot", [](Solver& solver) { return solver.snapshot(); },
           py::call_guard<py::gil_scoped_release>(),
           "Write the .caffemodel and .solverstate of this iteration; returns their paths.")
+      .def("apply_update", &SolverUpdateAccess::apply_update,
+           py::call_guard<py::gil_scoped_release>(),
+           "Apply the update rule to the gradients in the params' diffs, at this iteration's "
+           "learning rate (as one training step ends, without advancing `iter`).")
       .def("restore", &Solver::restore, py::arg("filename"),
            py::call_guard<py::gil_scoped_release>(),
            "Resume from a .solverstate: weights, iteration, history, data positions.")

@@ -3,7 +3,11 @@ pycaffe code unchanged (for what this package covers; see docs/python.md).
 
 The nets, blobs and solvers are xtrain's C++ objects (``xtrain._xtrain``);
 this package adds pycaffe's conveniences on top (``net.blobs``,
-``net.params``, ``forward(**inputs)``, ...), written in ``pycaffe.py``.
+``net.params``, ``forward(**inputs)``, ...), written in ``pycaffe.py``, and
+pycaffe's Python modules: ``proto`` (``caffe_pb2``), ``layers``/``params``/
+``NetSpec`` (``net_spec``), ``io``, ``Classifier``, ``Detector`` and
+``draw`` (which pycaffe left to ``import caffe.draw`` for want of pydot;
+ours needs only Graphviz's dot program, so it comes with the package).
 """
 from ._xtrain import (  # noqa: F401  (the package's API)
     TRAIN,
@@ -24,11 +28,24 @@ from ._xtrain import (  # noqa: F401  (the package's API)
 from . import _xtrain as _core
 from . import pycaffe as _pycaffe  # adds pycaffe's Net conveniences  # noqa: F401
 from .python_layer import Layer  # noqa: F401  (the base of `type: "Python"` layers)
+from . import draw, io, proto  # noqa: F401
+from .classifier import Classifier  # noqa: F401
+from .detector import Detector  # noqa: F401
+from .net_spec import NetSpec, layers, params, to_proto  # noqa: F401
 
 # SGDSolver, NesterovSolver, AdaGradSolver, RMSPropSolver, AdaDeltaSolver,
 # AdamSolver: one per update rule the library has.
 for _type in solver_types():
     globals()[_type + "Solver"] = getattr(_core, _type + "Solver")
 del _type
+
+
+
+def has_nccl():
+    """False: pycaffe's NCCL class (multi-GPU training driven from Python) is
+    not part of this package; `xtrain train --gpu=all` trains on several
+    GPUs."""
+    return False
+
 
 __all__ = [name for name in globals() if not name.startswith("_")]

@@ -172,6 +172,12 @@ def _forward_backward_all(self, blobs=None, diffs=None, **kwargs):
     return outputs, gradients
 
 
+def _load_hdf5(self, filename):
+    """Copy the weights of layers named alike from a .caffemodel.h5 (Caffe's
+    HDF5 layout; copy_from reads both formats)."""
+    self.copy_from(filename)
+
+
 Net.blobs = property(_blobs)
 Net.params = property(_params)
 Net.layer_dict = property(_layer_dict)
@@ -183,3 +189,4 @@ Net.forward = _forward
 Net.backward = _backward
 Net.forward_all = _forward_all
 Net.forward_backward_all = _forward_backward_all
+Net.load_hdf5 = _load_hdf5

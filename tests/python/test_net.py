@@ -125,3 +125,17 @@ def test_layer_type_list():
     types = xtrain.layer_type_list()
     assert types == sorted(types)
     assert {"Convolution", "InnerProduct", "SoftmaxWithLoss", "Data"} <= set(types)
+
+
+def test_hdf5_weights_round_trip_and_numeric_phase(write, tmp_path):
+    path = write("net.prototxt", LINEAR_SOFTMAX)
+    net = xtrain.Net(path, 1)  # pycaffe scripts pass caffe_pb2.TEST, a number
+    assert net.phase == xtrain.TEST
+    net.params["ip"][0].data[...] = np.arange(12, dtype=np.float32).reshape(4, 3)
+    weights = str(tmp_path / "w.caffemodel.h5")
+    net.save_hdf5(weights)
+    loaded = xtrain.Net(path, xtrain.TEST)
+    loaded.load_hdf5(weights)
+    for mine, theirs in zip(net.params["ip"], loaded.params["ip"]):
+        np.testing.assert_array_equal(mine.data, theirs.data)
+    assert not xtrain.has_nccl()

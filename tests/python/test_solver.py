@@ -102,3 +102,27 @@ def test_a_bad_solver_file_is_an_error(write):
     with pytest.raises(xtrain.XtrainError, match="base_lr"):
         xtrain.SGDSolver(write("bad.prototxt",
                                "net: 'x.prototxt'\nbase_lr: -1\nlr_policy: 'fixed'\nmax_iter: 1"))
+
+
+def test_apply_update_uses_the_diffs_as_they_are(write, tmp_path):
+    # A loop written in Python: set the gradients by hand, then update.
+    solver = xtrain.SGDSolver(solver_file(write, tmp_path, "momentum: 0.9", base_lr=0.5))
+    weights = solver.net.params["ip"][0]
+    weights.data[...] = 1
+    weights.diff[...] = np.arange(6, dtype=np.float32).reshape(2, 3)
+    solver.apply_update()
+    np.testing.assert_allclose(weights.data, 1 - 0.5 * np.arange(6).reshape(2, 3), rtol=1e-6)
+    assert solver.iter == 0  # only step() advances the iteration
+
+
+def test_load_hdf5_reads_an_hdf5_snapshot(write, tmp_path):
+    solver = xtrain.SGDSolver(solver_file(write, tmp_path, "snapshot_format: HDF5"))
+    feed(solver.net, 3)
+    solver.step(2)
+    solver.snapshot()
+    weights = str(tmp_path / "snap_iter_2.caffemodel.h5")
+    assert os.path.exists(weights)
+    net = xtrain.Net(write("again.prototxt", LINEAR_EUCLIDEAN), xtrain.TRAIN)
+    net.load_hdf5(weights)
+    for mine, trained in zip(net.params["ip"], solver.net.params["ip"]):
+        np.testing.assert_array_equal(mine.data, trained.data)
