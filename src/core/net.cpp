@@ -1,18 +1,12 @@
 #include "xtrain/net.hpp"
 
 #include <algorithm>
-#include <iomanip>
 #include <set>
-#include <sstream>
 
-#include "core/channel_blocked_layout.hpp"
-#include "core/channel_blocked_plan.hpp"
 #include "core/device_memory.hpp"
 #include "core/net_input_upgrade.hpp"
-#include "core/net_memory_plan.hpp"
 #include "core/net_name_limits.hpp"
 #include "core/net_upgrade.hpp"
-#include "core/weights_file.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
 #include "xtrain/logging.hpp"
@@ -185,106 +179,6 @@ void Net::init(const NetParameter& in_param) {
   }
   if (options_.share_activation_memory) share_activation_memory();
   if (options_.verbose) XLOG(INFO) << "Network initialization done.";
-}
-
-void Net::fuse_in_place_relus() {
-  int fused = 0;
-  for (std::size_t i = 1; i < layers_.size(); ++i) {
-    Layer& relu = *layers_[i];
-    const bool in_place_relu = std::string(relu.type()) == "ReLU" &&
-                               relu.layer_param().relu_param().negative_slope() == 0.0f &&
-                               bottom_vecs_[i].size() == 1 && top_vecs_[i].size() == 1 &&
-                               bottom_vecs_[i][0] == top_vecs_[i][0];
-    // The layer before must write exactly the blob the ReLU rewrites.
-    if (!in_place_relu || top_vecs_[i - 1].size() != 1 ||
-        top_vecs_[i - 1][0] != bottom_vecs_[i][0] || layers_[i - 1]->absorbed_by_previous_layer()) {
-      continue;
-    }
-    if (!layers_[i - 1]->absorb_following_relu()) continue;
-    relu.set_absorbed_by_previous_layer();
-    ++fused;
-  }
-  if (options_.verbose && fused > 0) {
-    XLOG(INFO) << fused << " in-place ReLU layer(s) fused into the layer before them";
-  }
-}
-
-void Net::share_kept_copies() {
-  int shared = 0;
-  for (std::size_t i = 1; i < layers_.size(); ++i) {
-    Layer& reader = *layers_[i];
-    Layer& lender = *layers_[i - 1];
-    const bool in_place = bottom_vecs_[i].size() >= 1 && top_vecs_[i].size() >= 1 &&
-                          bottom_vecs_[i][0] == top_vecs_[i][0];
-    // The layer before must have written exactly this bottom, and both must
-    // see it in the same layout (blocked or plain as it comes, or plain).
-    if (!in_place || top_vecs_[i - 1].size() != 1 || top_vecs_[i - 1][0] != bottom_vecs_[i][0] ||
-        lender.reads_channel_blocked_bottom(0) != reader.reads_channel_blocked_bottom(0)) {
-      continue;
-    }
-    std::shared_ptr<KeptActivation> copy = lender.kept_top_copy();
-    if (copy && reader.use_kept_bottom_copy(std::move(copy))) ++shared;
-  }
-  if (options_.verbose && shared > 0) {
-    XLOG(INFO) << shared << " layer(s) read the copy of their input the layer before keeps";
-  }
-}
-
-void Net::arrange_channel_blocked_activations(bool log) {
-  const std::vector<bool> blocked = plan_channel_blocked_blobs(*this);
-  std::string names;
-  for (std::size_t i = 0; i < layers_.size(); ++i) {
-    std::vector<bool> tops;
-    for (int id : top_id_vecs_[i]) tops.push_back(blocked[id]);
-    layers_[i]->set_channel_blocked_tops(std::move(tops));
-  }
-  for (std::size_t id = 0; id < blobs_.size(); ++id) {
-    if (blocked[id]) names += (names.empty() ? "" : ", ") + blob_names_[id];
-  }
-  if (log && options_.verbose && !names.empty()) {
-    XLOG(INFO) << "Channel-blocked activations (nChw" << channel_block()
-               << "c, no reorders between their layers): " << names;
-  }
-}
-
-void Net::share_activation_memory() {
-  for (const std::string& name : options_.keep_blobs) {
-    XTRAIN_CHECK(has_blob(name), "net '", name_, "' has no blob named '", name,
-                 "' to keep out of the memory plan (NetOptions::keep_blobs)");
-  }
-  const NetMemoryPlan plan = plan_net_memory(*this, options_.keep_blobs);
-  apply_net_memory_plan(*this, plan);
-  recompute_before_backward_.assign(layers_.size(), {});
-  for (const NetMemoryPlan::Recompute& recompute : plan.recomputes) {
-    recompute_before_backward_[recompute.before_backward_of].push_back(recompute.layer);
-  }
-  if (options_.verbose) {
-    constexpr double kMiB = 1024.0 * 1024.0;
-    auto shared_blobs = [](const std::vector<NetMemoryPlan::Buffer>& buffers) {
-      std::size_t blobs = 0;
-      for (const auto& buffer : buffers) blobs += buffer.blobs.size();
-      return blobs;
-    };
-    // "share one 147 MiB arena" on the CPU, "share 4 buffers" on a GPU.
-    auto where = [&](const std::vector<NetMemoryPlan::Buffer>& buffers, std::size_t arena_bytes) {
-      std::ostringstream text;
-      if (arena_bytes > 0) {
-        text << "one " << std::fixed << std::setprecision(1) << arena_bytes / kMiB << " MiB arena";
-      } else {
-        text << buffers.size() << " buffers";
-      }
-      return text.str();
-    };
-    XLOG(INFO) << "Memory plan: " << shared_blobs(plan.diff_buffers) << " blob diffs share "
-               << where(plan.diff_buffers, plan.diff_arena_bytes) << ", "
-               << shared_blobs(plan.data_buffers) << " blob data share "
-               << where(plan.data_buffers, plan.data_arena_bytes) << ", "
-               << plan.unshared_bytes / kMiB << " MiB -> " << plan.shared_bytes / kMiB << " MiB"
-               << (plan.recomputes.empty()
-                       ? std::string()
-                       : ", " + std::to_string(plan.recomputes.size()) +
-                             " layer output(s) recomputed in backward instead of kept");
-  }
 }
 
 int Net::append_bottom(const NetParameter& param, int layer_id, int bottom_id,
@@ -516,91 +410,6 @@ void Net::clear_param_diffs() {
                           options_.device.id);
     } else {
       std::fill_n(blob->mutable_cpu_diff(), blob->count(), 0.0f);
-    }
-  }
-}
-
-void Net::copy_trained_layers_from(const NetParameter& trained) {
-  // Check every layer before copying any, and report every mismatch at once:
-  // fine-tuning usually renames several layers, and one error per run would
-  // make the user find them one by one.
-  std::vector<std::string> mismatches;
-  std::vector<std::pair<const LayerParameter*, Layer*>> copies;
-  for (const LayerParameter& source : trained.layer()) {
-    auto target = layer_names_index_.find(source.name());
-    if (target == layer_names_index_.end()) {
-      XLOG(INFO) << "Ignoring source layer " << source.name();
-      continue;
-    }
-    Layer& layer = *layers_[target->second];
-    const auto& target_blobs = layer.blobs();
-    if (static_cast<int>(target_blobs.size()) != source.blobs_size()) {
-      mismatches.push_back("layer '" + source.name() + "': the weights file has " +
-                           std::to_string(source.blobs_size()) +
-                           " blobs for it but the net's layer has " +
-                           std::to_string(target_blobs.size()));
-      continue;
-    }
-    bool fits = true;
-    for (int j = 0; j < source.blobs_size(); ++j) {
-      if (!target_blobs[j]->shape_equals(source.blobs(j))) {
-        mismatches.push_back("layer '" + source.name() + "' param " + std::to_string(j) +
-                             ": the weights file has shape " +
-                             shape_to_string(blob_proto_shape(source.blobs(j))) +
-                             " but the net needs " + shape_to_string(target_blobs[j]->shape()));
-        fits = false;
-      }
-    }
-    if (fits) copies.emplace_back(&source, &layer);
-  }
-  if (!mismatches.empty()) {
-    std::string list;
-    for (const std::string& mismatch : mismatches) list += (list.empty() ? "" : "; ") + mismatch;
-    throw Error("cannot copy the trained weights into net '" + name_ +
-                "': " + std::to_string(mismatches.size()) + " layer(s) do not fit (" + list +
-                "). To learn such a layer from scratch instead (fine-tuning), rename it in the "
-                "net; layers are copied by name");
-  }
-  for (const auto& [source, layer] : copies) {
-    for (int j = 0; j < source->blobs_size(); ++j) {
-      layer->blobs()[j]->from_proto(source->blobs(j), false);
-    }
-  }
-}
-
-void Net::copy_trained_layers_from(const std::string& weights_path) {
-  try {
-    copy_trained_layers_from(read_weights_file(weights_path));
-  } catch (const Error& error) {
-    const std::string what = error.what();
-    if (what.find(weights_path) != std::string::npos) throw;
-    throw Error("'" + weights_path + "': " + what);
-  }
-}
-
-void Net::share_trained_layers_with(const Net& other) {
-  for (std::size_t i = 0; i < other.layers_.size(); ++i) {
-    auto target = layer_names_index_.find(other.layer_names_[i]);
-    if (target == layer_names_index_.end()) continue;
-    auto& target_blobs = layers_[target->second]->blobs();
-    const auto& source_blobs = other.layers_[i]->blobs();
-    // "the TRAIN net 'LeNet'": which net is which, when the train and test
-    // nets share a layer but disagree on its shapes.
-    const std::string source_net = detail::concat("the ", Phase_Name(other.phase_), " net '",
-                                                  other.name_, "'");
-    const std::string target_net = detail::concat("the ", Phase_Name(phase_), " net '", name_, "'");
-    const std::string agree =
-        "; layers of one name share their parameters, so both nets must give them the same "
-        "shapes (e.g. the same input channels: both colour or both grey)";
-    XTRAIN_CHECK(target_blobs.size() == source_blobs.size(), "layer '", other.layer_names_[i],
-                 "' has ", source_blobs.size(), " learnable blobs in ", source_net, " and ",
-                 target_blobs.size(), " in ", target_net, agree);
-    for (std::size_t j = 0; j < source_blobs.size(); ++j) {
-      XTRAIN_CHECK(target_blobs[j]->shape() == source_blobs[j]->shape(), "layer '",
-                   other.layer_names_[i], "' param ", j, " has shape ",
-                   source_blobs[j]->shape_string(), " in ", source_net, " and ",
-                   target_blobs[j]->shape_string(), " in ", target_net, agree);
-      target_blobs[j]->share_data(*source_blobs[j]);
     }
   }
 }
