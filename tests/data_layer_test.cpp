@@ -18,6 +18,7 @@
 #include "data/data_wait.hpp"
 #include "data/datum_io.hpp"
 #include "data/lmdb_database.hpp"
+#include "data_layer_fixture.hpp"
 #include "pattern_images.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/error.hpp"
@@ -35,67 +36,7 @@ using testing::planar_floats;
 using testing::TempDir;
 using Clock = std::chrono::steady_clock;
 
-std::string key_of(int i) {
-  char key[16];
-  std::snprintf(key, sizeof key, "%08d", i);
-  return key;
-}
-
-// Record i: a C x H x W image whose pixel j is (i * 16 + j) mod 256, label 100 + i.
-float pixel(int record, int index) { return static_cast<float>((record * 16 + index) & 0xff); }
-
-Datum record_datum(int record, const DatumShape& shape) {
-  std::vector<unsigned char> pixels(shape.count());
-  for (std::size_t j = 0; j < pixels.size(); ++j) {
-    pixels[j] = static_cast<unsigned char>(pixel(record, static_cast<int>(j)));
-  }
-  return make_datum(shape, pixels.data(), 100 + record);
-}
-
-void write_db(const std::string& path, int count, const DatumShape& shape) {
-  LmdbWriter writer(LmdbDatabase::open_for_writing(path));
-  for (int i = 0; i < count; ++i) writer.put(key_of(i), record_datum(i, shape).SerializeAsString());
-  writer.commit();
-}
-
-LayerParameter data_param(const std::string& source, int batch_size, const std::string& extra = "",
-                          Phase phase = TRAIN) {
-  LayerParameter param;
-  read_proto_from_text_string("name: 'data' type: 'Data' top: 'data' top: 'label' " + extra,
-                              &param);
-  param.set_phase(phase);
-  param.mutable_data_param()->set_source(source);
-  param.mutable_data_param()->set_batch_size(batch_size);
-  param.mutable_data_param()->set_backend(DataParameter::LMDB);
-  return param;
-}
-
-struct Tops {
-  Blob data;
-  Blob label;
-  BlobVec both() { return {&data, &label}; }
-};
-
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
-
-void expect_batch(const Tops& tops, const std::vector<int>& records, int image_size) {
-  const float* data = tops.data.cpu_data();
-  const float* labels = tops.label.cpu_data();
-  for (std::size_t item = 0; item < records.size(); ++item) {
-    EXPECT_EQ(labels[item], 100.0f + records[item]) << "item " << item;
-    for (int j = 0; j < image_size; ++j) {
-      ASSERT_EQ(data[item * image_size + j], pixel(records[item], j))
-          << "item " << item << " (record " << records[item] << "), pixel " << j;
-    }
-  }
-}
+using namespace data_layer_fixture;
 
 TEST(DataLayer, BatchesFollowKeyOrderAndWrapAround) {
   TempDir dir("data_layer");
@@ -571,109 +512,6 @@ TEST(DataLayer, PrefetchLoadsAheadPrefetchBatches) {
     EXPECT_EQ(layer.batches_read(), prefetch + 2) << "prefetch " << prefetch;
     expect_batch(tops, {3, 4, 5}, 4);
   }
-}
-
-// ---------------------------------------------------------------------------
-// Data wait
-// ---------------------------------------------------------------------------
-
-// A reader slower than its consumer (large PNGs, one thread, one batch
-// ahead): forward waits nearly all the time. With the batches loaded ahead,
-// it hardly waits.
-TEST(DataLayer, DataWaitIsMeasuredAndTaken) {
-  TempDir dir("data_layer");
-  testing::write_encoded_lmdb(
-      dir.file("db"), 8, [](int i) { return encode_mat(pattern_mat(3, 256, 256, i), ".png"); },
-      [](int i) { return i; });
-  DataLayer layer(data_param(dir.file("db"), 4, "data_param { decode_threads: 1 prefetch: 1 }"));
-  Tops tops;
-  layer.setup({}, tops.both());
-  EXPECT_EQ(layer.take_data_wait_seconds(), 0.0);
-  layer.forward({}, tops.both());  // starts the threads
-  EXPECT_GT(layer.take_data_wait_seconds(), 0.0);
-  const auto start = Clock::now();
-  for (int i = 0; i < 4; ++i) layer.forward({}, tops.both());
-  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
-  const double waited = layer.take_data_wait_seconds();
-  EXPECT_GT(waited, 0.5 * wall);
-  EXPECT_LE(waited, wall);
-  EXPECT_LT(layer.take_data_wait_seconds(), 1e-3);  // taken: counting starts again
-
-  const auto deadline = Clock::now() + std::chrono::seconds(20);
-  while (layer.batches_read() < 5 + 1 && Clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // and decoded
-  layer.take_data_wait_seconds();
-  layer.forward({}, tops.both());
-  EXPECT_LT(layer.take_data_wait_seconds(), 0.05);
-}
-
-TEST(DataLayer, NetReportsTheWaitOfItsDataLayers) {
-  TempDir dir("data_layer");
-  write_db(dir.file("db"), 10, DatumShape{1, 1, 2});
-  NetParameter with_data;
-  read_proto_from_text_string(
-      "layer { name: 'data' type: 'Data' top: 'data' top: 'label' "
-      "        data_param { source: '" +
-          dir.file("db") + "' batch_size: 5 backend: LMDB } }",
-      &with_data);
-  NetParameter without_data;
-  read_proto_from_text_string(
-      "layer { name: 'in' type: 'Input' top: 'x' input_param { shape { dim: 1 } } }",
-      &without_data);
-  with_data.mutable_state()->set_phase(TRAIN);
-  without_data.mutable_state()->set_phase(TRAIN);
-  Net net(with_data);
-  EXPECT_TRUE(reports_data_wait(net));
-  net.forward();  // the first batch is always waited for
-  const double waited = take_data_wait_seconds(net);
-  EXPECT_GT(waited, 0.0);
-  EXPECT_LT(waited, 10.0);
-  EXPECT_FALSE(reports_data_wait(Net(without_data)));
-}
-
-// The solver's display shows the share of time spent waiting, on a line of
-// its own that Caffe's parse_log ignores; `xtrain time` prints it per layer.
-TEST(DataLayer, SolverAndTimeShowTheDataWait) {
-  TempDir dir("data_layer");
-  write_db(dir.file("db"), 20, DatumShape{1, 4, 4});
-  dir.write("net.prototxt",
-            "layer { name: 'data' type: 'Data' top: 'data' top: 'label' "
-            "  data_param { source: '" +
-                dir.file("db") +
-                "' batch_size: 4 backend: LMDB } }\n"
-                "layer { name: 'ip' type: 'InnerProduct' bottom: 'data' top: 'ip' "
-                "  inner_product_param { num_output: 120 weight_filler { type: 'xavier' } } }\n"
-                "layer { name: 'loss' type: 'SoftmaxWithLoss' bottom: 'ip' bottom: 'label' "
-                "  top: 'loss' }\n");
-  dir.write("solver.prototxt", "net: '" + dir.file("net.prototxt") +
-                                   "' base_lr: 0.01 lr_policy: 'fixed' max_iter: 6 display: 2 "
-                                   "snapshot_after_train: false solver_mode: CPU\n");
-  const auto train = testing::run_tool(testing::tool_path("xtrain") +
-                                       " train --solver=" + dir.file("solver.prototxt"));
-  ASSERT_EQ(train.exit_code, 0) << train.output;
-  // Caffe's parse_log regexes still match the display line.
-  EXPECT_TRUE(std::regex_search(
-      train.output,
-      std::regex(R"(Iteration 2 \([0-9.e+]+ iter/s, [0-9.e+-]+s/2 iters\), loss = )")))
-      << train.output;
-  const std::regex wait_line(
-      R"(\]     Data wait: ([0-9]+\.[0-9])% of the time since the last display)");
-  std::smatch match;
-  ASSERT_TRUE(std::regex_search(train.output, match, wait_line)) << train.output;
-  const double share = std::stod(match[1]);
-  EXPECT_GE(share, 0.0);
-  EXPECT_LE(share, 100.0);
-
-  const auto time =
-      testing::run_tool(testing::tool_path("xtrain") + " time --model=" + dir.file("net.prototxt") +
-                        " --iterations=3");
-  ASSERT_EQ(time.exit_code, 0) << time.output;
-  EXPECT_TRUE(std::regex_search(
-      time.output,
-      std::regex(R"(data wait of data: [0-9.]+ ms per iteration \([0-9.]+% of the time\))")))
-      << time.output;
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // An HDF5Data file whose reading crashes inside the HDF5 library ends in an
 // error naming the layer, the list and the file, and the process lives on
 // (each listed file is read first in a child process, the first time it is
-// needed: src/data/hdf5_crash_isolation.hpp).
+// needed: src/core/hdf5_crash_isolation.hpp).
 //
 // What crashes HDF5 in the wild is damaged metadata it trusts; here the
 // crash is made certain by a filter of our own that faults while decoding,
