@@ -1,62 +1,79 @@
-// The layers that ship with xtrain. Each layer's .cpp defines its register_*
-// function next to the class; register_builtin_layers() calls them all, so a
-// static link cannot drop a layer the way static initialisers can.
+// The layers that ship with xtrain, in one list. Each name N in
+// XTRAIN_FOR_EACH_BUILTIN_LAYER stands for register_N_layer(LayerRegistry&),
+// which N's .cpp defines next to its class (add_layer<NLayer>(registry,
+// "Type")); register_builtin_layers() calls them all, so a static link cannot
+// drop a layer the way static initialisers can. A new built-in layer is one
+// entry here (docs/adding-a-layer.md).
 #pragma once
 
 namespace xtrain {
 
 class LayerRegistry;
 
+// clang-format off
+#define XTRAIN_FOR_EACH_BUILTIN_LAYER(X) \
+  /* data */ \
+  X(input) \
+  X(data) \
+  X(image_data) \
+  X(memory_data) \
+  X(hdf5_data) \
+  X(dummy_data) \
+  /* vision */ \
+  X(convolution) \
+  X(deconvolution) \
+  X(pooling) \
+  X(spp) \
+  X(lrn) \
+  X(crop) \
+  /* neurons */ \
+  X(relu) \
+  X(prelu) \
+  X(elu) \
+  X(sigmoid) \
+  X(tanh) \
+  X(absval) \
+  X(power) \
+  X(exp) \
+  X(log) \
+  X(bnll) \
+  X(threshold) \
+  X(dropout) \
+  /* normalisation and arithmetic */ \
+  X(batch_norm) \
+  X(scale) \
+  X(bias) \
+  X(mvn) \
+  X(eltwise) \
+  /* shape and plumbing */ \
+  X(inner_product) \
+  X(embed) \
+  X(flatten) \
+  X(reshape) \
+  X(split) \
+  X(concat) \
+  X(slice) \
+  X(tile) \
+  X(silence) \
+  X(reduction) \
+  X(argmax) \
+  X(softmax) \
+  X(accuracy) \
+  /* losses */ \
+  X(softmax_with_loss) \
+  X(euclidean_loss) \
+  X(sigmoid_cross_entropy_loss) \
+  X(hinge_loss) \
+  X(infogain_loss) \
+  X(contrastive_loss) \
+  X(multinomial_logistic_loss)
+// clang-format on
+
 void register_builtin_layers(LayerRegistry& registry);
 
-void register_input_layer(LayerRegistry& registry);
-void register_data_layer(LayerRegistry& registry);
-void register_image_data_layer(LayerRegistry& registry);
-void register_memory_data_layer(LayerRegistry& registry);
-void register_hdf5_data_layer(LayerRegistry& registry);
-void register_convolution_layer(LayerRegistry& registry);
-void register_pooling_layer(LayerRegistry& registry);
-void register_inner_product_layer(LayerRegistry& registry);
-void register_relu_layer(LayerRegistry& registry);
-void register_sigmoid_layer(LayerRegistry& registry);
-void register_tanh_layer(LayerRegistry& registry);
-void register_dropout_layer(LayerRegistry& registry);
-void register_softmax_layer(LayerRegistry& registry);
-void register_softmax_with_loss_layer(LayerRegistry& registry);
-void register_accuracy_layer(LayerRegistry& registry);
-void register_flatten_layer(LayerRegistry& registry);
-void register_split_layer(LayerRegistry& registry);
-void register_absval_layer(LayerRegistry& registry);
-void register_power_layer(LayerRegistry& registry);
-void register_exp_layer(LayerRegistry& registry);
-void register_log_layer(LayerRegistry& registry);
-void register_bnll_layer(LayerRegistry& registry);
-void register_threshold_layer(LayerRegistry& registry);
-void register_elu_layer(LayerRegistry& registry);
-void register_prelu_layer(LayerRegistry& registry);
-void register_silence_layer(LayerRegistry& registry);
-void register_reduction_layer(LayerRegistry& registry);
-void register_argmax_layer(LayerRegistry& registry);
-void register_embed_layer(LayerRegistry& registry);
-void register_mvn_layer(LayerRegistry& registry);
-void register_dummy_data_layer(LayerRegistry& registry);
-void register_reshape_layer(LayerRegistry& registry);
-void register_tile_layer(LayerRegistry& registry);
-void register_crop_layer(LayerRegistry& registry);
-void register_lrn_layer(LayerRegistry& registry);
-void register_batch_norm_layer(LayerRegistry& registry);
-void register_scale_layer(LayerRegistry& registry);
-void register_bias_layer(LayerRegistry& registry);
-void register_eltwise_layer(LayerRegistry& registry);
-void register_concat_layer(LayerRegistry& registry);
-void register_slice_layer(LayerRegistry& registry);
-void register_deconvolution_layer(LayerRegistry& registry);
-void register_spp_layer(LayerRegistry& registry);
-void register_euclidean_loss_layer(LayerRegistry& registry);
-void register_sigmoid_cross_entropy_loss_layer(LayerRegistry& registry);
-void register_hinge_loss_layer(LayerRegistry& registry);
-void register_infogain_loss_layer(LayerRegistry& registry);
-void register_contrastive_loss_layer(LayerRegistry& registry);
-void register_multinomial_logistic_loss_layer(LayerRegistry& registry);
+#define XTRAIN_DECLARE_LAYER_REGISTRATION(name) \
+  void register_##name##_layer(LayerRegistry& registry);
+XTRAIN_FOR_EACH_BUILTIN_LAYER(XTRAIN_DECLARE_LAYER_REGISTRATION)
+#undef XTRAIN_DECLARE_LAYER_REGISTRATION
 
 }  // namespace xtrain
