@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the build in BUILD_DIR to a temporary prefix, then configures,
-# builds and runs the consumer project and examples/cpp_app against it.
+# builds and runs the consumer project, examples/cpp_app and
+# examples/custom_layer against it.
 set -euo pipefail
 BUILD_DIR="$1"
 SOURCE_DIR="$(cd "$(dirname "$0")" && pwd)"
@@ -20,4 +21,16 @@ fi
 grep -q "nonexistent.prototxt" "$WORK/tool.log"
 # examples/cpp_app, built against the same prefix, on a freshly trained LeNet.
 bash "$SOURCE_DIR/cpp_app.sh" "$WORK/prefix" "$WORK/cpp_app"
+# examples/custom_layer: an application's own layer type (gradient checked,
+# a net naming it trained), against the same prefix.
+ROOT="$(cd "$SOURCE_DIR/../.." && pwd)"
+cmake -S "$ROOT/examples/custom_layer" -B "$WORK/custom_layer" -DCMAKE_PREFIX_PATH="$WORK/prefix" \
+  -DCMAKE_BUILD_TYPE=Release > "$WORK/custom_layer_configure.log"
+cmake --build "$WORK/custom_layer" > "$WORK/custom_layer_build.log"
+if ! OMP_NUM_THREADS=1 "$WORK/custom_layer/custom_layer" > "$WORK/custom_layer.log" 2>&1; then
+  tail -n 20 "$WORK/custom_layer.log" >&2
+  exit 1
+fi
+grep -q "gradient check: .* (ok)" "$WORK/custom_layer.log"
+grep -q "(learned)" "$WORK/custom_layer.log"
 echo "install consumer: OK"
