@@ -82,43 +82,6 @@ TEST(NetUpgrade, V1AndV2LeNetFilesBuildTheSameNet) {
   EXPECT_EQ(net.params_weight_decay(), (std::vector<float>{1, 1, 1, 0, 1, 0, 1, 1}));
 }
 
-// A deploy-style V1 net declaring its input with input/input_dim.
-const char* kV1WithInputs = R"(
-name: "tiny"
-input: "data"
-input_dim: 2 input_dim: 3 input_dim: 6 input_dim: 6
-input: "label"
-input_dim: 2 input_dim: 1 input_dim: 1 input_dim: 1
-layers { name: "conv" type: CONVOLUTION bottom: "data" top: "conv"
-         convolution_param { num_output: 4 kernel_size: 3 pad: 1
-                             weight_filler { type: "gaussian" std: 0.1 } } }
-layers { name: "tanh" type: TANH bottom: "conv" top: "conv" }
-layers { name: "ip" type: INNER_PRODUCT bottom: "conv" top: "ip"
-         inner_product_param { num_output: 3 weight_filler { type: "gaussian" std: 0.1 } } }
-layers { name: "loss" type: SOFTMAX_LOSS bottom: "ip" bottom: "label" top: "loss" }
-)";
-
-const char* kV2WithInputLayer = R"(
-name: "tiny"
-layer { name: "input" type: "Input" top: "data" top: "label"
-        input_param { shape { dim: 2 dim: 3 dim: 6 dim: 6 }
-                      shape { dim: 2 dim: 1 dim: 1 dim: 1 } } }
-layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
-        convolution_param { num_output: 4 kernel_size: 3 pad: 1
-                            weight_filler { type: "gaussian" std: 0.1 } } }
-layer { name: "tanh" type: "TanH" bottom: "conv" top: "conv" }
-layer { name: "ip" type: "InnerProduct" bottom: "conv" top: "ip"
-        inner_product_param { num_output: 3 weight_filler { type: "gaussian" std: 0.1 } } }
-layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
-)";
-
-void fill_tiny_inputs(Net& net) {
-  Blob& data = *net.blob_by_name("data");
-  for (std::size_t i = 0; i < data.count(); ++i) data.mutable_cpu_data()[i] = std::sin(0.3f * i);
-  net.blob_by_name("label")->mutable_cpu_data()[0] = 2;
-  net.blob_by_name("label")->mutable_cpu_data()[1] = 0;
-}
-
 TEST(NetUpgrade, V1InputFieldsBecomeAnInputLayerAndBuildTheSameNet) {
   QuietLog quiet;
   NetParameter net = parse<NetParameter>(kV1WithInputs);

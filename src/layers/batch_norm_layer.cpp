@@ -46,6 +46,7 @@
 #include "core/parallel_loop.hpp"
 #include "layers/batch_norm_math.hpp"
 #include "layers/builtin_layers.hpp"
+#include "layers/per_channel_layer.hpp"
 #include "layers/channel_statistics.hpp"
 #include "layers/channel_statistics_blocked.hpp"
 #include "layers/learnable_blobs.hpp"
@@ -65,9 +66,11 @@ namespace {
 
 constexpr int kStatBlobs = 3;
 
-class BatchNormLayer : public Layer {
+class BatchNormLayer : public PerChannelLayer {
  public:
-  explicit BatchNormLayer(const LayerParameter& param) : Layer(param) { freeze_statistics(); }
+  explicit BatchNormLayer(const LayerParameter& param) : PerChannelLayer(param) {
+    freeze_statistics();
+  }
 
   const char* type() const override { return "BatchNorm"; }
 
@@ -128,17 +131,6 @@ class BatchNormLayer : public Layer {
     blocked_supported_ = input.num_axes() == 4;
   }
 
-  bool reads_channel_blocked_bottom(int bottom_index) const override {
-    (void)bottom_index;
-    return blocked_supported_;
-  }
-  bool can_write_channel_blocked_top(int top_index,
-                                     const std::vector<bool>& blocked_bottoms) const override {
-    return top_index == 0 && blocked_supported_ && blocked_bottoms[0];
-  }
-  // Out of place, bottom and top share the layout forward computes in; in
-  // place, the layer follows the blob's.
-  bool computes_in_one_layout() const override { return blocked_supported_ && !in_place_; }
 
   std::size_t buffer_bytes() const override {
     return (x_norm_.capacity() + scratch_.capacity()) * sizeof(float);
@@ -546,8 +538,6 @@ class BatchNormLayer : public Layer {
   float moving_average_fraction_ = 0.999f;
   float eps_ = 1e-5f;
   int channels_ = 0;
-  bool in_place_ = false;
-  bool blocked_supported_ = false;  // a 4-axis input
   MemoryLayout forward_layout_ = MemoryLayout::kPlain;
   // The output, kept for backward (batch statistics only), which an in-place
   // Scale after this layer may read too (Layer::kept_top_copy).

@@ -22,6 +22,7 @@
 #include "core/parallel_loop.hpp"
 #include "layers/broadcast_axes.hpp"
 #include "layers/builtin_layers.hpp"
+#include "layers/per_channel_layer.hpp"
 #include "layers/channel_statistics.hpp"
 #include "layers/channel_statistics_blocked.hpp"
 #include "layers/learnable_blobs.hpp"
@@ -39,9 +40,9 @@
 namespace xtrain {
 namespace {
 
-class BiasLayer : public Layer {
+class BiasLayer : public PerChannelLayer {
  public:
-  using Layer::Layer;
+  using PerChannelLayer::PerChannelLayer;
   const char* type() const override { return "Bias"; }
   int min_bottom_blobs() const override { return 1; }
   int max_bottom_blobs() const override { return 2; }
@@ -75,16 +76,6 @@ class BiasLayer : public Layer {
                          axes_.dim == static_cast<std::size_t>(input.shape(1));
   }
 
-  bool reads_channel_blocked_bottom(int bottom_index) const override {
-    return bottom_index == 0 && blocked_supported_;
-  }
-  bool can_write_channel_blocked_top(int top_index,
-                                     const std::vector<bool>& blocked_bottoms) const override {
-    return top_index == 0 && blocked_supported_ && blocked_bottoms[0];
-  }
-  // Out of place, bottom and top share the layout forward computes in; in
-  // place, the layer follows the blob's.
-  bool computes_in_one_layout() const override { return blocked_supported_ && !in_place_; }
 
  protected:
   // Rows are the (o, d) runs of `inner` values that share bias[d], spread
@@ -219,9 +210,6 @@ class BiasLayer : public Layer {
     }
   }
 
-  bool in_place_ = false;
-  // A learned bias with one value per channel of a 4-axis bottom.
-  bool blocked_supported_ = false;
   MemoryLayout forward_layout_ = MemoryLayout::kPlain;
   BroadcastAxes axes_;
   std::vector<double> row_sums_;  // backward: the sum of dtop over each (o, d) row

@@ -34,6 +34,7 @@
 #include "core/parallel_loop.hpp"
 #include "layers/broadcast_axes.hpp"
 #include "layers/builtin_layers.hpp"
+#include "layers/per_channel_layer.hpp"
 #include "layers/channel_statistics.hpp"
 #include "layers/channel_statistics_blocked.hpp"
 #include "layers/learnable_blobs.hpp"
@@ -52,9 +53,9 @@
 namespace xtrain {
 namespace {
 
-class ScaleLayer : public Layer {
+class ScaleLayer : public PerChannelLayer {
  public:
-  using Layer::Layer;
+  using PerChannelLayer::PerChannelLayer;
   const char* type() const override { return "Scale"; }
   int min_bottom_blobs() const override { return 1; }
   int max_bottom_blobs() const override { return 2; }
@@ -120,16 +121,6 @@ class ScaleLayer : public Layer {
     if (!in_place_) top[0]->reshape_like(*bottom[0]);
   }
 
-  bool reads_channel_blocked_bottom(int bottom_index) const override {
-    return bottom_index == 0 && blocked_supported_;
-  }
-  bool can_write_channel_blocked_top(int top_index,
-                                     const std::vector<bool>& blocked_bottoms) const override {
-    return top_index == 0 && blocked_supported_ && blocked_bottoms[0];
-  }
-  // Out of place, bottom and top share the layout forward computes in; in
-  // place, the layer follows the blob's.
-  bool computes_in_one_layout() const override { return blocked_supported_ && !in_place_; }
 
   std::size_t buffer_bytes() const override {
     const std::size_t own = saved_is_borrowed_ ? 0 : saved_->values.capacity();
@@ -474,11 +465,8 @@ class ScaleLayer : public Layer {
 
   bool learned_scale_ = true;
   bool bias_term_ = false;
-  bool in_place_ = false;
   bool recomputing_ = false;  // forward_cpu called by recompute_top
   bool fused_relu_ = false;  // an in-place ReLU after this layer is done here
-  // A learned scale with one value per channel of a 4-axis bottom.
-  bool blocked_supported_ = false;
   MemoryLayout forward_layout_ = MemoryLayout::kPlain;
   std::vector<float> scratch_;  // for converting the saved input, rarely
   FillerParameter scale_filler_;
