@@ -18,6 +18,7 @@
 #include "data/data_wait.hpp"
 #include "data/datum_io.hpp"
 #include "data/lmdb_database.hpp"
+#include "error_message.hpp"
 #include "pattern_images.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/error.hpp"
@@ -78,14 +79,7 @@ struct Tops {
   BlobVec both() { return {&data, &label}; }
 };
 
-inline std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 inline void expect_batch(const Tops& tops, const std::vector<int>& records, int image_size) {
   const float* data = tops.data.cpu_data();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "data/image_codec.hpp"
+#include "error_message.hpp"
 #include "pattern_images.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/error.hpp"
@@ -83,14 +84,7 @@ std::vector<float> transform(const DataTransformer& transformer, const Datum& da
   return out;
 }
 
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 std::string write_mean_file(const TempDir& dir, const std::string& name,
                             const std::vector<int>& shape, bool legacy_fields,

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "data/hdf5_data_layer.hpp"
+#include "error_message.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/proto_io.hpp"
@@ -34,9 +35,9 @@ std::size_t fault_when_decoding(unsigned int flags, std::size_t, const unsigned 
 }
 
 void register_faulting_filter() {
-  static const H5Z_class2_t filter = {H5Z_CLASS_T_VERS, kFaultingFilter, 1, 1,
-                                      "faults when decoding (test)", nullptr, nullptr,
-                                      fault_when_decoding};
+  static const H5Z_class2_t filter = {
+      H5Z_CLASS_T_VERS, kFaultingFilter,    1, 1, "faults when decoding (test)", nullptr,
+      nullptr,          fault_when_decoding};
   ASSERT_GE(H5Zregister(&filter), 0);
 }
 
@@ -74,14 +75,7 @@ LayerParameter hdf5_param(const std::string& source) {
   return param;
 }
 
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 void expect_crash_reported(const std::string& message, const std::string& list,
                            const std::string& file) {

@@ -18,6 +18,7 @@
 
 #include "data/hdf5_data_layer.hpp"
 #include "data/hdf5_file.hpp"
+#include "error_message.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -112,14 +113,7 @@ struct Tops {
   BlobVec both() { return {&data, &label}; }
 };
 
-inline std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 inline bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

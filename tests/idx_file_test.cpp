@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "error_message.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/error.hpp"
 
@@ -56,14 +57,7 @@ std::string write_gzipped(const TempDir& dir, const std::string& name, const std
   return dir.file(name);
 }
 
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 // Two 2x3 images with distinct pixels.
 const std::vector<std::uint8_t> kPixels = {0, 1, 2, 3, 4, 5, 250, 251, 252, 253, 254, 255};

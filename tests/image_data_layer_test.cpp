@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "error_message.hpp"
 #include "pattern_images.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/error.hpp"
@@ -26,14 +27,7 @@ using testing::pattern_mat;
 using testing::planar_floats;
 using testing::TempDir;
 
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 // Image i: pattern_mat(3, 5, 4, 10 * i) written as <dir>/images/img <i>.png
 // (a space in the name), listed with label 20 + i.

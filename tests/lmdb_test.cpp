@@ -10,6 +10,7 @@
 #include <string>
 
 #include "data/lmdb_database.hpp"
+#include "error_message.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/error.hpp"
 
@@ -52,14 +53,7 @@ void expect_records(const std::string& path, int count, std::size_t value_size) 
   EXPECT_EQ(seen, count);
 }
 
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 TEST(Lmdb, WriteReadRoundTripAcrossTransactions) {
   TempDir dir("lmdb");

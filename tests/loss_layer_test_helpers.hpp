@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "device_test_support.hpp"
+#include "error_message.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -39,14 +40,6 @@ inline void fill_values(Blob& blob, const std::vector<float>& values) {
 }
 
 // The message of the xtrain::Error `action` throws, or "(no error)".
-inline std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
 
 inline bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "error_message.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
 #include "xtrain/net.hpp"
@@ -18,14 +19,7 @@
 namespace xtrain {
 namespace {
 
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 const char* kLayer =
     "name: 'input' type: 'MemoryData' top: 'data' top: 'label' "
