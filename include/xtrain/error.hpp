@@ -50,11 +50,14 @@ std::string concat(Parts&&... parts) {
     }                                                               \
   } while (0)
 
-#define XTRAIN_ASSERT(condition, ...)                               \
-  do {                                                              \
-    if (!(condition)) {                                             \
-      ::xtrain::detail::throw_internal_error(                       \
-          __FILE__, __LINE__, #condition,                           \
-          ::xtrain::detail::concat("" __VA_OPT__(, ) __VA_ARGS__)); \
-    }                                                               \
+// XTRAIN_ASSERT(condition) or XTRAIN_ASSERT(condition, message parts...).
+// The "" appended gives the inner macro's "..." an argument even without a
+// message (C++17 requires one; __VA_OPT__ is C++20).
+#define XTRAIN_ASSERT(...) XTRAIN_ASSERT_WITH_MESSAGE(__VA_ARGS__, "")
+#define XTRAIN_ASSERT_WITH_MESSAGE(condition, ...)                                   \
+  do {                                                                               \
+    if (!(condition)) {                                                              \
+      ::xtrain::detail::throw_internal_error(__FILE__, __LINE__, #condition,         \
+                                             ::xtrain::detail::concat(__VA_ARGS__)); \
+    }                                                                                \
   } while (0)

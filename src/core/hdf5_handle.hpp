@@ -37,7 +37,7 @@ std::string hdf5_reason();
 // An HDF5 identifier closed when it goes out of scope (-1: none).
 class Hdf5Handle {
  public:
-  Hdf5Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+  Hdf5Handle(hid_t id, herr_t (*closer)(hid_t)) : id_(id), close_(closer) {}
   ~Hdf5Handle() {
     if (id_ >= 0) close_(id_);
   }
