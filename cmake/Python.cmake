@@ -20,13 +20,17 @@ if(NOT XTRAIN_BUILD_PYTHON STREQUAL "OFF")
   if(NOT Python3_Interpreter_FOUND OR NOT Python3_Development.Module_FOUND)
     list(APPEND XTRAIN_PYTHON_MISSING python3-dev)
   endif()
-  if(NOT Python3_NumPy_FOUND)
+  # NumPy and protobuf are needed at run time only. `pip install .`
+  # (scikit-build-core, which defines SKBUILD) builds in an environment of
+  # its own without them, and installs them as the package's dependencies
+  # (pyproject.toml), so only a plain CMake build checks for them.
+  if(NOT Python3_NumPy_FOUND AND NOT SKBUILD)
     list(APPEND XTRAIN_PYTHON_MISSING python3-numpy)
   endif()
   if(NOT pybind11_FOUND)
     list(APPEND XTRAIN_PYTHON_MISSING pybind11-dev)
   endif()
-  if(Python3_Interpreter_FOUND)
+  if(Python3_Interpreter_FOUND AND NOT SKBUILD)
     execute_process(COMMAND ${Python3_EXECUTABLE} -c "import google.protobuf"
                     RESULT_VARIABLE XTRAIN_PYTHON_PROTOBUF_MISSING OUTPUT_QUIET ERROR_QUIET)
     if(XTRAIN_PYTHON_PROTOBUF_MISSING)

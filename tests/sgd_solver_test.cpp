@@ -230,6 +230,29 @@ XTRAIN_DEVICE_TEST(SGDSolver, GradientsReadyCallbackRunsOncePerIterationBeforeTh
   EXPECT_FLOAT_EQ(weight(*solver, 0), 1.0f);
 }
 
+XTRAIN_DEVICE_TEST(SGDSolver, IterationStartCallbackRunsOncePerIterationBeforeForward) {
+  // iter_size 2: two forward/backward passes per iteration, one start.
+  auto solver = create_solver(make_solver(scalar_net(), "iter_size: 2"), quiet());
+  std::vector<std::string> events;
+  std::vector<float> seen_diffs;
+  solver->add_iteration_start_callback([&](Solver& s) {
+    events.push_back("start " + std::to_string(s.iter()));
+    // Set before forward, so this iteration's gradient must follow w = 2.
+    s.net().learnable_params()[0]->mutable_cpu_data()[0] = 2;
+  });
+  solver->add_gradients_ready_callback([&](Solver& s) {
+    events.push_back("ready " + std::to_string(s.iter()));
+    seen_diffs.push_back(s.net().learnable_params()[0]->cpu_diff()[0]);
+  });
+  solver->step(2);
+  EXPECT_EQ(events, (std::vector<std::string>{"start 0", "ready 0", "start 1", "ready 1"}));
+  // dloss/dw = w x^2 summed over the two passes (the update takes the mean):
+  // x = 1, 2 then -1, 0.5, with w = 2 each time: 2 + 8 = 10, then 2 + 0.5.
+  ASSERT_EQ(seen_diffs.size(), 2u);
+  EXPECT_FLOAT_EQ(seen_diffs[0], 10.0f);
+  EXPECT_FLOAT_EQ(seen_diffs[1], 2.5f);
+}
+
 std::string creation_error(const SolverParameter& param) {
   try {
     create_solver(param, quiet());

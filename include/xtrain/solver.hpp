@@ -1,8 +1,9 @@
 // Solver: trains a net by repeated gradient steps, tests it now and then,
 // and saves snapshots that training can resume from. Caffe 1.0 semantics:
 //
-//   each iteration:  test (every test_interval, and at 0 if test_initialization)
-//                    clear the gradients
+//   each iteration:  clear the gradients
+//                    test (every test_interval, and at 0 if test_initialization)
+//                    iteration-start callbacks (e.g. pycaffe's on_start)
 //                    loss = mean over iter_size of forward_backward()
 //                    display (every `display` iterations, Caffe's log lines)
 //                    gradients-ready callbacks (data-parallel all-reduce)
@@ -147,6 +148,10 @@ class Solver {
   // Whether the action request function asked to stop.
   bool requested_early_exit() const { return requested_early_exit_; }
 
+  // Called once per iteration before its forward passes (after the test that
+  // may come first), with iter() the iteration about to run: the place to
+  // feed an input or record a time, as pycaffe's add_callback(on_start, ...).
+  void add_iteration_start_callback(Callback callback);
   // Called once per iteration after all iter_size backward passes and before
   // the update; may read and change the learnable parameters' diffs.
   void add_gradients_ready_callback(Callback callback);
@@ -232,6 +237,7 @@ class Solver {
   double train_seconds_before_ = 0;  // earlier sessions' training time
   std::shared_ptr<Net> net_;
   std::vector<std::shared_ptr<Net>> test_nets_;
+  std::vector<Callback> iteration_start_callbacks_;
   std::vector<Callback> gradients_ready_callbacks_;
   ActionRequest action_request_;
   std::vector<TestResults> last_test_results_;

@@ -91,7 +91,24 @@ void bind_solver(py::module_& module) {
             });
           },
           py::arg("callback"),
-          "Call `callback()` each iteration once the gradients are ready, before the update.");
+          "Call `callback()` each iteration once the gradients are ready, before the update.")
+      .def(
+          "add_callback",
+          [](Solver& solver, const py::function& on_start, const py::function& on_gradients_ready) {
+            // The C++ loop runs without the GIL (step releases it): each
+            // call into Python takes it back.
+            solver.add_iteration_start_callback([on_start](Solver&) {
+              py::gil_scoped_acquire acquire;
+              on_start();
+            });
+            solver.add_gradients_ready_callback([on_gradients_ready](Solver&) {
+              py::gil_scoped_acquire acquire;
+              on_gradients_ready();
+            });
+          },
+          py::arg("on_start"), py::arg("on_gradients_ready"),
+          "pycaffe's add_callback: `on_start()` at the start of each iteration, before its "
+          "forward pass; `on_gradients_ready()` once its gradients are ready, before the update.");
 
   for (const std::string& type : solver_types()) {
     module.def(

@@ -171,6 +171,10 @@ void Solver::init_test_nets() {
   last_test_results_.resize(test_nets_.size());
 }
 
+void Solver::add_iteration_start_callback(Callback callback) {
+  iteration_start_callbacks_.push_back(std::move(callback));
+}
+
 void Solver::add_gradients_ready_callback(Callback callback) {
   gradients_ready_callbacks_.push_back(std::move(callback));
 }
@@ -252,6 +256,7 @@ void Solver::step(int iters) {
       last_test_seconds_ = seconds_since(test_start);
       if (requested_early_exit_) break;
     }
+    for (const Callback& callback : iteration_start_callbacks_) callback(*this);
 
     const bool display = display_now();
     const float loss = compute_gradients();

@@ -1,6 +1,6 @@
 """The solvers from Python: an SGD step checked against the update worked
 out with NumPy, snapshot and restore, the solver classes and get_solver,
-and the gradients-ready callback."""
+the gradients-ready callback and pycaffe's add_callback."""
 import os
 
 import numpy as np
@@ -96,6 +96,45 @@ def test_gradients_ready_callback(write, tmp_path):
     solver.step(2)
     assert seen == [0, 1]
     np.testing.assert_array_equal(solver.net.params["ip"][0].data, before)
+
+
+def test_add_callback_starts_each_iteration_before_forward(write, tmp_path):
+    # pycaffe's add_callback(on_start, on_gradients_ready): on_start feeds
+    # each iteration its own batch, so the loss seen once the gradients are
+    # ready must be that batch's loss under the weights at the start.
+    solver = xtrain.SGDSolver(solver_file(write, tmp_path))
+    net = solver.net
+    events, expected_losses = [], []
+
+    def on_start():
+        events.append(("start", solver.iter))
+        x, t = feed(net, 10 + solver.iter)
+        weights, bias = (p.data for p in net.params["ip"])
+        residual = x @ weights.T + bias - t
+        expected_losses.append((residual ** 2).sum() / (2 * len(x)))
+
+    def on_gradients_ready():
+        events.append(("ready", solver.iter))
+        assert net.blobs["loss"].data[()] == pytest.approx(expected_losses[-1], rel=1e-5)
+
+    solver.add_callback(on_start, on_gradients_ready)
+    solver.step(3)
+    assert events == [("start", 0), ("ready", 0), ("start", 1), ("ready", 1),
+                      ("start", 2), ("ready", 2)]
+
+
+def test_an_exception_in_a_callback_stops_training(write, tmp_path):
+    solver = xtrain.SGDSolver(solver_file(write, tmp_path))
+    feed(solver.net, 1)
+
+    def on_start():
+        if solver.iter == 1:
+            raise ValueError("stop here")
+
+    solver.add_callback(on_start, lambda: None)
+    with pytest.raises(ValueError, match="stop here"):
+        solver.step(3)
+    assert solver.iter == 1
 
 
 def test_a_bad_solver_file_is_an_error(write):
