@@ -39,8 +39,31 @@ std::shared_ptr<Solver> make_solver(const std::string& solver_file, const std::s
   options.device = current_device();
   options.verbose_nets = false;
   options.channel_blocked_activations = false;  // every blob readable from Python
+  // The metrics file and report of `xtrain train`, where it puts them.
+  options.metrics_path = param.snapshot_prefix() + "_metrics.jsonl";
+  options.report_path = param.snapshot_prefix() + "_report.html";
   if (has_random_seed()) param.set_random_seed(static_cast<std::int64_t>(random_seed()));
-  return std::shared_ptr<Solver>(create_solver(param, options));
+  std::shared_ptr<Solver> solver(create_solver(param, options));
+  // Ctrl-C (or any signal Python handles) while C++ trains: Python only runs
+  // its handler when the GIL is taken, so the loop asks once an iteration.
+  // A raised exception (KeyboardInterrupt) stops training after the
+  // iteration, and step()/solve() raise it once they return.
+  solver->set_action_request_function([] {
+    py::gil_scoped_acquire gil;
+    return PyErr_CheckSignals() != 0 ? Solver::Action::kStop : Solver::Action::kNone;
+  });
+  return solver;
+}
+
+// Runs `train` without the GIL, then raises what a signal handler raised
+// meanwhile (see make_solver).
+template <typename Train>
+void train_releasing_the_gil(Train&& train) {
+  {
+    py::gil_scoped_release release;
+    train();
+  }
+  if (PyErr_Occurred() != nullptr) throw py::error_already_set();
 }
 
 // Solver::apply_update is protected: the library's training loop calls it.
@@ -61,13 +84,14 @@ void bind_solver(py::module_& module) {
       .def_property_readonly("test_nets", &Solver::test_nets)
       .def_property_readonly("iter", &Solver::iter)
       .def_property_readonly("type", [](const Solver& solver) { return std::string(solver.type()); })
-      .def("step", &Solver::step, py::arg("iters"), py::call_guard<py::gil_scoped_release>(),
-           "Train `iters` iterations.")
+      .def(
+          "step",
+          [](Solver& solver, int iters) { train_releasing_the_gil([&] { solver.step(iters); }); },
+          py::arg("iters"), "Train `iters` iterations.")
       .def(
           "solve",
           [](Solver& solver, const std::optional<std::string>& resume_file) {
-            py::gil_scoped_release release;
-            solver.solve(resume_file.value_or(""));
+            train_releasing_the_gil([&] { solver.solve(resume_file.value_or("")); });
           },
           py::arg("resume_file") = py::none(),
           "Train to max_iter (resuming from a .solverstate if given), snapshot and test.")

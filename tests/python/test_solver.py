@@ -10,17 +10,17 @@ import xtrain
 from conftest import LINEAR_EUCLIDEAN
 
 
-def solver_file(write, tmp_path, extra="", base_lr=0.1):
+def solver_file(write, tmp_path, extra="", base_lr=0.1, max_iter=10, display=0):
     net = write("net.prototxt", LINEAR_EUCLIDEAN)
     return write("solver.prototxt", """
         net: '%s'
         base_lr: %g
         lr_policy: 'fixed'
-        max_iter: 10
-        display: 0
+        max_iter: %d
+        display: %d
         snapshot_prefix: '%s'
         %s
-        """ % (net, base_lr, os.path.join(str(tmp_path), "snap"), extra))
+        """ % (net, base_lr, max_iter, display, os.path.join(str(tmp_path), "snap"), extra))
 
 
 def feed(net, seed):
@@ -165,3 +165,31 @@ def test_load_hdf5_reads_an_hdf5_snapshot(write, tmp_path):
     net.load_hdf5(weights)
     for mine, trained in zip(net.params["ip"], solver.net.params["ip"]):
         np.testing.assert_array_equal(mine.data, trained.data)
+
+
+def test_solve_writes_the_metrics_and_report_of_xtrain_train(write, tmp_path):
+    solver = xtrain.SGDSolver(solver_file(write, tmp_path, max_iter=4, display=1))
+    feed(solver.net, 3)
+    solver.solve()
+    assert solver.iter == 4
+    lines = (tmp_path / "snap_metrics.jsonl").read_text().splitlines()
+    assert len(lines) >= 4 and all(line.startswith("{") for line in lines)
+    assert (tmp_path / "snap_report.html").exists()
+    assert (tmp_path / "snap_iter_4.caffemodel").exists()
+
+
+def test_ctrl_c_stops_training_after_the_iteration_and_raises(write, tmp_path):
+    """SIGINT while C++ trains (the GIL released): the loop asks Python once an
+    iteration, stops, and step() raises KeyboardInterrupt."""
+    import signal
+    import threading
+
+    solver = xtrain.SGDSolver(solver_file(write, tmp_path, max_iter=100000000))
+    feed(solver.net, 4)
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        solver.step(100000000)
+    timer.join()
+    assert 0 < solver.iter < 100000000
+    solver.step(1)  # the solver is still usable
