@@ -43,6 +43,7 @@ CUDA_FILES_OF_OTHER_MODULES = {
     "batch_norm_gpu_kernels.hpp": "layers",
     "broadcast_kernels.cu": "layers",
     "broadcast_kernels.hpp": "layers",
+    "clip_swish_kernels.cu": "layers",
     "copy_kernels.cu": "layers",
     "copy_kernels.hpp": "layers",
     "cudnn_convolution.cpp": "layers",

@@ -39,6 +39,8 @@ class LayerRegistry;
   X(bnll) \
   X(threshold) \
   X(dropout) \
+  X(clip) \
+  X(swish) \
   /* normalisation and arithmetic */ \
   X(batch_norm) \
   X(scale) \
