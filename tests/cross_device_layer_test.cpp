@@ -267,8 +267,17 @@ std::vector<CrossDeviceCase> combining_cases() {
   };
 }
 
+// Parameter's blob starts at zero; give it values to copy.
+CrossDeviceCase with_random_parameter(CrossDeviceCase c) {
+  c.prepare = [](Layer& layer) { testing::fill_uniform(*layer.blobs()[0], 7); };
+  return c;
+}
+
 std::vector<CrossDeviceCase> shape_cases() {
   return {
+      with_random_parameter(
+          make_case("Parameter",
+                    "name: 'p' type: 'Parameter' parameter_param { shape { dim: 3 dim: 4 } }", {})),
       make_case("InnerProduct",
                 "name: 'i' type: 'InnerProduct' inner_product_param { num_output: 7 " +
                     std::string(kWeights) + " }",
