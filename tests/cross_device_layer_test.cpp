@@ -278,6 +278,9 @@ std::vector<CrossDeviceCase> shape_cases() {
       with_random_parameter(
           make_case("Parameter",
                     "name: 'p' type: 'Parameter' parameter_param { shape { dim: 3 dim: 4 } }", {})),
+      // Six picks of four items: some twice, so their gradients add.
+      make_case("BatchReindex", "name: 'b' type: 'BatchReindex'",
+                {uniform({4, 3, 2}), labels({6}, 4)}),
       make_case("InnerProduct",
                 "name: 'i' type: 'InnerProduct' inner_product_param { num_output: 7 " +
                     std::string(kWeights) + " }",

@@ -59,6 +59,7 @@ class LayerRegistry;
   X(silence) \
   X(reduction) \
   X(argmax) \
+  X(batch_reindex) \
   X(parameter) \
   X(softmax) \
   X(accuracy) \
