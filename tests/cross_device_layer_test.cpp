@@ -281,6 +281,9 @@ std::vector<CrossDeviceCase> shape_cases() {
       // Six picks of four items: some twice, so their gradients add.
       make_case("BatchReindex", "name: 'b' type: 'BatchReindex'",
                 {uniform({4, 3, 2}), labels({6}, 4)}),
+      with_tops(make_case("FilterTwoBottoms", "name: 'f' type: 'Filter'",
+                          {uniform({6, 3}), uniform({6, 2, 2}), labels({6, 1}, 2)}),
+                2),
       make_case("InnerProduct",
                 "name: 'i' type: 'InnerProduct' inner_product_param { num_output: 7 " +
                     std::string(kWeights) + " }",

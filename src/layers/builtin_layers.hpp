@@ -60,6 +60,7 @@ class LayerRegistry;
   X(reduction) \
   X(argmax) \
   X(batch_reindex) \
+  X(filter) \
   X(parameter) \
   X(softmax) \
   X(accuracy) \
