@@ -52,6 +52,8 @@ CUDA_FILES_OF_OTHER_MODULES = {
     "elementwise_kernels.hpp": "layers",
     "eltwise_kernels.cu": "layers",
     "eltwise_kernels.hpp": "layers",
+    "im2col_kernels.cu": "layers",
+    "im2col_kernels.hpp": "layers",
     "loss_kernels.cu": "layers",
     "loss_kernels.hpp": "layers",
     "loss_reduce.cuh": "layers",

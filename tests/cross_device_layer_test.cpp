@@ -113,6 +113,12 @@ std::vector<CrossDeviceCase> convolution_cases() {
       make_case("DeconvolutionGroups",
                 conv("Deconvolution", "num_output: 4 kernel_size: 3 group: 2"),
                 {uniform({1, 4, 5, 7})}, kConvolutions),
+      // col2im adds in the same order on both devices.
+      make_case("Im2colStridePad", conv("Im2col", "kernel_size: 3 stride: 2 pad: 1"),
+                {uniform({2, 3, 7, 6})}),
+      make_case("Im2colRectangularDilated",
+                conv("Im2col", "kernel_h: 2 kernel_w: 3 dilation: 2 stride_h: 1 stride_w: 2"),
+                {uniform({1, 2, 6, 9})}),
   };
 }
 

@@ -26,6 +26,7 @@ class LayerRegistry;
   X(spp) \
   X(lrn) \
   X(crop) \
+  X(im2col) \
   /* neurons */ \
   X(relu) \
   X(prelu) \
