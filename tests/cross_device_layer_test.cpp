@@ -395,8 +395,9 @@ std::vector<CrossDeviceCase> all_cases() {
   return cases;
 }
 
-// Layer types that read files or user arrays, or compute nothing.
-const std::set<std::string> kNotCompared = {"Data", "ImageData", "HDF5Data", "MemoryData", "Input"};
+// Layer types that read or write files or user arrays, or compute nothing.
+const std::set<std::string> kNotCompared = {"Data",       "ImageData",  "HDF5Data",
+                                            "HDF5Output", "MemoryData", "Input"};
 
 class CrossDeviceLayerTest : public testing::DeviceTestWithParam<CrossDeviceCase> {};
 

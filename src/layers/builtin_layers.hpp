@@ -18,6 +18,7 @@ class LayerRegistry;
   X(image_data) \
   X(memory_data) \
   X(hdf5_data) \
+  X(hdf5_output) \
   X(dummy_data) \
   /* vision */ \
   X(convolution) \
