@@ -98,7 +98,7 @@ XTRAIN_DEVICE_TEST(BatchReindexLayerTest, IndexErrorsNameTheLayer) {
       [&] {
         wrong_shape->setup({&x, &two_axes}, {&top});
       },
-      {"'pick'", "one axis", "(2, 1)"});
+      {"'pick'", "one axis", "2 1 (2)"});
 }
 
 }  // namespace

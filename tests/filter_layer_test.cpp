@@ -90,7 +90,7 @@ XTRAIN_DEVICE_TEST(FilterLayerTest, ErrorsNameTheLayer) {
       [&] {
         wide->setup({&x, &wide_selector}, {&top});
       },
-      {"'keep'", "selector", "(3, 2)", "(N, 1, ...)"});
+      {"'keep'", "selector", "3 2 (6)", "(N, 1, ...)"});
 
   Blob short_selector({2});
   auto mismatched = make_layer(kFilter);
@@ -98,7 +98,7 @@ XTRAIN_DEVICE_TEST(FilterLayerTest, ErrorsNameTheLayer) {
       [&] {
         mismatched->setup({&x, &short_selector}, {&top});
       },
-      {"'keep'", "bottom 0", "(3, 2)", "2 items"});
+      {"'keep'", "bottom 0", "3 2 (6)", "2 items"});
 
   Blob selector({3});
   auto tops = make_layer(kFilter);

@@ -79,7 +79,7 @@ XTRAIN_DEVICE_TEST(Hdf5OutputLayerTest, ErrorsNameTheLayer) {
       [&] {
         mismatched->setup({&data, &other_batch}, {});
       },
-      {"'out'", "(2, 3)", "(3)", "same batch size"});
+      {"'out'", "2 3 (6)", "3 (3)", "same batch size"});
 
   Blob five_axes({1, 1, 1, 1, 2});
   Blob label({1});
@@ -88,7 +88,7 @@ XTRAIN_DEVICE_TEST(Hdf5OutputLayerTest, ErrorsNameTheLayer) {
       [&] {
         too_many->setup({&five_axes, &label}, {});
       },
-      {"'out'", "(1, 1, 1, 1, 2)", "at most 4 axes"});
+      {"'out'", "1 1 1 1 2 (2)", "at most 4 axes"});
 
   const std::string nowhere = dir.file("missing/folder/c.h5");
   auto unwritable = make_layer(output_layer(nowhere));
