@@ -113,6 +113,12 @@ std::vector<CrossDeviceCase> convolution_cases() {
       make_case("DeconvolutionGroups",
                 conv("Deconvolution", "num_output: 4 kernel_size: 3 group: 2"),
                 {uniform({1, 4, 5, 7})}, kConvolutions),
+      // col2im adds in the same order on both devices.
+      make_case("Im2colStridePad", conv("Im2col", "kernel_size: 3 stride: 2 pad: 1"),
+                {uniform({2, 3, 7, 6})}),
+      make_case("Im2colRectangularDilated",
+                conv("Im2col", "kernel_h: 2 kernel_w: 3 dilation: 2 stride_h: 1 stride_w: 2"),
+                {uniform({1, 2, 6, 9})}),
   };
 }
 
@@ -184,6 +190,10 @@ std::vector<CrossDeviceCase> neuron_cases() {
       make_case("ReLU", "name: 'r' type: 'ReLU'", {uniform(shape)}),
       make_case("LeakyReLU", "name: 'r' type: 'ReLU' relu_param { negative_slope: 0.1 }",
                 {uniform(shape)}),
+      make_case("Clip", "name: 'c' type: 'Clip' clip_param { min: -0.5 max: 0.6 }",
+                {uniform(shape)}),
+      make_case("Swish", "name: 's' type: 'Swish' swish_param { beta: 1.5 }",
+                {uniform(shape, -4, 4)}),
       make_case("Sigmoid", "name: 's' type: 'Sigmoid'", {uniform(shape, -5, 5)}),
       make_case("TanH", "name: 't' type: 'TanH'", {uniform(shape, -3, 3)}),
       make_case("AbsVal", "name: 'a' type: 'AbsVal'", {uniform(shape)}),
@@ -263,8 +273,23 @@ std::vector<CrossDeviceCase> combining_cases() {
   };
 }
 
+// Parameter's blob starts at zero; give it values to copy.
+CrossDeviceCase with_random_parameter(CrossDeviceCase c) {
+  c.prepare = [](Layer& layer) { testing::fill_uniform(*layer.blobs()[0], 7); };
+  return c;
+}
+
 std::vector<CrossDeviceCase> shape_cases() {
   return {
+      with_random_parameter(
+          make_case("Parameter",
+                    "name: 'p' type: 'Parameter' parameter_param { shape { dim: 3 dim: 4 } }", {})),
+      // Six picks of four items: some twice, so their gradients add.
+      make_case("BatchReindex", "name: 'b' type: 'BatchReindex'",
+                {uniform({4, 3, 2}), labels({6}, 4)}),
+      with_tops(make_case("FilterTwoBottoms", "name: 'f' type: 'Filter'",
+                          {uniform({6, 3}), uniform({6, 2, 2}), labels({6, 1}, 2)}),
+                2),
       make_case("InnerProduct",
                 "name: 'i' type: 'InnerProduct' inner_product_param { num_output: 7 " +
                     std::string(kWeights) + " }",
@@ -370,8 +395,9 @@ std::vector<CrossDeviceCase> all_cases() {
   return cases;
 }
 
-// Layer types that read files or user arrays, or compute nothing.
-const std::set<std::string> kNotCompared = {"Data", "ImageData", "HDF5Data", "MemoryData", "Input"};
+// Layer types that read or write files or user arrays, or compute nothing.
+const std::set<std::string> kNotCompared = {"Data",       "ImageData",  "HDF5Data",
+                                            "HDF5Output", "MemoryData", "Input"};
 
 class CrossDeviceLayerTest : public testing::DeviceTestWithParam<CrossDeviceCase> {};
 

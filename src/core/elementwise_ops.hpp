@@ -279,4 +279,44 @@ struct PReluSlopeGradient {
   }
 };
 
+// ---------------------------------------------------------------------------
+// Clip and Swish (Caffe master's newer neuron layers):
+//
+//   ClipForward{lo,hi}(x)         = max(lo, min(x, hi))
+//   ClipBackward{lo,hi}(x, dy)    = dy * [lo <= x <= hi]     (the bounds pass the gradient)
+//   SwishSigmoid{beta}(x)         = sigmoid(beta x)          (kept for backward)
+//   SwishBackward{beta}(y, s, dy) = dy (beta y + s (1 - beta y)),  y = x s
+//
+// ClipForward follows Caffe's CPU std::max(lo, std::min(x, hi)) (a NaN input
+// gives lo); SwishBackward computes in double as Caffe's CPU loop does (its
+// literal 1.), so trained nets see the same bits.
+
+struct ClipForward {
+  float low, high;
+  XTRAIN_HOST_DEVICE float operator()(float x) const {
+    const float below_high = high < x ? high : x;
+    return low < below_high ? below_high : low;
+  }
+};
+
+struct ClipBackward {
+  float low, high;
+  XTRAIN_HOST_DEVICE float operator()(float x, float dy) const {
+    return dy * static_cast<float>(x >= low && x <= high);
+  }
+};
+
+struct SwishSigmoid {
+  float beta;
+  XTRAIN_HOST_DEVICE float operator()(float x) const { return SigmoidForward{}(beta * x); }
+};
+
+struct SwishBackward {
+  float beta;
+  XTRAIN_HOST_DEVICE float operator()(float y, float s, float dy) const {
+    const float beta_y = beta * y;
+    return static_cast<float>(dy * (beta_y + s * (1.0 - beta_y)));
+  }
+};
+
 }  // namespace xtrain::ops

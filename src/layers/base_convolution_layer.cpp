@@ -1,9 +1,8 @@
 #include "layers/base_convolution_layer.hpp"
 
-#include <array>
-#include <cstdint>
 #include <string>
 
+#include "layers/convolution_geometry.hpp"
 #include "layers/learnable_blobs.hpp"
 #include "xtrain/error.hpp"
 
@@ -12,34 +11,6 @@
 #endif
 
 namespace xtrain {
-namespace {
-
-using SpatialField = google::protobuf::RepeatedField<std::uint32_t>;
-
-// A per-axis setting of a 2-D convolution: from the repeated field (one value
-// for both axes, or one per axis) or from its _h/_w pair. `fallback` < 0
-// means the setting is required.
-std::array<int, 2> per_axis(const std::string& where, const char* repeated_name,
-                            const SpatialField& values, const char* pair_name, bool has_pair,
-                            std::uint32_t h, std::uint32_t w, int fallback) {
-  if (has_pair) {
-    XTRAIN_CHECK(values.empty(), where, ": give either ", repeated_name, " or ", pair_name,
-                 ", not both");
-    return {static_cast<int>(h), static_cast<int>(w)};
-  }
-  if (values.empty()) {
-    XTRAIN_CHECK(fallback >= 0, where, ": ", repeated_name, " (or ", pair_name,
-                 ") is required in convolution_param");
-    return {fallback, fallback};
-  }
-  XTRAIN_CHECK(values.size() <= 2, where, ": ", repeated_name, " has ", values.size(),
-               " values; give one for both spatial axes or one per axis (2)");
-  const int first = static_cast<int>(values.Get(0));
-  return {first, values.size() == 2 ? static_cast<int>(values.Get(1)) : first};
-}
-
-}  // namespace
-
 BaseConvolutionLayer::BaseConvolutionLayer(const LayerParameter& param) : Layer(param) {}
 
 // Out of line: the cuDNN members are complete types only here.
@@ -79,33 +50,15 @@ void BaseConvolutionLayer::layer_setup(const BlobVec& bottom, const BlobVec& top
 }
 
 void BaseConvolutionLayer::read_geometry() {
-  const ConvolutionParameter& conv = param_.convolution_param();
-  const std::string here = where();
-  const auto kernel =
-      per_axis(here, "kernel_size", conv.kernel_size(), "kernel_h/kernel_w",
-               conv.has_kernel_h() || conv.has_kernel_w(), conv.kernel_h(), conv.kernel_w(), -1);
-  const auto pad = per_axis(here, "pad", conv.pad(), "pad_h/pad_w",
-                            conv.has_pad_h() || conv.has_pad_w(), conv.pad_h(), conv.pad_w(), 0);
-  const auto stride =
-      per_axis(here, "stride", conv.stride(), "stride_h/stride_w",
-               conv.has_stride_h() || conv.has_stride_w(), conv.stride_h(), conv.stride_w(), 1);
-  const auto dilation = per_axis(here, "dilation", conv.dilation(), "dilation", false, 0, 0, 1);
-  XTRAIN_CHECK(kernel[0] > 0 && kernel[1] > 0, here, ": kernel size must be > 0 on both axes, got ",
-               kernel[0], "x", kernel[1], " (with kernel_h, give kernel_w too)");
-  XTRAIN_CHECK(stride[0] > 0 && stride[1] > 0, here, ": stride must be > 0, got ", stride[0], "x",
-               stride[1]);
-  XTRAIN_CHECK(pad[0] >= 0 && pad[1] >= 0, here, ": pad is too large: ", pad[0], "x", pad[1]);
-  XTRAIN_CHECK(dilation[0] > 0 && dilation[1] > 0, here, ": dilation must be > 0, got ",
-               dilation[0], "x", dilation[1]);
-
-  geometry_.kernel_h = kernel[0];
-  geometry_.kernel_w = kernel[1];
-  geometry_.pad_h = pad[0];
-  geometry_.pad_w = pad[1];
-  geometry_.stride_h = stride[0];
-  geometry_.stride_w = stride[1];
-  geometry_.dilation_h = dilation[0];
-  geometry_.dilation_w = dilation[1];
+  const Im2colGeometry read = read_convolution_geometry(param_.convolution_param(), where());
+  geometry_.kernel_h = read.kernel_h;
+  geometry_.kernel_w = read.kernel_w;
+  geometry_.pad_h = read.pad_h;
+  geometry_.pad_w = read.pad_w;
+  geometry_.stride_h = read.stride_h;
+  geometry_.stride_w = read.stride_w;
+  geometry_.dilation_h = read.dilation_h;
+  geometry_.dilation_w = read.dilation_w;
 }
 
 void BaseConvolutionLayer::setup_params(int conv_in_channels, int conv_out_channels) {

@@ -18,6 +18,7 @@ class LayerRegistry;
   X(image_data) \
   X(memory_data) \
   X(hdf5_data) \
+  X(hdf5_output) \
   X(dummy_data) \
   /* vision */ \
   X(convolution) \
@@ -26,6 +27,7 @@ class LayerRegistry;
   X(spp) \
   X(lrn) \
   X(crop) \
+  X(im2col) \
   /* neurons */ \
   X(relu) \
   X(prelu) \
@@ -39,6 +41,8 @@ class LayerRegistry;
   X(bnll) \
   X(threshold) \
   X(dropout) \
+  X(clip) \
+  X(swish) \
   /* normalisation and arithmetic */ \
   X(batch_norm) \
   X(scale) \
@@ -57,6 +61,9 @@ class LayerRegistry;
   X(silence) \
   X(reduction) \
   X(argmax) \
+  X(batch_reindex) \
+  X(filter) \
+  X(parameter) \
   X(softmax) \
   X(accuracy) \
   /* losses */ \

@@ -1,0 +1,69 @@
+// Clip (clip_param { min: lo max: hi }, both required as in Caffe):
+//   y = max(lo, min(x, hi))
+//   dE/dx = dE/dy * [lo <= x <= hi]
+// The gradient passes at the bounds themselves (Caffe's >= and <=), and is
+// zero outside them. Caffe does not check lo <= hi; neither do we: with
+// lo > hi every output is lo.
+// Caffe's quirk in place: backward then reads y instead of x, and a clipped
+// y sits on a bound, so every element passes its gradient. Kept for
+// compatibility; give the top its own name for the true gradient.
+#include "core/device_apply.hpp"
+#include "layers/builtin_layers.hpp"
+#include "layers/neuron_layer.hpp"
+#include "xtrain/layer_registry.hpp"
+
+namespace xtrain {
+namespace {
+
+class ClipLayer : public NeuronLayer {
+ public:
+  using NeuronLayer::NeuronLayer;
+  const char* type() const override { return "Clip"; }
+
+  void layer_setup(const BlobVec& bottom, const BlobVec& top) override {
+    (void)bottom;
+    (void)top;
+    XTRAIN_CHECK(param_.has_clip_param(), where(),
+                 " needs clip_param { min: ... max: ... } (Caffe requires both bounds)");
+  }
+
+ protected:
+  ops::ClipForward forward_op() const {
+    return {param_.clip_param().min(), param_.clip_param().max()};
+  }
+  ops::ClipBackward backward_op() const {
+    return {param_.clip_param().min(), param_.clip_param().max()};
+  }
+
+  void forward_cpu(const BlobVec& bottom, const BlobVec& top) override { forward_on(bottom, top); }
+  void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    backward_on(top, propagate_down, bottom);
+  }
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override { forward_on(bottom, top); }
+  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    backward_on(top, propagate_down, bottom);
+  }
+
+ private:
+  // One body for both devices: ops::apply_on runs the functor where the
+  // layer's device is.
+  void forward_on(const BlobVec& bottom, const BlobVec& top) {
+    ops::apply_on(device(), bottom[0]->count(), forward_op(),
+                  ops::mutable_data_on(device(), *top[0]), ops::data_on(device(), *bottom[0]));
+  }
+  void backward_on(const BlobVec& top, const std::vector<bool>& propagate_down,
+                   const BlobVec& bottom) {
+    if (!propagate_down[0]) return;
+    ops::apply_on(device(), bottom[0]->count(), backward_op(),
+                  ops::mutable_diff_on(device(), *bottom[0]), ops::data_on(device(), *bottom[0]),
+                  ops::diff_on(device(), *top[0]));
+  }
+};
+
+}  // namespace
+
+void register_clip_layer(LayerRegistry& registry) { add_layer<ClipLayer>(registry, "Clip"); }
+
+}  // namespace xtrain
