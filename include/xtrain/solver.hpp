@@ -160,6 +160,10 @@ class Solver {
   int last_test_iter() const { return last_test_iter_; }
 
   virtual const char* type() const = 0;
+  // Host bytes of the update rule's state (SGD's momentum, Adam's moments,
+  // ...), allocated by the first step; for memory counts such as `xtrain
+  // time`'s.
+  virtual std::size_t history_bytes() const { return 0; }
 
  protected:
   // Turns the gradients in the learnable params' diffs into an update and

@@ -8,7 +8,6 @@
 #include "core/channel_blocked_layout.hpp"
 #include "core/channel_blocked_plan.hpp"
 #include "core/device_memory.hpp"
-#include "core/net_input_upgrade.hpp"
 #include "core/net_memory_plan.hpp"
 #include "core/net_name_limits.hpp"
 #include "core/net_upgrade.hpp"
@@ -16,6 +15,7 @@
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
 #include "xtrain/logging.hpp"
+#include "xtrain/net_upgrade.hpp"
 #include "xtrain/proto_io.hpp"
 
 namespace xtrain {

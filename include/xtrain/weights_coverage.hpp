@@ -19,8 +19,8 @@ namespace xtrain {
 // Net::copy_trained_layers_from does, errors naming the file). Returns the
 // names of the net's layers with parameters that none of the files has
 // weights for, in the net's order.
-std::vector<std::string> copy_weights_reporting_missing(Net& net,
-                                                        const std::vector<std::string>& weights_paths);
+std::vector<std::string> copy_weights_reporting_missing(
+    Net& net, const std::vector<std::string>& weights_paths);
 
 // The learnable layers of `net` without blobs in any of `trained`.
 std::vector<std::string> layers_without_weights(const Net& net,

@@ -17,8 +17,8 @@
 
 #include <string>
 
-#include "data/datum_io.hpp"
-#include "data/image_codec.hpp"
+#include "xtrain/datum_io.hpp"
+#include "xtrain/image_codec.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
 namespace xtrain {

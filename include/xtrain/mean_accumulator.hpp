@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "data/datum_io.hpp"
+#include "xtrain/datum_io.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
 namespace xtrain {
