@@ -250,7 +250,7 @@ void Solver::write_training_report() {
   contents.snapshots = snapshot_files(param_.snapshot_prefix());
   contents.source = options_.metrics_path.empty() ? "this training" : options_.metrics_path;
   try {
-    write_training_report(options_.report_path, contents);
+    ::xtrain::write_training_report(options_.report_path, contents);
   } catch (const Error& error) {
     // The report is a view of the training, never a reason to stop it.
     XLOG(WARNING) << "Could not write the training report: " << error.what();
