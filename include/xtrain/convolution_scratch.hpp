@@ -5,11 +5,13 @@
 
 #include <cstddef>
 
+#include "xtrain/export.hpp"
+
 namespace xtrain {
 
 // Host bytes of the scratch buffers all threads' oneDNN convolutions share
 // (the activations reordered at a primitive's boundary); 0 without oneDNN.
 // oneDNN's own scratchpads are not in it.
-std::size_t onednn_convolution_scratch_bytes();
+XTRAIN_API std::size_t onednn_convolution_scratch_bytes();
 
 }  // namespace xtrain

@@ -16,11 +16,12 @@
 #include <vector>
 
 #include "xtrain/datum_io.hpp"
+#include "xtrain/export.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
 namespace xtrain {
 
-class MeanAccumulator {
+class XTRAIN_API MeanAccumulator {
  public:
   explicit MeanAccumulator(const DatumShape& shape);
 

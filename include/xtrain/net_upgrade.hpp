@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "xtrain/export.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
 namespace xtrain {
@@ -29,20 +30,20 @@ namespace xtrain {
 // such as "solver.prototxt (net_param)") names the file in messages. Returns
 // whether anything changed; when `steps` is given, appends one line per step
 // that ran, saying what was old (and one per V0 setting that was dropped).
-bool upgrade_net_as_needed(const std::string& source, NetParameter* param,
-                           std::vector<std::string>* steps = nullptr);
-bool net_needs_upgrade(const NetParameter& param);
+XTRAIN_API bool upgrade_net_as_needed(const std::string& source, NetParameter* param,
+                                      std::vector<std::string>* steps = nullptr);
+XTRAIN_API bool net_needs_upgrade(const NetParameter& param);
 
 // Same for solvers: the solver_type enum, and nets given inline
 // (net_param, train_net_param, test_net_param).
-bool upgrade_solver_as_needed(const std::string& source, SolverParameter* param,
-                              std::vector<std::string>* steps = nullptr);
-bool solver_needs_upgrade(const SolverParameter& param);
+XTRAIN_API bool upgrade_solver_as_needed(const std::string& source, SolverParameter* param,
+                                         std::vector<std::string>* steps = nullptr);
+XTRAIN_API bool solver_needs_upgrade(const SolverParameter& param);
 
 // Only the deprecated input fields (input, input_shape, input_dim) of a net
 // become an equivalent Input layer, as Net does when it is built; for tools
 // that read a deploy net without building it. Returns true if `param` used
 // them (and rewrites it).
-bool upgrade_net_inputs(NetParameter* param);
+XTRAIN_API bool upgrade_net_inputs(NetParameter* param);
 
 }  // namespace xtrain

@@ -27,9 +27,11 @@
 #include <utility>
 #include <vector>
 
+#include "xtrain/export.hpp"
+
 namespace xtrain {
 
-struct MetricsRecord {
+struct XTRAIN_API MetricsRecord {
   enum class Kind { kRun, kTrain, kTest };
   Kind kind = Kind::kTrain;
   int iteration = 0;
@@ -53,15 +55,15 @@ struct MetricsRecord {
 // Every record of a metrics file. Throws xtrain::Error naming "path:line" for
 // a line that is not a record; with `skip_damaged_last_line`, a last line cut
 // off by a killed process is dropped instead.
-std::vector<MetricsRecord> read_metrics_file(const std::string& path,
-                                             bool skip_damaged_last_line = false);
+XTRAIN_API std::vector<MetricsRecord> read_metrics_file(const std::string& path,
+                                                        bool skip_damaged_last_line = false);
 
 // The curves of a training log: the lines Caffe's tools/extra/parse_log.py
 // reads ("Iteration 100 (...), loss = 0.3", "Train net output #0: ...",
 // "Iteration 100, lr = ...", "Test net output #0: ..."), and when present
 // the solver's parameters, the device, the snapshots written and xtrain's
 // "Progress: ..., N images/s" line.
-struct TrainingLog {
+struct XTRAIN_API TrainingLog {
   // A kRun record (from the header lines), then the train and test records.
   std::vector<MetricsRecord> records;
   // The .caffemodel/.solverstate files the log says were written.
@@ -70,9 +72,9 @@ struct TrainingLog {
 
 // Throws xtrain::Error naming "path:line" for a curve line whose value is
 // not a number, and when the log has no training or test lines at all.
-TrainingLog read_training_log_file(const std::string& path);
+XTRAIN_API TrainingLog read_training_log_file(const std::string& path);
 
-struct ReportContents {
+struct XTRAIN_API ReportContents {
   // Records in the order written; a session that resumed from an earlier
   // iteration replaces the points of the sessions before it from there on.
   std::vector<MetricsRecord> records;
@@ -81,10 +83,10 @@ struct ReportContents {
 };
 
 // The page, as HTML text.
-std::string build_training_report(const ReportContents& contents);
+XTRAIN_API std::string build_training_report(const ReportContents& contents);
 
 // Writes the page to `path` atomically (a reader never sees half a page).
 // Throws xtrain::Error naming the file if it cannot be written.
-void write_training_report(const std::string& path, const ReportContents& contents);
+XTRAIN_API void write_training_report(const std::string& path, const ReportContents& contents);
 
 }  // namespace xtrain
