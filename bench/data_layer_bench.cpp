@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "data/data_layer.hpp"
-#include "data/lmdb_database.hpp"
+#include "xtrain/lmdb_database.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/proto_io.hpp"
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "data/lmdb_database.hpp"
+#include "xtrain/lmdb_database.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 #include "xtrain/proto_io.hpp"
 

@@ -44,8 +44,9 @@ else()
   message(STATUS "xtrain: CUDA backend OFF (CPU-only build)")
 endif()
 
-# Adds the CUDA sources and libraries to TARGET when the backend is on.
-function(xtrain_add_cuda_backend target)
+# Adds the CUDA sources and libraries to TARGET (the library's objects) when
+# the backend is on; LIBRARY (libxtrain) tells its users XTRAIN_USE_CUDA too.
+function(xtrain_add_cuda_backend target library)
   if(NOT XTRAIN_HAVE_CUDA)
     return()
   endif()
@@ -53,6 +54,7 @@ function(xtrain_add_cuda_backend target)
        ${CMAKE_SOURCE_DIR}/src/cuda/*.cu ${CMAKE_SOURCE_DIR}/src/cuda/*.cpp)
   target_sources(${target} PRIVATE ${cuda_sources})
   target_compile_definitions(${target} PUBLIC XTRAIN_USE_CUDA)
+  target_compile_definitions(${library} PUBLIC XTRAIN_USE_CUDA)
   target_include_directories(${target} PRIVATE ${XTRAIN_CUDNN_INCLUDE_DIR})
   # The runtime only: linking libcuda directly would bind to the driver stub.
   target_link_libraries(${target} PRIVATE CUDA::cudart CUDA::cublas

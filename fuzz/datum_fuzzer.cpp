@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "data/data_transformer.hpp"
-#include "data/datum_io.hpp"
 #include "fuzz_support.hpp"
+#include "xtrain/datum_io.hpp"
 #include "xtrain/random.hpp"
 
 namespace {

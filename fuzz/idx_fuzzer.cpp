@@ -3,8 +3,8 @@
 // bytes that follow, gzip-compressed or not (zlib's gzopen reads both). Each
 // input is read as an images file and as a labels file, and then paired with
 // itself as read_idx_dataset pairs the two (which also compares the counts).
-#include "data/idx_file.hpp"
 #include "fuzz_support.hpp"
+#include "xtrain/idx_file.hpp"
 
 XTRAIN_FUZZ_INITIALIZE
 

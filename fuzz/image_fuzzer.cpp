@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "data/image_datum.hpp"
 #include "data/image_header.hpp"
 #include "fuzz_support.hpp"
+#include "xtrain/image_datum.hpp"
 
 namespace {
 struct Run {

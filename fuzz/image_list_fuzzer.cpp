@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "data/image_list.hpp"
 #include "fuzz_support.hpp"
+#include "xtrain/image_list.hpp"
 
 XTRAIN_FUZZ_INITIALIZE
 

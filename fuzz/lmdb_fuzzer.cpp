@@ -15,9 +15,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "data/lmdb_database.hpp"
 #include "data/lmdb_fault_guard.hpp"
 #include "fuzz_support.hpp"
+#include "xtrain/lmdb_database.hpp"
 
 namespace {
 

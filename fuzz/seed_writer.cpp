@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "data/datum_io.hpp"
-#include "data/image_codec.hpp"
-#include "data/image_datum.hpp"
-#include "data/lmdb_database.hpp"
+#include "xtrain/datum_io.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/image_codec.hpp"
+#include "xtrain/image_datum.hpp"
+#include "xtrain/lmdb_database.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
 namespace fs = std::filesystem;

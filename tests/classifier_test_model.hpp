@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "data/image_codec.hpp"
 #include "tool_runner.hpp"
+#include "xtrain/image_codec.hpp"
 #include "xtrain/net.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 #include "xtrain/proto_io.hpp"

@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "data/lmdb_database.hpp"
-#include "data/mean_accumulator.hpp"
 #include "data/mean_file.hpp"
 #include "image_fixtures.hpp"
 #include "lmdb_fixture.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/lmdb_database.hpp"
+#include "xtrain/mean_accumulator.hpp"
 #include "xtrain/proto_io.hpp"
 
 namespace xtrain {

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "data/datum_io.hpp"
-#include "data/lmdb_database.hpp"
 #include "tool_runner.hpp"
+#include "xtrain/datum_io.hpp"
+#include "xtrain/lmdb_database.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
 namespace xtrain {

@@ -15,14 +15,14 @@
 #include <vector>
 
 #include "data/data_layer.hpp"
-#include "data/data_wait.hpp"
-#include "data/datum_io.hpp"
-#include "data/lmdb_database.hpp"
 #include "error_message.hpp"
 #include "pattern_images.hpp"
 #include "tool_runner.hpp"
+#include "xtrain/data_wait.hpp"
+#include "xtrain/datum_io.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
+#include "xtrain/lmdb_database.hpp"
 #include "xtrain/net.hpp"
 #include "xtrain/proto_io.hpp"
 

@@ -14,11 +14,11 @@
 #include <utility>
 #include <vector>
 
-#include "data/image_codec.hpp"
 #include "error_message.hpp"
 #include "pattern_images.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/image_codec.hpp"
 #include "xtrain/proto_io.hpp"
 
 namespace xtrain {

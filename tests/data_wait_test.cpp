@@ -1,6 +1,6 @@
 // The data wait: how long forward waits for the Data layer's prefetch,
 // measured per layer, reported by the net, the solver and xtrain time.
-#include "data/data_wait.hpp"
+#include "xtrain/data_wait.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,13 +15,13 @@
 #include <vector>
 
 #include "data/data_layer.hpp"
-#include "data/datum_io.hpp"
-#include "data/lmdb_database.hpp"
 #include "data_layer_fixture.hpp"
 #include "pattern_images.hpp"
 #include "tool_runner.hpp"
+#include "xtrain/datum_io.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
+#include "xtrain/lmdb_database.hpp"
 #include "xtrain/net.hpp"
 #include "xtrain/proto_io.hpp"
 

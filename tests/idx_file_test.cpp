@@ -1,6 +1,6 @@
 // IDX reader: hand-written files, plain and gzipped, and the errors for bad
 // ones.
-#include "data/idx_file.hpp"
+#include "xtrain/idx_file.hpp"
 
 #include <gtest/gtest.h>
 #include <zlib.h>

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "data/image_list.hpp"
 #include "image_fixtures.hpp"
 #include "tool_runner.hpp"
+#include "xtrain/image_list.hpp"
 
 namespace xtrain {
 namespace {

@@ -1,7 +1,7 @@
 // The image codec and image -> Datum conversion against OpenCV's own
 // decoding of the same bytes: the planar B, G, R layout, colour modes,
 // resizing, encoding, and Caffe's rules for what an encoded Datum holds.
-#include "data/image_codec.hpp"
+#include "xtrain/image_codec.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "data/image_datum.hpp"
 #include "image_fixtures.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/image_datum.hpp"
 
 namespace xtrain {
 namespace {

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "data/idx_file.hpp"
-#include "data/lmdb_database.hpp"
 #include "fashion_mnist_files.hpp"
+#include "xtrain/idx_file.hpp"
+#include "xtrain/lmdb_database.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
 namespace xtrain::testing {

@@ -7,9 +7,9 @@
 #include <opencv2/imgcodecs.hpp>
 #include <vector>
 
-#include "data/image_codec.hpp"
 #include "image_fixtures.hpp"
 #include "layer_test_support.hpp"
+#include "xtrain/image_codec.hpp"
 
 namespace xtrain {
 namespace {

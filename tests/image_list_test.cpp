@@ -1,6 +1,6 @@
 // Image list files: Caffe's "PATH LABEL" split at the last space, with
 // malformed lines reported by line number, and the deterministic shuffle.
-#include "data/image_list.hpp"
+#include "xtrain/image_list.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Opening the files a user names: what is wrong with a path is said at once.
-#include "core/input_file.hpp"
+#include "xtrain/input_file.hpp"
 
 #include <gtest/gtest.h>
 

@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "blocked_layout_test_support.hpp"
-#include "core/net_memory_count.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/layer_registry.hpp"
 #include "xtrain/net.hpp"
+#include "xtrain/net_memory_count.hpp"
 #include "xtrain/proto_io.hpp"
 
 namespace xtrain {

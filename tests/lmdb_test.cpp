@@ -9,10 +9,10 @@
 #include <filesystem>
 #include <string>
 
-#include "data/lmdb_database.hpp"
 #include "error_message.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/lmdb_database.hpp"
 
 namespace xtrain {
 namespace {

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "data/lmdb_database.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/lmdb_database.hpp"
 
 namespace xtrain {
 namespace {

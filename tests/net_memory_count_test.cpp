@@ -1,7 +1,7 @@
 // The memory count of `xtrain time` (core/net_memory_count.hpp), against a
 // count by hand of a small net's blobs: shared storage once, untouched
 // diffs not at all, layer buffers by type.
-#include "core/net_memory_count.hpp"
+#include "xtrain/net_memory_count.hpp"
 
 #include <gtest/gtest.h>
 

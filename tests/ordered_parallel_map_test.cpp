@@ -1,7 +1,7 @@
 // ordered_parallel_map: results arrive in index order whatever the threads
 // do, memory stays within the window, and exceptions from either side
 // surface on the calling thread with every worker joined.
-#include "data/ordered_parallel_map.hpp"
+#include "../tools/ordered_parallel_map.hpp"
 
 #include <gtest/gtest.h>
 

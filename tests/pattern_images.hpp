@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "data/lmdb_database.hpp"
+#include "xtrain/lmdb_database.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
 namespace xtrain::testing {

@@ -27,15 +27,15 @@
 #include <utility>
 #include <vector>
 
-#include "data/blocking_queue.hpp"
-#include "data/datum_io.hpp"
-#include "data/image_datum.hpp"
-#include "data/lmdb_database.hpp"
-#include "data/mean_accumulator.hpp"
 #include "flag_help.hpp"
 #include "progress_line.hpp"
+#include "xtrain/blocking_queue.hpp"
+#include "xtrain/datum_io.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/image_datum.hpp"
+#include "xtrain/lmdb_database.hpp"
 #include "xtrain/logging.hpp"
+#include "xtrain/mean_accumulator.hpp"
 #include "xtrain/proto_io.hpp"
 
 DEFINE_string(backend, "lmdb", "The database to read; only lmdb is supported");

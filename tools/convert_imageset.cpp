@@ -26,13 +26,13 @@
 #include <system_error>
 #include <thread>
 
-#include "data/image_datum.hpp"
-#include "data/image_list.hpp"
-#include "data/lmdb_database.hpp"
-#include "data/ordered_parallel_map.hpp"
 #include "flag_help.hpp"
+#include "ordered_parallel_map.hpp"
 #include "progress_line.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/image_datum.hpp"
+#include "xtrain/image_list.hpp"
+#include "xtrain/lmdb_database.hpp"
 #include "xtrain/logging.hpp"
 
 DEFINE_bool(gray, false, "Read images as 1-channel grey images (else 3-channel B, G, R)");

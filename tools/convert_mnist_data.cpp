@@ -9,11 +9,11 @@
 #include <string>
 #include <system_error>
 
-#include "data/datum_io.hpp"
-#include "data/idx_file.hpp"
-#include "data/lmdb_database.hpp"
 #include "flag_help.hpp"
+#include "xtrain/datum_io.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/idx_file.hpp"
+#include "xtrain/lmdb_database.hpp"
 #include "xtrain/logging.hpp"
 
 DEFINE_string(backend, "lmdb", "The database to write; only lmdb is supported");

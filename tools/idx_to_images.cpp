@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "data/idx_file.hpp"
-#include "data/image_codec.hpp"
 #include "flag_help.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/idx_file.hpp"
+#include "xtrain/image_codec.hpp"
 
 DEFINE_int32(count, 0, "Write only the first COUNT images (0: all)");
 DEFINE_string(format, "png", "Image file format: png (lossless), jpg, bmp, ...");

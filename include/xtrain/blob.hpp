@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "xtrain/export.hpp"
 #include "xtrain/synced_memory.hpp"
 
 namespace xtrain {
@@ -16,7 +17,7 @@ namespace xtrain {
 class BlobProto;
 class BlobShape;
 
-class Blob {
+class XTRAIN_API Blob {
  public:
   Blob() = default;
   explicit Blob(const std::vector<int>& shape);
@@ -113,7 +114,7 @@ class Blob {
 };
 
 // The shape of a BlobProto, from its `shape` or its legacy 4-d fields.
-std::vector<int> blob_proto_shape(const BlobProto& proto);
-std::string shape_to_string(const std::vector<int>& shape);
+XTRAIN_API std::vector<int> blob_proto_shape(const BlobProto& proto);
+XTRAIN_API std::string shape_to_string(const std::vector<int>& shape);
 
 }  // namespace xtrain

@@ -27,13 +27,14 @@
 #include <vector>
 
 #include "xtrain/device.hpp"
+#include "xtrain/export.hpp"
 
 namespace xtrain {
 
 class Net;
 class ClassifierInput;
 
-struct ClassifierOptions {
+struct XTRAIN_API ClassifierOptions {
   // A mean image (Caffe's .binaryproto, from compute_mean) of shape
   // 1 x C x H x W, the net's input shape. Empty: none.
   std::string mean_file;
@@ -53,13 +54,13 @@ struct ClassifierOptions {
   int batch_size = 0;
 };
 
-struct Prediction {
+struct XTRAIN_API Prediction {
   int index = 0;          // the class: position in the net's output
   float probability = 0;  // its score in the net's last output
   std::string label;      // its line of the labels file, or the index as text
 };
 
-class Classifier {
+class XTRAIN_API Classifier {
  public:
   // Builds the net of `deploy_prototxt` (TEST phase) and loads `weights`
   // (.caffemodel). Throws xtrain::Error if a file is missing or does not fit.
@@ -94,6 +95,6 @@ class Classifier {
 
 // The lines of a labels file (a trailing '\r' removed). Throws xtrain::Error
 // naming the file if it cannot be read or is empty.
-std::vector<std::string> read_label_file(const std::string& path);
+XTRAIN_API std::vector<std::string> read_label_file(const std::string& path);
 
 }  // namespace xtrain

@@ -27,11 +27,12 @@
 #include <vector>
 
 #include "xtrain/communicator.hpp"
+#include "xtrain/export.hpp"
 
 namespace xtrain {
 
 // This process's place in the job.
-struct ProcessGroup {
+struct XTRAIN_API ProcessGroup {
   int rank = 0;        // 0 .. size-1, unique in the job
   int size = 1;        // how many processes the job has
   int local_rank = 0;  // 0 .. processes on this node - 1: picks the GPU
@@ -49,7 +50,7 @@ struct ProcessGroup {
 // A malformed value (not a whole number, rank outside 0..size-1, size < 1) or
 // a launcher's variable missing while others are set throws xtrain::Error
 // naming the variable.
-ProcessGroup process_group_from_environment();
+XTRAIN_API ProcessGroup process_group_from_environment();
 
 namespace detail {
 struct ThreadGroupState;  // src/comm/thread_replicas.cpp
@@ -60,7 +61,7 @@ struct ThreadGroupState;  // src/comm/thread_replicas.cpp
 // "threads") sum and broadcast host memory in place, in a fixed order, so
 // every replica gets the same bits. When a replica fails, run() makes the
 // others' collectives fail at once instead of waiting out the timeout.
-class ThreadReplicas {
+class XTRAIN_API ThreadReplicas {
  public:
   // `size` replicas (>= 1); each collective must finish within
   // timeout_seconds (> 0), else it throws xtrain::Error.
@@ -86,21 +87,22 @@ class ThreadReplicas {
 };
 
 // True when this build of xtrain has the MPI backend.
-bool mpi_available();
+XTRAIN_API bool mpi_available();
 
 // The communicator for `group`: the single-process one when group.size == 1,
 // else MPI's (which checks that MPI sees the same rank and size). Every
 // collective throws xtrain::Error when it has not finished within
 // timeout_seconds (> 0). A group of several processes in a build without MPI
 // throws xtrain::Error saying how to get it.
-std::unique_ptr<Communicator> make_communicator(const ProcessGroup& group, double timeout_seconds);
+XTRAIN_API std::unique_ptr<Communicator> make_communicator(const ProcessGroup& group,
+                                                           double timeout_seconds);
 
 // For GPU ranks: the communicator of bootstrap's ranks that works on device
 // memory of GPU `device` (NCCL, its unique id sent over `bootstrap`, whose
 // failure() it watches: bootstrap must outlive it). Throws
 // xtrain::Error in a build without CUDA and NCCL, when the GPU cannot be
 // used, or when set-up has not finished within timeout_seconds.
-std::unique_ptr<Communicator> make_gpu_communicator(Communicator& bootstrap, int device,
-                                                    double timeout_seconds);
+XTRAIN_API std::unique_ptr<Communicator> make_gpu_communicator(Communicator& bootstrap, int device,
+                                                               double timeout_seconds);
 
 }  // namespace xtrain

@@ -11,11 +11,13 @@
 #include <memory>
 #include <string>
 
+#include "xtrain/export.hpp"
+
 namespace xtrain {
 
 // A collective under way (Communicator::start_allreduce_sum). Its buffer
 // must stay untouched until wait() returns.
-class PendingCollective {
+class XTRAIN_API PendingCollective {
  public:
   virtual ~PendingCollective() = default;
   // Whether it has finished; may advance it (MPI makes progress only inside
@@ -26,7 +28,7 @@ class PendingCollective {
   virtual void wait() = 0;
 };
 
-class Communicator {
+class XTRAIN_API Communicator {
  public:
   virtual ~Communicator() = default;
 

@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "xtrain/export.hpp"
+
 namespace xtrain {
 
 // How each CPU convolution chooses, per pass (forward, backward-data,
@@ -24,17 +26,17 @@ namespace xtrain {
 // sum in different orders); either is deterministic from run to run once the
 // cache holds the shape.
 enum class CpuAlgorithmSearch { kHeuristic, kTimed };
-void set_cpu_algorithm_search(CpuAlgorithmSearch search);
-CpuAlgorithmSearch cpu_algorithm_search();
+XTRAIN_API void set_cpu_algorithm_search(CpuAlgorithmSearch search);
+XTRAIN_API CpuAlgorithmSearch cpu_algorithm_search();
 
 // "heuristic" / "timed" (the flag's spelling); parse throws xtrain::Error for
 // anything else, naming the choices.
-std::string to_string(CpuAlgorithmSearch search);
-CpuAlgorithmSearch parse_cpu_algorithm_search(const std::string& text);
+XTRAIN_API std::string to_string(CpuAlgorithmSearch search);
+XTRAIN_API CpuAlgorithmSearch parse_cpu_algorithm_search(const std::string& text);
 
 // Where timed choices are kept: $XTRAIN_CACHE_DIR, else $XDG_CACHE_HOME/xtrain,
 // else $HOME/.cache/xtrain, with the file cpu_convolutions.tsv inside. Empty
 // when none of these is set (the choices then last for the process only).
-std::string cpu_convolution_cache_file();
+XTRAIN_API std::string cpu_convolution_cache_file();
 
 }  // namespace xtrain

@@ -9,18 +9,20 @@
 
 #include <string>
 
+#include "xtrain/export.hpp"
+
 namespace xtrain {
 
 // Sets the pool's size; 0 restores the default above. Throws xtrain::Error
 // for a negative count.
-void set_cpu_threads(int threads);
+XTRAIN_API void set_cpu_threads(int threads);
 
 // The pool's current size.
-int cpu_threads();
+XTRAIN_API int cpu_threads();
 
 // One line for the log, e.g. "2 threads (of 2 CPUs available), one OpenMP
 // pool; BLAS: OpenBLAS 0.3.21 (OpenMP build); oneDNN 2.6.3". It also says when
 // the BLAS library keeps its own threads.
-std::string cpu_thread_summary();
+XTRAIN_API std::string cpu_thread_summary();
 
 }  // namespace xtrain

@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <string>
 
+#include "xtrain/export.hpp"
+
 namespace xtrain {
 
 // The most device memory one convolution pass may use as cuDNN workspace, in
@@ -20,9 +22,9 @@ namespace xtrain {
 // Winograd) that need more scratch memory; 0 allows only algorithms without
 // workspace.
 constexpr std::size_t kDefaultCudnnWorkspaceLimitMb = 8;
-void set_cudnn_workspace_limit_mb(std::size_t megabytes);
-std::size_t cudnn_workspace_limit_mb();
-std::size_t cudnn_workspace_limit_bytes();
+XTRAIN_API void set_cudnn_workspace_limit_mb(std::size_t megabytes);
+XTRAIN_API std::size_t cudnn_workspace_limit_mb();
+XTRAIN_API std::size_t cudnn_workspace_limit_bytes();
 
 // How each convolution pass's algorithm is chosen:
 //   kHeuristic: cuDNN's heuristics (cudnnGet*Algorithm_v7) rank the
@@ -32,12 +34,12 @@ std::size_t cudnn_workspace_limit_bytes();
 //               (cudnnFind*AlgorithmEx) and the fastest is taken. Costs a few
 //               passes per shape at the start, may pick faster ones.
 enum class CudnnAlgorithmSearch { kHeuristic, kTimed };
-void set_cudnn_algorithm_search(CudnnAlgorithmSearch search);
-CudnnAlgorithmSearch cudnn_algorithm_search();
+XTRAIN_API void set_cudnn_algorithm_search(CudnnAlgorithmSearch search);
+XTRAIN_API CudnnAlgorithmSearch cudnn_algorithm_search();
 
 // "heuristic" / "timed" (the flag's spelling); parse throws xtrain::Error for
 // anything else, naming the choices.
-std::string to_string(CudnnAlgorithmSearch search);
-CudnnAlgorithmSearch parse_cudnn_algorithm_search(const std::string& text);
+XTRAIN_API std::string to_string(CudnnAlgorithmSearch search);
+XTRAIN_API CudnnAlgorithmSearch parse_cudnn_algorithm_search(const std::string& text);
 
 }  // namespace xtrain

@@ -14,9 +14,11 @@
 #include <string>
 #include <utility>
 
+#include "xtrain/export.hpp"
+
 namespace xtrain {
 
-class Error : public std::runtime_error {
+class XTRAIN_API Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
@@ -25,7 +27,7 @@ class Error : public std::runtime_error {
 // one that is a bug in xtrain rather than in the input (the fuzz targets
 // tell the two apart by it). Code that adds context by throwing a new Error
 // with the message of a caught one turns it into a plain Error.
-class InternalError : public Error {
+class XTRAIN_API InternalError : public Error {
  public:
   using Error::Error;
 };
@@ -37,8 +39,8 @@ std::string concat(Parts&&... parts) {
   (out << ... << std::forward<Parts>(parts));
   return out.str();
 }
-[[noreturn]] void throw_internal_error(const char* file, int line, const char* condition,
-                                       const std::string& message);
+[[noreturn]] XTRAIN_API void throw_internal_error(const char* file, int line, const char* condition,
+                                                  const std::string& message);
 }  // namespace detail
 
 }  // namespace xtrain

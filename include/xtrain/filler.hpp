@@ -14,19 +14,20 @@
 #include <memory>
 
 #include "xtrain/blob.hpp"
+#include "xtrain/export.hpp"
 #include "xtrain/random.hpp"
 
 namespace xtrain {
 
 class FillerParameter;
 
-class Filler {
+class XTRAIN_API Filler {
  public:
   virtual ~Filler() = default;
   virtual void fill(Blob& blob, RandomStream& random) const = 0;
 };
 
 // Throws xtrain::Error for an unknown type or a parameter the type rejects.
-std::unique_ptr<Filler> make_filler(const FillerParameter& param);
+XTRAIN_API std::unique_ptr<Filler> make_filler(const FillerParameter& param);
 
 }  // namespace xtrain

@@ -16,15 +16,17 @@
 
 #include <string>
 
+#include "xtrain/export.hpp"
+
 namespace xtrain {
 
 enum class GpuMath { kFp32, kTf32 };
-void set_gpu_math(GpuMath math);
-GpuMath gpu_math();
+XTRAIN_API void set_gpu_math(GpuMath math);
+XTRAIN_API GpuMath gpu_math();
 
 // "fp32" / "tf32" (the flag's spelling); parse throws xtrain::Error for
 // anything else, naming the choices.
-std::string to_string(GpuMath math);
-GpuMath parse_gpu_math(const std::string& text);
+XTRAIN_API std::string to_string(GpuMath math);
+XTRAIN_API GpuMath parse_gpu_math(const std::string& text);
 
 }  // namespace xtrain

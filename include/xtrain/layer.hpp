@@ -15,6 +15,7 @@
 
 #include "xtrain/blob.hpp"
 #include "xtrain/device.hpp"
+#include "xtrain/export.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 #include "xtrain/random.hpp"
 
@@ -28,19 +29,19 @@ using BlobVec = std::vector<Blob*>;
 // records, and layers that draw random numbers per item (Dropout) draw them
 // by global item, so that `count` replicas with batch B compute what one net
 // with batch count * B computes.
-struct DataShard {
+struct XTRAIN_API DataShard {
   int index = 0;
   int count = 1;
 };
 
 // An activation's values that a layer keeps from forward for backward, in
 // the layout they were written in (see Layer::kept_top_copy).
-struct KeptActivation {
+struct XTRAIN_API KeptActivation {
   std::vector<float> values;
   MemoryLayout layout = MemoryLayout::kPlain;
 };
 
-class Layer {
+class XTRAIN_API Layer {
  public:
   explicit Layer(const LayerParameter& param);
   virtual ~Layer() = default;

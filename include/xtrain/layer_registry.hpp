@@ -10,11 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "xtrain/export.hpp"
 #include "xtrain/layer.hpp"
 
 namespace xtrain {
 
-class LayerRegistry {
+class XTRAIN_API LayerRegistry {
  public:
   using Factory = std::function<std::unique_ptr<Layer>(const LayerParameter&)>;
 

@@ -4,21 +4,23 @@
 
 #include <sstream>
 
+#include "xtrain/export.hpp"
+
 namespace xtrain {
 
 enum class LogSeverity { kInfo = 0, kWarning = 1, kError = 2 };
 
 // Messages below this severity are dropped (default: kInfo, i.e. all).
-void set_min_log_severity(LogSeverity severity);
-LogSeverity min_log_severity();
+XTRAIN_API void set_min_log_severity(LogSeverity severity);
+XTRAIN_API LogSeverity min_log_severity();
 // The same for the calling thread only, on top of the process's setting (the
 // higher wins): replicas of a training other than the root, each on a
 // thread of its own, log warnings and errors only.
-void set_min_log_severity_of_this_thread(LogSeverity severity);
+XTRAIN_API void set_min_log_severity_of_this_thread(LogSeverity severity);
 
 namespace detail {
 // Collects one message and writes it, whole, to stderr when destroyed.
-class LogMessage {
+class XTRAIN_API LogMessage {
  public:
   LogMessage(LogSeverity severity, const char* file, int line);
   ~LogMessage();

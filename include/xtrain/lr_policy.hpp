@@ -12,21 +12,23 @@
 #include <string>
 #include <vector>
 
+#include "xtrain/export.hpp"
+
 namespace xtrain {
 
 class SolverParameter;
 
 // The policies learning_rate() knows, in the order above.
-const std::vector<std::string>& learning_rate_policies();
+XTRAIN_API const std::vector<std::string>& learning_rate_policies();
 
 // Throws xtrain::Error if the policy is unknown or a field it needs is
 // missing or out of range (the message names the field and what to set).
-void check_learning_rate_policy(const SolverParameter& param);
+XTRAIN_API void check_learning_rate_policy(const SolverParameter& param);
 
 // The rate for update number `iter`. `current_step` is the schedule's
 // position that a snapshot saves: "step" sets it to floor(iter / stepsize);
 // "multistep" advances it by at most one per call once iter reaches the next
 // stepvalue, so, as in Caffe, call this once per iteration, in order.
-float learning_rate(const SolverParameter& param, int iter, int* current_step);
+XTRAIN_API float learning_rate(const SolverParameter& param, int iter, int* current_step);
 
 }  // namespace xtrain

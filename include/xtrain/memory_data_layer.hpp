@@ -24,11 +24,12 @@
 
 #include <vector>
 
+#include "xtrain/export.hpp"
 #include "xtrain/layer.hpp"
 
 namespace xtrain {
 
-class MemoryDataLayer : public Layer {
+class XTRAIN_API MemoryDataLayer : public Layer {
  public:
   explicit MemoryDataLayer(const LayerParameter& param) : Layer(param) {}
 

@@ -16,12 +16,13 @@
 
 #include "xtrain/blob.hpp"
 #include "xtrain/device.hpp"
+#include "xtrain/export.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
 namespace xtrain {
 
-struct NetOptions {
+struct XTRAIN_API NetOptions {
   // Seed of every random stream in the net (each layer gets its own, derived
   // from this seed and the layer's position).
   std::uint64_t random_seed = 1701;
@@ -60,7 +61,7 @@ struct NetOptions {
   DataShard data_shard;
 };
 
-class Net {
+class XTRAIN_API Net {
  public:
   // `param.state()` selects the layers; see filter_net().
   explicit Net(const NetParameter& param, const NetOptions& options = {});
@@ -199,15 +200,15 @@ class Net {
 };
 
 // The layers of `param` whose rules match its state (phase, level, stages).
-NetParameter filter_net(const NetParameter& param);
+XTRAIN_API NetParameter filter_net(const NetParameter& param);
 // Whether `state` satisfies `rule` (all of phase, level range and stages).
-bool state_meets_rule(const NetState& state, const NetStateRule& rule);
+XTRAIN_API bool state_meets_rule(const NetState& state, const NetStateRule& rule);
 // A copy of `param` with a Split layer after every blob consumed more than once.
-NetParameter insert_splits(const NetParameter& param);
+XTRAIN_API NetParameter insert_splits(const NetParameter& param);
 // Caffe's names for a split layer and its tops.
-std::string split_layer_name(const std::string& layer_name, const std::string& blob_name,
-                             int blob_index);
-std::string split_blob_name(const std::string& layer_name, const std::string& blob_name,
-                            int blob_index, int split_index);
+XTRAIN_API std::string split_layer_name(const std::string& layer_name, const std::string& blob_name,
+                                        int blob_index);
+XTRAIN_API std::string split_blob_name(const std::string& layer_name, const std::string& blob_name,
+                                       int blob_index, int split_index);
 
 }  // namespace xtrain

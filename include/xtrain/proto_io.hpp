@@ -9,28 +9,37 @@
 
 #include <string>
 
+#include "xtrain/export.hpp"
+
 namespace xtrain {
 
 class NetParameter;
 class SolverParameter;
 
 // Throws xtrain::Error (file:line:column) on unknown fields or bad syntax.
-void read_proto_from_text_file(const std::string& path, google::protobuf::Message* message);
-void read_proto_from_text_string(const std::string& text, google::protobuf::Message* message,
-                                 const std::string& source_name = "<string>");
+XTRAIN_API void read_proto_from_text_file(const std::string& path,
+                                          google::protobuf::Message* message);
+XTRAIN_API void read_proto_from_text_string(const std::string& text,
+                                            google::protobuf::Message* message,
+                                            const std::string& source_name = "<string>");
 // Throws xtrain::Error naming the file if it is missing or not a valid message.
-void read_proto_from_binary_file(const std::string& path, google::protobuf::Message* message);
+XTRAIN_API void read_proto_from_binary_file(const std::string& path,
+                                            google::protobuf::Message* message);
 // Atomic (temp file + fsync + rename); throws xtrain::Error on failure.
-void write_proto_to_binary_file(const google::protobuf::Message& message, const std::string& path);
-void write_proto_to_text_file(const google::protobuf::Message& message, const std::string& path);
+XTRAIN_API void write_proto_to_binary_file(const google::protobuf::Message& message,
+                                           const std::string& path);
+XTRAIN_API void write_proto_to_text_file(const google::protobuf::Message& message,
+                                         const std::string& path);
 
 // A net or solver from a prototxt, with the checks a user's file needs.
-NetParameter read_net_params_from_text_file(const std::string& path);
-SolverParameter read_solver_params_from_text_file(const std::string& path);
+XTRAIN_API NetParameter read_net_params_from_text_file(const std::string& path);
+XTRAIN_API SolverParameter read_solver_params_from_text_file(const std::string& path);
 // The same for prototxt text already in memory; `source` names it in errors.
 // (The solver's net paths are left as written: there is no file to resolve
 // them against.)
-NetParameter read_net_params_from_text(const std::string& text, const std::string& source);
-SolverParameter read_solver_params_from_text(const std::string& text, const std::string& source);
+XTRAIN_API NetParameter read_net_params_from_text(const std::string& text,
+                                                  const std::string& source);
+XTRAIN_API SolverParameter read_solver_params_from_text(const std::string& text,
+                                                        const std::string& source);
 
 }  // namespace xtrain

@@ -8,9 +8,11 @@
 #include <random>
 #include <string>
 
+#include "xtrain/export.hpp"
+
 namespace xtrain {
 
-class RandomStream {
+class XTRAIN_API RandomStream {
  public:
   explicit RandomStream(std::uint64_t seed = 1701) : engine_(fold(seed)) {}
 
@@ -39,9 +41,10 @@ class RandomStream {
 
 // A seed for the sub-stream named by (base_seed, tag, index): distinct tags
 // and indices give unrelated streams.
-std::uint64_t derive_seed(std::uint64_t base_seed, const std::string& tag, std::uint64_t index = 0);
+XTRAIN_API std::uint64_t derive_seed(std::uint64_t base_seed, const std::string& tag,
+                                     std::uint64_t index = 0);
 
 // A seed from the clock and the process id, for random_seed < 0.
-std::uint64_t nondeterministic_seed();
+XTRAIN_API std::uint64_t nondeterministic_seed();
 
 }  // namespace xtrain

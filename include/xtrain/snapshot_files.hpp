@@ -11,9 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "xtrain/export.hpp"
+
 namespace xtrain {
 
-struct SnapshotOnDisk {
+struct XTRAIN_API SnapshotOnDisk {
   int iter = 0;
   std::string solverstate_path;
   bool hdf5 = false;
@@ -22,25 +24,25 @@ struct SnapshotOnDisk {
 // Every <prefix>_iter_<N>.solverstate[.h5] of `prefix`, newest (highest N)
 // first. A prefix that names a directory's files ("snapshots/lenet") or a
 // bare name in the working directory both work.
-std::vector<SnapshotOnDisk> list_snapshots(const std::string& prefix);
+XTRAIN_API std::vector<SnapshotOnDisk> list_snapshots(const std::string& prefix);
 
 // Why the snapshot cannot be resumed from ("" if it can): an unreadable or
 // truncated file, a checksum that does not match, a missing .caffemodel or
 // one that does not belong to the state. Reads both files completely.
-std::string snapshot_problem(const std::string& solverstate_path);
+XTRAIN_API std::string snapshot_problem(const std::string& solverstate_path);
 
 // The newest snapshot of `prefix` that snapshot_problem() accepts, or "" if
 // there is none. Each newer one passed over is described in *skipped
 // ("path: reason").
-std::string find_latest_valid_snapshot(const std::string& prefix,
-                                       std::vector<std::string>* skipped = nullptr);
+XTRAIN_API std::string find_latest_valid_snapshot(const std::string& prefix,
+                                                  std::vector<std::string>* skipped = nullptr);
 
 // Deletes all but the newest `keep` snapshots of `prefix` (both files of
 // each; keep <= 0 keeps all). Returns the paths removed.
-std::vector<std::string> remove_old_snapshots(const std::string& prefix, int keep);
+XTRAIN_API std::vector<std::string> remove_old_snapshots(const std::string& prefix, int keep);
 
 // Deletes the temporary files that writes of `prefix`'s snapshots left when
 // their process was killed mid-write. Returns the paths removed.
-std::vector<std::string> remove_stale_temporary_files(const std::string& prefix);
+XTRAIN_API std::vector<std::string> remove_stale_temporary_files(const std::string& prefix);
 
 }  // namespace xtrain

@@ -37,12 +37,13 @@
 
 #include "xtrain/communicator.hpp"
 #include "xtrain/device.hpp"
+#include "xtrain/export.hpp"
 #include "xtrain/net.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
 namespace xtrain {
 
-struct SolverOptions {
+struct XTRAIN_API SolverOptions {
   // Where the nets compute. Unset: the solver's solver_mode/device_id if
   // solver_mode is given explicitly (as the tool sets it), else the CPU.
   std::optional<Device> device;
@@ -92,7 +93,7 @@ class TrainingMetrics;  // src/solvers/training_metrics.hpp
 
 class GradientBuckets;  // src/solvers/gradient_buckets.hpp
 
-class Solver {
+class XTRAIN_API Solver {
  public:
   enum class Action { kNone, kStop, kSnapshot };
   using Callback = std::function<void(Solver&)>;
@@ -165,6 +166,10 @@ class Solver {
   int last_test_iter() const { return last_test_iter_; }
 
   virtual const char* type() const = 0;
+  // Host bytes of the update rule's state (SGD's momentum, Adam's moments,
+  // ...), allocated by the first step; for memory counts such as `xtrain
+  // time`'s.
+  virtual std::size_t history_bytes() const { return 0; }
 
  protected:
   // Turns the gradients in the learnable params' diffs into an update and
@@ -262,15 +267,16 @@ class Solver {
 
 // Creates the solver named by param.type (or the legacy solver_type enum).
 // Throws xtrain::Error for a type that is not available, listing the known.
-std::unique_ptr<Solver> create_solver(const SolverParameter& param,
-                                      const SolverOptions& options = {});
+XTRAIN_API std::unique_ptr<Solver> create_solver(const SolverParameter& param,
+                                                 const SolverOptions& options = {});
 
 // The solver type names create_solver() accepts.
-std::vector<std::string> solver_types();
+XTRAIN_API std::vector<std::string> solver_types();
 
 // Names snapshots after the solver file, as Caffe after 1.0 does: an empty
 // snapshot_prefix becomes the solver file's path without its extension, and a
 // prefix that is a directory (or ends in '/') gets the file's stem appended.
-void fill_default_snapshot_prefix(SolverParameter* param, const std::string& solver_file);
+XTRAIN_API void fill_default_snapshot_prefix(SolverParameter* param,
+                                             const std::string& solver_file);
 
 }  // namespace xtrain

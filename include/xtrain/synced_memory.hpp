@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "xtrain/export.hpp"
+
 namespace xtrain {
 namespace device_memory {
 class StreamMarker;  // src/core/device_memory.hpp
@@ -20,14 +22,14 @@ class StreamMarker;  // src/core/device_memory.hpp
 enum class MemoryLayout { kPlain, kChannelBlocked };
 
 // The blob geometry a channel-blocked host copy was written for.
-struct BlockedGeometry {
+struct XTRAIN_API BlockedGeometry {
   std::int64_t num = 0;
   std::int64_t channels = 0;  // a multiple of block
   std::int64_t spatial = 0;   // height * width
   int block = 0;              // channels per block: 8 or 16
 };
 
-class SyncedMemory {
+class XTRAIN_API SyncedMemory {
  public:
   enum class Head { kUninitialized, kAtCpu, kAtGpu, kSynced };
 

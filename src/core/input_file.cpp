@@ -1,4 +1,4 @@
-#include "core/input_file.hpp"
+#include "xtrain/input_file.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>

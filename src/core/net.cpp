@@ -4,12 +4,12 @@
 #include <set>
 
 #include "core/device_memory.hpp"
-#include "core/net_input_upgrade.hpp"
 #include "core/net_name_limits.hpp"
 #include "core/net_upgrade.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
 #include "xtrain/logging.hpp"
+#include "xtrain/net_upgrade.hpp"
 #include "xtrain/proto_io.hpp"
 
 namespace xtrain {

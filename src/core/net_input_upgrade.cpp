@@ -1,6 +1,5 @@
-#include "core/net_input_upgrade.hpp"
-
 #include "xtrain/error.hpp"
+#include "xtrain/net_upgrade.hpp"
 
 namespace xtrain {
 

@@ -1,4 +1,4 @@
-#include "core/net_memory_count.hpp"
+#include "xtrain/net_memory_count.hpp"
 
 #include <algorithm>
 #include <cstdint>

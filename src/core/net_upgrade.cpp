@@ -3,7 +3,6 @@
 // live in net_upgrade_v0.cpp and net_upgrade_v1.cpp.
 #include "core/net_upgrade.hpp"
 
-#include "core/net_input_upgrade.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 

@@ -16,10 +16,10 @@
 #include <sstream>
 
 #include "core/atomic_file.hpp"
-#include "core/input_file.hpp"
 #include "core/net_upgrade.hpp"
 #include "core/unclosed_block_hint.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/input_file.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
 namespace xtrain {

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <vector>
 
-#include "core/input_file.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/input_file.hpp"
 
 namespace xtrain {
 namespace {

@@ -1,11 +1,11 @@
 #include "core/weights_file.hpp"
 
 #include "core/hdf5_snapshot.hpp"
-#include "core/input_file.hpp"
 #include "core/net_upgrade.hpp"
 #include "core/snapshot_checksum.hpp"
 #include "core/truncated_message.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/input_file.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain {

@@ -25,9 +25,9 @@
 #include <memory>
 #include <string>
 
-#include "data/datum_io.hpp"
-#include "data/lmdb_database.hpp"
 #include "data/prefetching_data_layer.hpp"
+#include "xtrain/datum_io.hpp"
+#include "xtrain/lmdb_database.hpp"
 
 namespace xtrain {
 

@@ -30,9 +30,9 @@
 #include <string>
 #include <vector>
 
-#include "data/datum_io.hpp"
-#include "data/image_codec.hpp"
 #include "data/mean_file.hpp"
+#include "xtrain/datum_io.hpp"
+#include "xtrain/image_codec.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 #include "xtrain/random.hpp"
 

@@ -1,4 +1,4 @@
-#include "data/data_wait.hpp"
+#include "xtrain/data_wait.hpp"
 
 #include "xtrain/layer.hpp"
 #include "xtrain/net.hpp"

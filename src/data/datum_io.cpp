@@ -1,4 +1,4 @@
-#include "data/datum_io.hpp"
+#include "xtrain/datum_io.hpp"
 
 #include <limits>
 

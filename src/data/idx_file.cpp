@@ -1,4 +1,4 @@
-#include "data/idx_file.hpp"
+#include "xtrain/idx_file.hpp"
 
 #include <zlib.h>
 

@@ -2,7 +2,7 @@
 // Caffe's Datums and our Image are planar. The conversions here are the only
 // place the two layouts meet:
 //   planar[c * H * W + h * W + w] = interleaved[(h * W + w) * C + c].
-#include "data/image_codec.hpp"
+#include "xtrain/image_codec.hpp"
 
 #include <fstream>
 #include <iterator>
@@ -12,9 +12,9 @@
 #include <opencv2/imgproc.hpp>
 #include <vector>
 
-#include "core/input_file.hpp"
 #include "data/image_header.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/input_file.hpp"
 
 namespace xtrain {
 namespace {

@@ -29,9 +29,9 @@
 #include <string>
 #include <vector>
 
-#include "data/image_codec.hpp"
-#include "data/image_list.hpp"
 #include "data/prefetching_data_layer.hpp"
+#include "xtrain/image_codec.hpp"
+#include "xtrain/image_list.hpp"
 
 namespace xtrain {
 

@@ -1,4 +1,4 @@
-#include "data/image_datum.hpp"
+#include "xtrain/image_datum.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,4 +1,4 @@
-#include "data/image_list.hpp"
+#include "xtrain/image_list.hpp"
 
 #include <charconv>
 #include <fstream>
@@ -6,8 +6,8 @@
 #include <random>
 #include <utility>
 
-#include "core/input_file.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/input_file.hpp"
 
 namespace xtrain {
 

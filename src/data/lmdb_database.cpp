@@ -1,4 +1,4 @@
-#include "data/lmdb_database.hpp"
+#include "xtrain/lmdb_database.hpp"
 
 #include <lmdb.h>
 #include <sys/stat.h>

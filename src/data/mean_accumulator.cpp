@@ -1,4 +1,4 @@
-#include "data/mean_accumulator.hpp"
+#include "xtrain/mean_accumulator.hpp"
 
 #include "xtrain/error.hpp"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "data/datum_io.hpp"
+#include "xtrain/datum_io.hpp"
 
 namespace xtrain {
 

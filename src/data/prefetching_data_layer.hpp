@@ -49,9 +49,9 @@
 #include <vector>
 
 #include "core/device_memory.hpp"
-#include "data/blocking_queue.hpp"
 #include "data/data_transformer.hpp"
-#include "data/data_wait.hpp"
+#include "xtrain/blocking_queue.hpp"
+#include "xtrain/data_wait.hpp"
 #include "xtrain/layer.hpp"
 
 namespace xtrain {

@@ -4,12 +4,12 @@
 #include <fstream>
 #include <numeric>
 
-#include "core/input_file.hpp"
 #include "inference/classifier_input.hpp"
-#include "solvers/weights_coverage.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/input_file.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/net.hpp"
+#include "xtrain/weights_coverage.hpp"
 
 namespace xtrain {
 namespace {

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <sstream>
 
-#include "data/image_codec.hpp"
 #include "data/mean_file.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/image_codec.hpp"
 
 namespace xtrain {
 namespace {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "layers/convolution_engine.hpp"
+#include "xtrain/convolution_scratch.hpp"  // onednn_convolution_scratch_bytes
 
 namespace xtrain {
 
@@ -41,11 +42,6 @@ struct OnednnConvolutionOptions {
 
 // Whether this build has oneDNN.
 bool onednn_available();
-
-// Host bytes of the scratch buffers all threads' convolutions share (the
-// activations reordered at a primitive's boundary), for the memory count.
-// oneDNN's own scratchpads are not in it.
-std::size_t onednn_convolution_scratch_bytes();
 
 // Whether oneDNN's convolution kernels on this CPU (as capped by
 // ONEDNN_MAX_CPU_ISA or XTRAIN_MAX_CPU_ISA) compute in the channel-blocked

@@ -39,6 +39,12 @@ void SGDSolver::add_history_set() {
   }
 }
 
+std::size_t SGDSolver::history_bytes() const {
+  std::size_t bytes = 0;
+  for (const auto& blob : history_) bytes += blob->count() * sizeof(float);
+  return bytes;
+}
+
 int SGDSolver::history_sets() const {
   const std::size_t params = net().learnable_params().size();
   return params == 0 ? 1 : static_cast<int>(history_.size() / params);

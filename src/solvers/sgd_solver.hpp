@@ -35,6 +35,7 @@ class SGDSolver : public Solver {
   // net().learnable_params().
   const std::vector<std::unique_ptr<Blob>>& history() const { return history_; }
   int history_sets() const;
+  std::size_t history_bytes() const override;
 
  protected:
   void apply_update() override;

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "core/hdf5_snapshot.hpp"
-#include "core/input_file.hpp"
 #include "core/snapshot_checksum.hpp"
 #include "core/truncated_message.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/input_file.hpp"
 
 namespace fs = std::filesystem;
 

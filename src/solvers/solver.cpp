@@ -2,9 +2,9 @@
 // testing. Snapshots and restoring live in solver_snapshot.cpp.
 #include "xtrain/solver.hpp"
 
-#include "data/data_wait.hpp"
 #include "solvers/gradient_buckets.hpp"
 #include "solvers/training_progress.hpp"
+#include "xtrain/data_wait.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/lr_policy.hpp"

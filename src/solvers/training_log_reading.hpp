@@ -17,20 +17,12 @@
 #include <string>
 #include <vector>
 
-#include "solvers/training_metrics.hpp"
+#include "xtrain/training_report.hpp"  // TrainingLog, read_training_log_file
 
 namespace xtrain {
-
-struct TrainingLog {
-  // A kRun record (from the header lines), then the train and test records.
-  std::vector<MetricsRecord> records;
-  // The .caffemodel/.solverstate files the log says were written.
-  std::vector<std::string> snapshots;
-};
 
 // Throws xtrain::Error naming "name:line" for a curve line whose value is
 // not a number, and when the log has no training or test lines at all.
 TrainingLog read_training_log(std::istream& log, const std::string& name);
-TrainingLog read_training_log_file(const std::string& path);
 
 }  // namespace xtrain

@@ -10,8 +10,8 @@
 #include <cstring>
 #include <limits>
 
-#include "core/input_file.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/input_file.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain {

@@ -1,46 +1,16 @@
-// The metrics file of a training: one JSON object per line, appended as the
-// solver displays and tests, so a run's curves can be charted while it runs
-// and after it ends (training_report.hpp), and continue across resumes.
-//
-//   {"kind":"run","iteration":0,"seconds":0,"net_name":"LeNet","device":"CPU",
-//    "start_time":"2026-11-22 12:00:00","solver":"base_lr: 0.01\n..."}
-//   {"kind":"train","iteration":100,"seconds":2.5,"loss":0.31,"lr":0.0099,
-//    "outputs":{"loss":0.29},"images_per_second":2600}
-//   {"kind":"test","iteration":500,"seconds":12.1,"net":0,
-//    "outputs":{"accuracy":0.97,"loss":0.09}}
-//
-// "seconds" counts training time over all sessions of the run; "run" starts
-// each session (a fresh start or a resume).
+// The metrics file of a running training: one JSON object per line
+// (the format and MetricsRecord are in xtrain/training_report.hpp), appended
+// as the solver displays and tests, so a run's curves can be charted while
+// it runs and after it ends, and continue across resumes.
 #pragma once
 
 #include <fstream>
-#include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
-namespace xtrain {
+#include "xtrain/training_report.hpp"  // MetricsRecord, read_metrics_file
 
-struct MetricsRecord {
-  enum class Kind { kRun, kTrain, kTest };
-  Kind kind = Kind::kTrain;
-  int iteration = 0;
-  double seconds = 0;
-  // kTrain: the smoothed loss, the learning rate and the throughput (each
-  // may be unknown, e.g. in a log that lacks the line).
-  std::optional<double> loss;
-  std::optional<double> lr;
-  std::optional<double> images_per_second;
-  // kTest: which test net.
-  int net = 0;
-  // kTrain and kTest: the net's outputs, in the order the log prints them.
-  std::vector<std::pair<std::string, double>> outputs;
-  // kRun: the session's configuration.
-  std::string net_name;
-  std::string device;
-  std::string start_time;
-  std::string solver_text;
-};
+namespace xtrain {
 
 // One line of JSON (no trailing newline).
 std::string metrics_record_to_json(const MetricsRecord& record);
@@ -49,12 +19,6 @@ std::string metrics_record_to_json(const MetricsRecord& record);
 // these fields; unknown fields are ignored). Throws xtrain::Error saying what
 // is wrong and at which column.
 MetricsRecord metrics_record_from_json(const std::string& line);
-
-// Every record of a metrics file. Throws xtrain::Error naming "path:line" for
-// a line that is not a record; with `skip_damaged_last_line`, a last line cut
-// off by a killed process is dropped instead.
-std::vector<MetricsRecord> read_metrics_file(const std::string& path,
-                                             bool skip_damaged_last_line = false);
 
 // The metrics file of a running training: records are appended one line at
 // a time, each flushed, and kept in memory for the report.

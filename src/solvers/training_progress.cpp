@@ -9,10 +9,9 @@
 #include <map>
 #include <sstream>
 
-#include "core/atomic_file.hpp"
-#include "data/data_wait.hpp"
 #include "solvers/training_metrics.hpp"
 #include "solvers/training_report.hpp"
+#include "xtrain/data_wait.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/lr_policy.hpp"
@@ -251,7 +250,7 @@ void Solver::write_training_report() {
   contents.snapshots = snapshot_files(param_.snapshot_prefix());
   contents.source = options_.metrics_path.empty() ? "this training" : options_.metrics_path;
   try {
-    write_file_atomically(options_.report_path, build_training_report(contents));
+    ::xtrain::write_training_report(options_.report_path, contents);
   } catch (const Error& error) {
     // The report is a view of the training, never a reason to stop it.
     XLOG(WARNING) << "Could not write the training report: " << error.what();

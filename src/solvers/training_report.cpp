@@ -7,6 +7,8 @@
 #include <map>
 #include <optional>
 
+#include "core/atomic_file.hpp"
+
 namespace xtrain {
 namespace {
 
@@ -447,6 +449,10 @@ std::string build_training_report(const ReportContents& contents) {
   }
   html += "<h2>Configuration</h2>\n" + configuration_html(records);
   return html + "</body>\n</html>\n";
+}
+
+void write_training_report(const std::string& path, const ReportContents& contents) {
+  write_file_atomically(path, build_training_report(contents));
 }
 
 }  // namespace xtrain

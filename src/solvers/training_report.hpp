@@ -1,30 +1,14 @@
-// The HTML report of a training: one self-contained page (inline SVG, no
-// script, no network) with the loss, test accuracy, learning-rate and
-// throughput curves, the run's configuration and its snapshots. The solver
-// rewrites it as it trains; `xtrain plot` builds the same page from a log or
-// a metrics file.
-//
-// Every curve is an SVG <polyline class="series"> whose data-series,
-// data-last-iteration and data-last-value attributes (and <title>) give its
-// name and last point, so tools and tests can read the page without
-// rendering it.
+// The curves of the HTML report, as the page draws them (the page itself and
+// what it shows: xtrain/training_report.hpp).
 #pragma once
 
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "solvers/training_metrics.hpp"
+#include "xtrain/training_report.hpp"  // MetricsRecord, ReportContents
 
 namespace xtrain {
-
-struct ReportContents {
-  // Records in the order written; a session that resumed from an earlier
-  // iteration replaces the points of the sessions before it from there on.
-  std::vector<MetricsRecord> records;
-  std::vector<std::string> snapshots;  // paths of .caffemodel/.solverstate files
-  std::string source;                  // where the records came from (shown)
-};
 
 // One curve of a chart: its name and points (iteration, value).
 struct ReportSeries {
@@ -44,7 +28,5 @@ std::vector<ReportSeries> loss_series(const std::vector<MetricsRecord>& records)
 std::vector<ReportSeries> test_score_series(const std::vector<MetricsRecord>& records);
 std::vector<ReportSeries> learning_rate_series(const std::vector<MetricsRecord>& records);
 std::vector<ReportSeries> throughput_series(const std::vector<MetricsRecord>& records);
-
-std::string build_training_report(const ReportContents& contents);
 
 }  // namespace xtrain

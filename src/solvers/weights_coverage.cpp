@@ -1,4 +1,4 @@
-#include "solvers/weights_coverage.hpp"
+#include "xtrain/weights_coverage.hpp"
 
 #include <set>
 

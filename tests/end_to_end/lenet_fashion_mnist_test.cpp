@@ -9,14 +9,14 @@
 #include <memory>
 #include <regex>
 
-#include "data/datum_io.hpp"
-#include "data/idx_file.hpp"
-#include "data/lmdb_database.hpp"
 #include "device_test_support.hpp"
 #include "fashion_mnist_files.hpp"
 #include "report_render_support.hpp"
 #include "report_test_support.hpp"
 #include "tool_runner.hpp"
+#include "xtrain/datum_io.hpp"
+#include "xtrain/idx_file.hpp"
+#include "xtrain/lmdb_database.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/proto_io.hpp"
 #include "xtrain/solver.hpp"

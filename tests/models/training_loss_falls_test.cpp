@@ -14,13 +14,13 @@
 #include <string>
 #include <vector>
 
-#include "data/datum_io.hpp"
-#include "data/idx_file.hpp"
-#include "data/lmdb_database.hpp"
 #include "fashion_mnist_files.hpp"
 #include "lmdb_fixture.hpp"
 #include "pattern_images.hpp"
 #include "tool_runner.hpp"
+#include "xtrain/datum_io.hpp"
+#include "xtrain/idx_file.hpp"
+#include "xtrain/lmdb_database.hpp"
 #include "xtrain/proto_io.hpp"
 #include "xtrain/solver.hpp"
 

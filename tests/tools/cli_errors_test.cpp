@@ -4,9 +4,9 @@
 
 #include <regex>
 
-#include "core/input_file.hpp"
 #include "lmdb_fixture.hpp"
 #include "tool_runner.hpp"
+#include "xtrain/input_file.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 #include "xtrain/proto_io.hpp"
 

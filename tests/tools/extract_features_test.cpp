@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "data/lmdb_database.hpp"
 #include "lmdb_fixture.hpp"
 #include "tool_runner.hpp"
+#include "xtrain/lmdb_database.hpp"
 #include "xtrain/net.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 #include "xtrain/proto_io.hpp"

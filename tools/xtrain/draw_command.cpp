@@ -9,13 +9,13 @@
 #include <set>
 
 #include "command.hpp"
-#include "core/net_input_upgrade.hpp"
 #include "flags.hpp"
 #include "net_drawing.hpp"
 #include "piped_program.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/net.hpp"
+#include "xtrain/net_upgrade.hpp"
 #include "xtrain/proto_io.hpp"
 
 DEFINE_string(rankdir, "LR",

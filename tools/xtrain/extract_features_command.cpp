@@ -13,12 +13,12 @@
 #include <set>
 
 #include "command.hpp"
-#include "core/net_input_upgrade.hpp"
-#include "data/lmdb_database.hpp"
 #include "flags.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/lmdb_database.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/net.hpp"
+#include "xtrain/net_upgrade.hpp"
 #include "xtrain/proto_io.hpp"
 
 DEFINE_string(blobs, "", "extract_features: the blobs to write, comma-separated (e.g. fc7,prob)");

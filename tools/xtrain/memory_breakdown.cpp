@@ -1,15 +1,15 @@
 // The memory count `xtrain time` logs after its first iteration: what the net
-// holds by kind (core/net_memory_count.hpp), the convolutions' shared
+// holds by kind (xtrain/net_memory_count.hpp), the convolutions' shared
 // scratch, the solver's history, and what the process holds beyond them.
 #include <sys/resource.h>
 
 #include <sstream>
 
 #include "command.hpp"
-#include "core/net_memory_count.hpp"
-#include "layers/onednn_convolution.hpp"
+#include "xtrain/convolution_scratch.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/net.hpp"
+#include "xtrain/net_memory_count.hpp"
 
 namespace xtrain::cli {
 namespace {

@@ -5,14 +5,11 @@
 #include <iostream>
 
 #include "command.hpp"
-#include "core/atomic_file.hpp"
-#include "core/input_file.hpp"
 #include "flags.hpp"
-#include "solvers/training_log_reading.hpp"
-#include "solvers/training_metrics.hpp"
-#include "solvers/training_report.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/input_file.hpp"
 #include "xtrain/snapshot_files.hpp"
+#include "xtrain/training_report.hpp"
 
 DEFINE_string(o, "",
               "plot: the HTML file to write (default: the input's name with _plot.html "
@@ -88,7 +85,7 @@ int plot_command(const std::vector<std::string>& arguments) {
     contents.snapshots = std::move(log.snapshots);
   }
   const std::string output = !FLAGS_o.empty() ? FLAGS_o : default_output(input);
-  write_file_atomically(output, build_training_report(contents));
+  write_training_report(output, contents);
   std::cout << "Wrote " << output << " (" << contents.records.size() << " records from " << input
             << ")\n";
   return 0;

@@ -6,8 +6,8 @@
 #include <cstdio>
 
 #include "command.hpp"
-#include "data/data_wait.hpp"
 #include "flags.hpp"
+#include "xtrain/data_wait.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/net.hpp"

@@ -9,24 +9,11 @@
 
 #include "command.hpp"
 #include "flags.hpp"
-#include "solvers/sgd_solver.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/proto_io.hpp"
 #include "xtrain/solver.hpp"
 
 namespace xtrain::cli {
-namespace {
-
-// The momentum (and the other update rules' state), allocated by the first step.
-std::size_t solver_history_bytes(const Solver& solver) {
-  const auto* sgd = dynamic_cast<const SGDSolver*>(&solver);
-  if (sgd == nullptr) return 0;
-  std::size_t bytes = 0;
-  for (const auto& blob : sgd->history()) bytes += blob->count() * sizeof(float);
-  return bytes;
-}
-
-}  // namespace
 
 int time_training_steps() {
   SolverParameter param;
@@ -50,7 +37,7 @@ int time_training_steps() {
   options.share_kept_copies = FLAGS_share_kept_copies;
   std::unique_ptr<Solver> solver = create_solver(param, options);
   solver->step(1);  // warm-up: kernels chosen, buffers and momentum allocated
-  log_memory_breakdown(solver->net(), solver_history_bytes(*solver));
+  log_memory_breakdown(solver->net(), solver->history_bytes());
 
   const auto start = std::chrono::steady_clock::now();
   solver->step(FLAGS_iterations);

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "command.hpp"
-#include "core/net_upgrade.hpp"
 #include "flags.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/net_upgrade.hpp"
 #include "xtrain/proto_io.hpp"
 
 namespace xtrain::cli {

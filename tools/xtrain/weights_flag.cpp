@@ -1,10 +1,10 @@
 // --weights for the commands that load trained weights (see command.hpp).
 #include "command.hpp"
 #include "flags.hpp"
-#include "solvers/weights_coverage.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/net.hpp"
+#include "xtrain/weights_coverage.hpp"
 
 namespace xtrain::cli {
 

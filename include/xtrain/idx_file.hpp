@@ -13,12 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "xtrain/export.hpp"
+
 namespace xtrain {
 
 constexpr std::uint32_t kIdxImagesMagic = 2051;
 constexpr std::uint32_t kIdxLabelsMagic = 2049;
 
-struct IdxImages {
+struct XTRAIN_API IdxImages {
   std::size_t count = 0;
   int rows = 0;
   int cols = 0;
@@ -31,14 +33,15 @@ struct IdxImages {
 
 // Throw xtrain::Error naming the file if it is missing, has the wrong magic
 // number, or is shorter than its header promises.
-IdxImages read_idx_images(const std::string& path);
-std::vector<std::uint8_t> read_idx_labels(const std::string& path);
+XTRAIN_API IdxImages read_idx_images(const std::string& path);
+XTRAIN_API std::vector<std::uint8_t> read_idx_labels(const std::string& path);
 
 // An images file and its labels file, checked to have the same count.
-struct IdxDataset {
+struct XTRAIN_API IdxDataset {
   IdxImages images;
   std::vector<std::uint8_t> labels;
 };
-IdxDataset read_idx_dataset(const std::string& images_path, const std::string& labels_path);
+XTRAIN_API IdxDataset read_idx_dataset(const std::string& images_path,
+                                       const std::string& labels_path);
 
 }  // namespace xtrain

@@ -17,21 +17,23 @@
 #include <string>
 #include <vector>
 
+#include "xtrain/export.hpp"
+
 namespace xtrain {
 
-struct ImageListEntry {
+struct XTRAIN_API ImageListEntry {
   std::string path;  // as written in the list (before any root folder)
   int label = 0;
   int line_number = 0;  // 1-based, in the list file
 };
 
-struct MalformedListLine {
+struct XTRAIN_API MalformedListLine {
   int line_number = 0;
   std::string text;    // the line as read
   std::string reason;  // "no space between path and label", ...
 };
 
-struct ImageList {
+struct XTRAIN_API ImageList {
   std::string source;  // the list file's path, for messages
   std::vector<ImageListEntry> entries;
   std::vector<MalformedListLine> malformed;
@@ -41,17 +43,18 @@ struct ImageList {
 };
 
 // Throws xtrain::Error naming the file if it cannot be opened.
-ImageList read_image_list(const std::string& path);
-ImageList parse_image_list(std::istream& input, const std::string& source);
+XTRAIN_API ImageList read_image_list(const std::string& path);
+XTRAIN_API ImageList parse_image_list(std::istream& input, const std::string& source);
 
 // Parses one line (without its newline). Returns false and sets `reason`
 // for a malformed line; an empty line is reported as malformed too, with
 // an empty reason.
-bool parse_image_list_line(const std::string& line, ImageListEntry* entry, std::string* reason);
+XTRAIN_API bool parse_image_list_line(const std::string& line, ImageListEntry* entry,
+                                      std::string* reason);
 
 // Fisher-Yates shuffle driven by a 64-bit Mersenne Twister seeded with
 // `seed`, with its own unbiased bounded draws, so a seed gives the same
 // order on every platform and standard library.
-void shuffle_image_list(std::vector<ImageListEntry>* entries, std::uint64_t seed);
+XTRAIN_API void shuffle_image_list(std::vector<ImageListEntry>* entries, std::uint64_t seed);
 
 }  // namespace xtrain

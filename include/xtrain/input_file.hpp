@@ -8,19 +8,21 @@
 #include <fstream>
 #include <string>
 
+#include "xtrain/export.hpp"
+
 namespace xtrain {
 
 // Throws xtrain::Error unless `path` names a file this process may open.
 // `what` says what the file should be ("the labels file"; empty for none):
 //   "cannot open the labels file 'x': No such file or directory"
 //   "the labels file 'x' is a directory, not a file; give the file's path"
-void check_input_file(const std::string& path, const std::string& what);
+XTRAIN_API void check_input_file(const std::string& path, const std::string& what);
 
 // check_input_file, then the open stream (binary when asked).
-std::ifstream open_input_file(const std::string& path, const std::string& what,
-                              bool binary = false);
+XTRAIN_API std::ifstream open_input_file(const std::string& path, const std::string& what,
+                                         bool binary = false);
 
 // The whole file as bytes; a read error throws too.
-std::string read_input_file(const std::string& path, const std::string& what);
+XTRAIN_API std::string read_input_file(const std::string& path, const std::string& what);
 
 }  // namespace xtrain

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "xtrain/export.hpp"
 #include "xtrain/net.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
@@ -19,16 +20,17 @@ namespace xtrain {
 // Net::copy_trained_layers_from does, errors naming the file). Returns the
 // names of the net's layers with parameters that none of the files has
 // weights for, in the net's order.
-std::vector<std::string> copy_weights_reporting_missing(Net& net,
-                                                        const std::vector<std::string>& weights_paths);
+XTRAIN_API std::vector<std::string> copy_weights_reporting_missing(
+    Net& net, const std::vector<std::string>& weights_paths);
 
 // The learnable layers of `net` without blobs in any of `trained`.
-std::vector<std::string> layers_without_weights(const Net& net,
-                                                const std::vector<NetParameter>& trained);
+XTRAIN_API std::vector<std::string> layers_without_weights(
+    const Net& net, const std::vector<NetParameter>& trained);
 
 // "layer(s) 'ip2', 'conv3' of net 'LeNet' have no weights in 'a.caffemodel'
 // and keep their random initial values" (a long list is shortened).
-std::string describe_missing_weights(const Net& net, const std::vector<std::string>& layers,
-                                     const std::vector<std::string>& weights_paths);
+XTRAIN_API std::string describe_missing_weights(const Net& net,
+                                                const std::vector<std::string>& layers,
+                                                const std::vector<std::string>& weights_paths);
 
 }  // namespace xtrain

@@ -15,12 +15,13 @@
 #include <cstdint>
 #include <vector>
 
-#include "data/datum_io.hpp"
+#include "xtrain/datum_io.hpp"
+#include "xtrain/export.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
 namespace xtrain {
 
-class MeanAccumulator {
+class XTRAIN_API MeanAccumulator {
  public:
   explicit MeanAccumulator(const DatumShape& shape);
 

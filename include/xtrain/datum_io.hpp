@@ -10,11 +10,12 @@
 #include <string>
 #include <string_view>
 
+#include "xtrain/export.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
 namespace xtrain {
 
-struct DatumShape {
+struct XTRAIN_API DatumShape {
   int channels = 0;
   int height = 0;
   int width = 0;
@@ -30,26 +31,26 @@ struct DatumShape {
 
 // "record '00000042' of LMDB 'examples/mnist/train_lmdb'": the place named
 // in errors about one record.
-std::string describe_record(std::string_view key, const std::string& source);
+XTRAIN_API std::string describe_record(std::string_view key, const std::string& source);
 
 // Parses the record `key` of database `source` into `datum` and checks it
 // (see check_datum). Errors name the record; the name is built only then,
 // so the per-record cost is just the parse.
-void parse_datum(std::string_view bytes, std::string_view key, const std::string& source,
-                 Datum* datum);
+XTRAIN_API void parse_datum(std::string_view bytes, std::string_view key, const std::string& source,
+                            Datum* datum);
 
 // Throws xtrain::Error naming the record if the Datum is encoded but empty,
 // or unencoded with a non-positive dimension or a number of values other
 // than C*H*W.
-void check_datum(const Datum& datum, std::string_view key, const std::string& source);
+XTRAIN_API void check_datum(const Datum& datum, std::string_view key, const std::string& source);
 
 // The stored channels x height x width (all 0 for an encoded Datum).
-DatumShape datum_shape(const Datum& datum);
+XTRAIN_API DatumShape datum_shape(const Datum& datum);
 
 // The C*H*W values of a checked, unencoded Datum, in C, H, W order.
-void datum_to_floats(const Datum& datum, float* out);
+XTRAIN_API void datum_to_floats(const Datum& datum, float* out);
 
 // An unencoded uint8 Datum, as Caffe's converters write it.
-Datum make_datum(const DatumShape& shape, const unsigned char* pixels, int label);
+XTRAIN_API Datum make_datum(const DatumShape& shape, const unsigned char* pixels, int label);
 
 }  // namespace xtrain

@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include "xtrain/export.hpp"
+
 // From <lmdb.h>; declared here so that users of this header need not see it.
 struct MDB_env;
 struct MDB_txn;
@@ -31,7 +33,7 @@ struct MDB_cursor;
 
 namespace xtrain {
 
-class LmdbDatabase {
+class XTRAIN_API LmdbDatabase {
  public:
   // 64 MiB: enough for MNIST in one go, small enough for any filesystem.
   static constexpr std::size_t kDefaultInitialMapSize = std::size_t{64} << 20;
@@ -79,7 +81,7 @@ class LmdbDatabase {
 // for its whole life (so the keys and values it returns stay valid until the
 // next move). Not for concurrent use; it may be handed from one thread to
 // another (the environment is opened with MDB_NOTLS).
-class LmdbCursor {
+class XTRAIN_API LmdbCursor {
  public:
   // Positions the cursor on the first record (invalid if the DB is empty).
   explicit LmdbCursor(std::shared_ptr<LmdbDatabase> database);
@@ -109,7 +111,7 @@ class LmdbCursor {
 // Buffers puts and writes them in transactions of `records_per_transaction`.
 // Call commit() to write the rest; records not committed when the writer is
 // destroyed are discarded (with a warning), never half-written.
-class LmdbWriter {
+class XTRAIN_API LmdbWriter {
  public:
   static constexpr std::size_t kDefaultRecordsPerTransaction = 1000;
 

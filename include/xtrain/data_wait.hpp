@@ -11,12 +11,14 @@
 // changes, and a net without such layers reports nothing.
 #pragma once
 
+#include "xtrain/export.hpp"
+
 namespace xtrain {
 
 class Layer;
 class Net;
 
-class DataWaitReporter {
+class XTRAIN_API DataWaitReporter {
  public:
   virtual ~DataWaitReporter() = default;
   // Seconds forward() spent waiting for data since the previous call (or
@@ -25,12 +27,12 @@ class DataWaitReporter {
 };
 
 // The reporter behind `layer`, or null.
-DataWaitReporter* data_wait_reporter(Layer& layer);
+XTRAIN_API DataWaitReporter* data_wait_reporter(Layer& layer);
 
 // Whether any layer of `net` reports data wait.
-bool reports_data_wait(const Net& net);
+XTRAIN_API bool reports_data_wait(const Net& net);
 
 // The sum of take_data_wait_seconds() over the reporting layers of `net`.
-double take_data_wait_seconds(const Net& net);
+XTRAIN_API double take_data_wait_seconds(const Net& net);
 
 }  // namespace xtrain

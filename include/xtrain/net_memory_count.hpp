@@ -10,11 +10,13 @@
 #include <map>
 #include <string>
 
+#include "xtrain/export.hpp"
+
 namespace xtrain {
 
 class Net;
 
-struct NetMemoryCount {
+struct XTRAIN_API NetMemoryCount {
   std::size_t parameters = 0;            // data of the layers' blobs (BatchNorm's statistics too)
   std::size_t parameter_gradients = 0;   // their diffs
   std::size_t activations = 0;           // data of the net's blobs
@@ -26,6 +28,6 @@ struct NetMemoryCount {
   std::size_t total() const;
 };
 
-NetMemoryCount count_net_memory(const Net& net);
+XTRAIN_API NetMemoryCount count_net_memory(const Net& net);
 
 }  // namespace xtrain

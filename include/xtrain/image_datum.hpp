@@ -17,13 +17,14 @@
 
 #include <string>
 
-#include "data/datum_io.hpp"
-#include "data/image_codec.hpp"
+#include "xtrain/datum_io.hpp"
+#include "xtrain/export.hpp"
+#include "xtrain/image_codec.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
 namespace xtrain {
 
-struct ImageDatumOptions {
+struct XTRAIN_API ImageDatumOptions {
   ColorMode color = ColorMode::kColor;  // kColor (3 channels) or kGray (1)
   int resize_height = 0;                // both > 0 to resize, else neither
   int resize_width = 0;
@@ -31,7 +32,7 @@ struct ImageDatumOptions {
   std::string encode_type;  // "png", "jpg", ...; empty: the file's extension
 };
 
-struct ImageDatum {
+struct XTRAIN_API ImageDatum {
   Datum datum;
   DatumShape shape;  // of the decoded (resized) image, also for encoded Datums
 };
@@ -40,27 +41,28 @@ struct ImageDatum {
 // `label`. `what` names the image in errors ("'a.jpg' (list line 3)").
 // Throws xtrain::Error if the bytes are not an image, or the format to
 // encode to cannot be told or is unknown.
-ImageDatum image_bytes_to_datum(const std::string& bytes, const std::string& path, int label,
-                                const ImageDatumOptions& options, const std::string& what);
+XTRAIN_API ImageDatum image_bytes_to_datum(const std::string& bytes, const std::string& path,
+                                           int label, const ImageDatumOptions& options,
+                                           const std::string& what);
 
 // Reads the file, then as image_bytes_to_datum.
-ImageDatum read_image_to_datum(const std::string& path, int label,
-                               const ImageDatumOptions& options);
+XTRAIN_API ImageDatum read_image_to_datum(const std::string& path, int label,
+                                          const ImageDatumOptions& options);
 
 // An unencoded Datum of the image's pixels.
-Datum image_to_datum(const Image& image, int label);
+XTRAIN_API Datum image_to_datum(const Image& image, int label);
 
 // The pixels of a Datum holding uint8 data: encoded ones decoded with `mode`,
 // unencoded ones copied (`mode` must then be kAsStored, or match the
 // Datum's channels). Throws naming `what` for float_data Datums, sizes that
 // do not match C*H*W, or undecodable bytes.
-Image datum_to_image(const Datum& datum, ColorMode mode, const std::string& what);
+XTRAIN_API Image datum_to_image(const Datum& datum, ColorMode mode, const std::string& what);
 
 // The extension of `path` after its last '.', lower-cased ("" if none).
-std::string file_extension(const std::string& path);
+XTRAIN_API std::string file_extension(const std::string& path);
 
 // Whether `path` has the extension `format` (case-insensitive; "jpg" also
 // matches "jpeg"), as Caffe decides whether a file can be stored as is.
-bool file_has_format(const std::string& path, const std::string& format);
+XTRAIN_API bool file_has_format(const std::string& path, const std::string& format);
 
 }  // namespace xtrain
