@@ -1,8 +1,9 @@
 # cmake --install: tools in bin/, libxtrain, public and generated headers, and
-# an exported package so that find_package(xtrain) gives xtrain::xtrain.
+# an exported package so that find_package(xtrain) gives xtrain::xtrain
+# (and xtrain::reporting, the metrics file and HTML report).
 include(CMakePackageConfigHelpers)
 
-install(TARGETS xtrain EXPORT xtrainTargets
+install(TARGETS xtrain xtrain_reporting EXPORT xtrainTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -4,7 +4,7 @@
 // nested "outputs"); read twice, strictly and as a resume does, dropping a
 // last line cut short.
 #include "fuzz_support.hpp"
-#include "solvers/training_metrics.hpp"
+#include "reporting/training_metrics.hpp"
 
 XTRAIN_FUZZ_INITIALIZE
 

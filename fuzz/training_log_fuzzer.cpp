@@ -7,7 +7,7 @@
 #include <string>
 
 #include "fuzz_support.hpp"
-#include "solvers/training_log_reading.hpp"
+#include "reporting/training_log_reading.hpp"
 
 XTRAIN_FUZZ_INITIALIZE
 

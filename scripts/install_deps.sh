@@ -23,6 +23,7 @@ PACKAGES=(
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   libhdf5-dev
   zlib1g-dev
+  nlohmann-json3-dev  # the metrics file (libxtrain_reporting)
   dataset-fashion-mnist
 )
 # ...and, without --run, the rest: what the tests need, and the optional

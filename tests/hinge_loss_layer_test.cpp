@@ -100,7 +100,7 @@ XTRAIN_DEVICE_TEST(HingeLossLayer, UserErrors) {
   Blob scores({2, 3}), labels({2, 2}), loss;
   auto other = make_loss_layer("HingeLoss");
   const std::string shape = error_of([&] { other->setup({&scores, &labels}, {&loss}); });
-  EXPECT_TRUE(contains(shape, "must hold one label per sample: 2 values")) << shape;
+  EXPECT_TRUE(contains(shape, "must hold one label per sample (N x 1 x 1 x 1): 2 values")) << shape;
 
   Fixture g;
   auto no_labels = make_loss_layer("HingeLoss");

@@ -1,6 +1,6 @@
 // Reading curves back from glog-formatted training logs, as `xtrain plot`
 // does: Caffe's and xtrain's, with glog's two line prefixes.
-#include "solvers/training_log_reading.hpp"
+#include "reporting/training_log_reading.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The training report page: which curves each chart draws, their last
 // points, a resumed session replacing the points it recomputed, and the
 // page being self-contained.
-#include "solvers/training_report.hpp"
+#include "reporting/training_report.hpp"
 
 #include <gtest/gtest.h>
 

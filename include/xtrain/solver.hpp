@@ -40,6 +40,7 @@
 #include "xtrain/export.hpp"
 #include "xtrain/net.hpp"
 #include "xtrain/proto/xtrain.pb.h"
+#include "xtrain/training_observer.hpp"
 
 namespace xtrain {
 
@@ -79,19 +80,10 @@ struct XTRAIN_API SolverOptions {
   // bytes, each started as soon as backward has finished it, so that the
   // exchange overlaps backward (the first bucket is at most 1 MiB).
   std::size_t gradient_bucket_bytes = 25u << 20;
-  // The root appends one JSON line to this file at every display and test
-  // (the format: src/solvers/training_metrics.hpp); a resumed training
-  // appends to it. Empty: no metrics file.
-  std::string metrics_path;
-  // The root rewrites this self-contained HTML page of the training's curves,
-  // configuration and snapshots at every test, at the end, and at most every
-  // 30 s at a display (src/solvers/training_report.hpp). Empty: no report.
-  std::string report_path;
 };
 
-class TrainingMetrics;  // src/solvers/training_metrics.hpp
-
 class GradientBuckets;  // src/solvers/gradient_buckets.hpp
+class TimeBudget;       // src/solvers/time_budget.hpp
 
 class XTRAIN_API Solver {
  public:
@@ -156,6 +148,11 @@ class XTRAIN_API Solver {
   // Called once per iteration after all iter_size backward passes and before
   // the update; may read and change the learnable parameters' diffs.
   void add_gradients_ready_callback(Callback callback);
+  // Adds an observer of training (xtrain/training_observer.hpp): it hears of
+  // every display, test and snapshot, and the start and end of solve(). The
+  // root solver starts with one, the log's progress lines; the tools add
+  // the metrics file and the report (xtrain/training_report.hpp).
+  void add_observer(std::shared_ptr<TrainingObserver> observer);
   // Polled once per iteration (and per test batch): kSnapshot snapshots,
   // kStop ends training after the current iteration.
   void set_action_request_function(ActionRequest request);
@@ -195,21 +192,17 @@ class XTRAIN_API Solver {
   void init_train_net();
   void init_test_nets();
   void update_smoothed_loss(float loss, int start_iter);
-  void display_train_outputs() const;
-  // The display's lines, metrics and report (solvers/training_progress.cpp).
-  void display_progress(bool show_data_wait);
+  // The display's event for the observers (solvers/solver_events.cpp).
+  void publish_display(bool show_data_wait);
+  void publish_final_loss();
   float display_learning_rate() const;
-  void start_training_record(const std::string& resume_file);
-  void record_train_point(std::optional<double> lr, std::optional<double> images_per_second);
-  void record_test(int test_net_id);
-  void write_training_report();
+  // Training time over all sessions of the run.
+  double training_seconds() const;
   Action requested_action() const;
   std::string snapshot_filename(const std::string& extension) const;
   void check_snapshot_settings() const;
   void fill_resume_state(ResumeState* resume) const;
   void restore_resume_state(const ResumeState& resume, const std::string& path);
-  // Whether another iteration plus a snapshot would overrun max_seconds.
-  bool time_budget_nearly_spent(double iteration_seconds) const;
   bool timed_snapshot_due() const;
   bool test_due() const;
 
@@ -237,8 +230,6 @@ class XTRAIN_API Solver {
   bool stopped_for_time_budget_ = false;
   std::chrono::steady_clock::time_point session_start_;
   std::chrono::steady_clock::time_point last_snapshot_time_;
-  double last_snapshot_seconds_ = -1;  // -1: no snapshot yet this session
-  double last_test_seconds_ = 0;
   double train_seconds_before_ = 0;  // earlier sessions' training time
   std::shared_ptr<Net> net_;
   std::vector<std::shared_ptr<Net>> test_nets_;
@@ -257,12 +248,8 @@ class XTRAIN_API Solver {
   std::chrono::steady_clock::time_point display_timer_;
   int iterations_at_last_display_ = 0;
 
-  // Metrics file and report (null: neither was asked for).
-  std::shared_ptr<TrainingMetrics> metrics_;
-  // The first display of this session, for the ETA.
-  std::chrono::steady_clock::time_point progress_origin_time_;
-  int progress_origin_iter_ = -1;
-  std::chrono::steady_clock::time_point last_report_time_;
+  std::vector<std::shared_ptr<TrainingObserver>> observers_;
+  std::shared_ptr<TimeBudget> time_budget_;
 };
 
 // Creates the solver named by param.type (or the legacy solver_type enum).

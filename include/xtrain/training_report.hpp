@@ -20,14 +20,20 @@
 // class="series"> whose data-series, data-last-iteration and data-last-value
 // attributes (and <title>) give its name and last point, so tools and tests
 // can read the page without rendering it.
+//
+// These live in libxtrain_reporting (CMake target xtrain::reporting), apart
+// from the training library: a program that trains without a report need
+// not link the HTML and SVG code.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "xtrain/export.hpp"
+#include "xtrain/training_observer.hpp"
 
 namespace xtrain {
 
@@ -88,5 +94,17 @@ XTRAIN_API std::string build_training_report(const ReportContents& contents);
 // Writes the page to `path` atomically (a reader never sees half a page).
 // Throws xtrain::Error naming the file if it cannot be written.
 XTRAIN_API void write_training_report(const std::string& path, const ReportContents& contents);
+
+// An observer for Solver::add_observer that keeps the training's record:
+// from solve()'s start it appends a record to the metrics file at
+// `metrics_path` at every display and test (a resumed solve() appends to the
+// file, a fresh one starts it anew; empty: no file), and rewrites the report
+// page at `report_path` at every test, at the end and at most every 30 s at a
+// display (empty: no report). The snapshots the page lists are those on disk
+// under the solver's snapshot_prefix. A report that cannot be written is a
+// warning; a metrics file that cannot be opened throws xtrain::Error from
+// solve().
+XTRAIN_API std::shared_ptr<TrainingObserver> make_training_recorder(const std::string& metrics_path,
+                                                                    const std::string& report_path);
 
 }  // namespace xtrain

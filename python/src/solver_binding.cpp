@@ -12,6 +12,7 @@
 #include "xtrain/net.hpp"
 #include "xtrain/proto_io.hpp"
 #include "xtrain/solver.hpp"
+#include "xtrain/training_report.hpp"
 
 namespace py = pybind11;
 
@@ -39,11 +40,11 @@ std::shared_ptr<Solver> make_solver(const std::string& solver_file, const std::s
   options.device = current_device();
   options.verbose_nets = false;
   options.channel_blocked_activations = false;  // every blob readable from Python
-  // The metrics file and report of `xtrain train`, where it puts them.
-  options.metrics_path = param.snapshot_prefix() + "_metrics.jsonl";
-  options.report_path = param.snapshot_prefix() + "_report.html";
   if (has_random_seed()) param.set_random_seed(static_cast<std::int64_t>(random_seed()));
   std::shared_ptr<Solver> solver(create_solver(param, options));
+  // The metrics file and report of `xtrain train`, where it puts them.
+  solver->add_observer(make_training_recorder(param.snapshot_prefix() + "_metrics.jsonl",
+                                              param.snapshot_prefix() + "_report.html"));
   // Ctrl-C (or any signal Python handles) while C++ trains: Python only runs
   // its handler when the GIL is taken, so the loop asks once an iteration.
   // A raised exception (KeyboardInterrupt) stops training after the
@@ -83,7 +84,8 @@ void bind_solver(py::module_& module) {
                              py::return_value_policy::reference_internal)
       .def_property_readonly("test_nets", &Solver::test_nets)
       .def_property_readonly("iter", &Solver::iter)
-      .def_property_readonly("type", [](const Solver& solver) { return std::string(solver.type()); })
+      .def_property_readonly("type",
+                             [](const Solver& solver) { return std::string(solver.type()); })
       .def(
           "step",
           [](Solver& solver, int iters) { train_releasing_the_gil([&] { solver.step(iters); }); },
@@ -135,10 +137,9 @@ void bind_solver(py::module_& module) {
           "forward pass; `on_gradients_ready()` once its gradients are ready, before the update.");
 
   for (const std::string& type : solver_types()) {
-    module.def(
-        (type + "Solver").c_str(),
-        [type](const std::string& solver_file) { return make_solver(solver_file, type); },
-        py::arg("solver_file"), ("A " + type + " solver from a solver prototxt.").c_str());
+    module.def((type + "Solver").c_str(),
+               [type](const std::string& solver_file) { return make_solver(solver_file, type); },
+               py::arg("solver_file"), ("A " + type + " solver from a solver prototxt.").c_str());
   }
   module.def(
       "get_solver", [](const std::string& solver_file) { return make_solver(solver_file, ""); },

@@ -1,4 +1,4 @@
-#include "core/atomic_file.hpp"
+#include "xtrain/atomic_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

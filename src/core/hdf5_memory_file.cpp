@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/atomic_file.hpp"
+#include "xtrain/atomic_file.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {

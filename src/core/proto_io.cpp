@@ -15,7 +15,7 @@
 #include <memory>
 #include <sstream>
 
-#include "core/atomic_file.hpp"
+#include "xtrain/atomic_file.hpp"
 #include "core/net_upgrade.hpp"
 #include "core/unclosed_block_hint.hpp"
 #include "xtrain/error.hpp"

@@ -113,7 +113,7 @@ class ContrastiveLossLayer : public LossLayer {
     cuda::contrastive_distances(difference, squared_distance, num_, channels_);
     const cuda::LossTotals totals = cuda::contrastive_forward(
         squared_distance, bottom[2]->gpu_data(), num_, param_.contrastive_loss_param().margin(),
-        param_.contrastive_loss_param().legacy_version(), scratch());
+        param_.contrastive_loss_param().legacy_version(), gpu_loss_scratch());
     top[0]->mutable_cpu_data()[0] = totals.sum / static_cast<float>(num_) / 2.0f;
   }
 
@@ -131,11 +131,6 @@ class ContrastiveLossLayer : public LossLayer {
     }
   }
 
-  void* scratch() {
-    scratch_.reshape(std::vector<int>{cuda::kLossScratchFloats});
-    return scratch_.mutable_gpu_data();
-  }
-  Blob scratch_;               // device memory for cuda::LossTotals
   Blob squared_distance_gpu_;  // d_n on the device
 #endif
 

@@ -7,7 +7,7 @@
 #include <set>
 #include <sstream>
 
-#include "core/atomic_file.hpp"
+#include "xtrain/atomic_file.hpp"
 #include "xtrain/cpu_convolution_options.hpp"
 #include "xtrain/cpu_threads.hpp"
 #include "xtrain/error.hpp"

@@ -28,14 +28,7 @@ class HingeLossLayer : public LossLayer {
   const char* type() const override { return "HingeLoss"; }
 
   void reshape(const BlobVec& bottom, const BlobVec& top) override {
-    reshape_loss_top(bottom, top);
-    num_ = bottom[0]->shape(0);
-    XTRAIN_CHECK(num_ > 0, where(), ": the scores ", bottom_name(0), " of shape ",
-                 bottom[0]->shape_string(), " hold no samples");
-    XTRAIN_CHECK(bottom[1]->count() == static_cast<std::size_t>(num_), where(), ": the labels ",
-                 bottom_name(1), " of shape ", bottom[1]->shape_string(),
-                 " must hold one label per sample: ", num_, " values for scores of shape ",
-                 bottom[0]->shape_string());
+    num_ = reshape_per_sample_loss(bottom, top, "scores");
     margins_.reshape_like(*bottom[0]);
   }
 
@@ -86,7 +79,7 @@ class HingeLossLayer : public LossLayer {
     const std::size_t count = bottom[0]->count();
     const int classes = static_cast<int>(count / num_);
     const float* labels = bottom[1]->gpu_data();
-    const long long invalid = cuda::first_invalid_label(labels, num_, classes, scratch());
+    const long long invalid = cuda::first_invalid_label(labels, num_, classes, gpu_loss_scratch());
     if (invalid >= 0) checked_label(bottom[1]->cpu_data()[invalid], classes, invalid);
     float* margins = margins_.mutable_gpu_data();
     cuda::hinge_margins(bottom[0]->gpu_data(), labels, margins, num_, classes);
@@ -104,12 +97,6 @@ class HingeLossLayer : public LossLayer {
                          num_, static_cast<int>(bottom[0]->count() / num_), gradient.scale,
                          gradient.l2);
   }
-
-  void* scratch() {
-    scratch_.reshape(std::vector<int>{cuda::kLossScratchFloats});
-    return scratch_.mutable_gpu_data();
-  }
-  Blob scratch_;  // device memory for cuda::LossTotals
 #endif
 
  private:

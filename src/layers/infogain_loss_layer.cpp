@@ -18,7 +18,7 @@
 #include "layers/builtin_layers.hpp"
 #include "layers/loss_layer.hpp"
 #include "layers/loss_ops.hpp"
-#include "layers/softmax_layer.hpp"
+#include "layers/loss_softmax.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
 
@@ -51,36 +51,19 @@ class InfogainLossLayer : public LossLayer {
     has_ignore_label_ = loss.has_ignore_label();
     ignore_label_ = loss.ignore_label();
 
-    LayerParameter softmax_param = param_;
-    softmax_param.set_type("Softmax");
-    softmax_param.clear_loss_weight();
-    softmax_param.clear_bottom();
-    softmax_param.clear_top();
-    softmax_param.mutable_softmax_param()->set_axis(param_.infogain_loss_param().axis());
-    softmax_ = std::make_unique<SoftmaxLayer>(softmax_param);
-    softmax_->set_device(device());
-    softmax_bottom_ = {bottom[0]};
-    softmax_top_ = {&probability_};
-    softmax_->setup(softmax_bottom_, softmax_top_);
+    const int axis = param_.infogain_loss_param().axis();
+    softmax_.setup(param_, device(), bottom[0], &axis);
 
     if (bottom.size() < 3) read_infogain_file();
   }
 
   void reshape(const BlobVec& bottom, const BlobVec& top) override {
     reshape_loss_top(bottom, top);
-    softmax_->set_device(device());
-    softmax_bottom_[0] = bottom[0];
-    softmax_->reshape(softmax_bottom_, softmax_top_);
-    const int axis = softmax_->axis();
-    outer_num_ = softmax_->outer_num();
-    inner_num_ = softmax_->inner_num();
-    classes_ = bottom[0]->shape(axis);
-    XTRAIN_CHECK(bottom[1]->count() == outer_num_ * inner_num_, where(), ": the labels ",
-                 bottom_name(1), " of shape ", bottom[1]->shape_string(),
-                 " must hold one label per score position: ", outer_num_ * inner_num_,
-                 " values for scores of shape ", bottom[0]->shape_string(),
-                 " with the classes on axis ", axis,
-                 " (e.g. N*H*W labels for N x K x H x W scores, each in [0, K))");
+    softmax_.reshape(device(), bottom[0], *bottom[1], where(), bottom_name(1));
+    const int axis = softmax_.axis();
+    outer_num_ = softmax_.outer_num();
+    inner_num_ = softmax_.inner_num();
+    classes_ = softmax_.classes();
     const Blob& infogain = matrix(bottom);
     const std::size_t expected = static_cast<std::size_t>(classes_) * classes_;
     XTRAIN_CHECK(infogain.count() == expected, where(), ": the infogain matrix H from ",
@@ -89,16 +72,13 @@ class InfogainLossLayer : public LossLayer {
                  classes_, " classes on axis ", axis, ", so H must be ", classes_, " x ", classes_,
                  " (", expected, " values)");
     row_sums_.resize(classes_);
-    if (top.size() >= 2) {
-      top[1]->reshape_like(*bottom[0]);
-      top[1]->share_data(probability_);
-    }
+    if (top.size() >= 2) softmax_.share_as_top(top[1]);
   }
 
  protected:
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    softmax_->forward(softmax_bottom_, softmax_top_);
-    const float* probability = probability_.cpu_data();
+    softmax_.forward();
+    const float* probability = softmax_.probability().cpu_data();
     const float* labels = bottom[1]->cpu_data();
     const float* infogain = matrix(bottom).cpu_data();
     const std::size_t sample_stride = static_cast<std::size_t>(classes_) * inner_num_;
@@ -125,7 +105,7 @@ class InfogainLossLayer : public LossLayer {
     refuse_gradient_to(propagate_down, 1, "labels");
     refuse_gradient_to(propagate_down, 2, "infogain matrix");
     if (propagate_down.empty() || !propagate_down[0]) return;
-    const float* probability = probability_.cpu_data();
+    const float* probability = softmax_.probability().cpu_data();
     const float* labels = bottom[1]->cpu_data();
     const float* infogain = matrix(bottom).cpu_data();
     // H may be a bottom that changes between passes, so sum its rows each time.
@@ -163,11 +143,10 @@ class InfogainLossLayer : public LossLayer {
 
 #ifdef XTRAIN_USE_CUDA
   void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    softmax_->forward(softmax_bottom_, softmax_top_);
-    scratch_.reshape(std::vector<int>{cuda::kLossScratchFloats});
+    softmax_.forward();
     const cuda::LossTotals totals = cuda::infogain_forward(
-        probability_.gpu_data(), bottom[1]->gpu_data(), matrix(bottom).gpu_data(), outer_num_,
-        classes_, inner_num_, has_ignore_label_, ignore_label_, scratch_.mutable_gpu_data());
+        softmax_.probability().gpu_data(), bottom[1]->gpu_data(), matrix(bottom).gpu_data(),
+        outer_num_, classes_, inner_num_, has_ignore_label_, ignore_label_, gpu_loss_scratch());
     if (totals.first_invalid >= 0) {
       const std::size_t position = static_cast<std::size_t>(totals.first_invalid);
       checked_label(bottom[1]->cpu_data()[position], classes_, position);
@@ -187,14 +166,13 @@ class InfogainLossLayer : public LossLayer {
     row_sums_gpu_.reshape(std::vector<int>{classes_});
     const float scale =
         top[0]->cpu_diff()[0] / loss_normalizer(normalization_, outer_num_, inner_num_, valid_);
-    cuda::infogain_backward(probability_.gpu_data(), bottom[1]->gpu_data(),
+    cuda::infogain_backward(softmax_.probability().gpu_data(), bottom[1]->gpu_data(),
                             matrix(bottom).gpu_data(), row_sums_gpu_.mutable_gpu_data(),
                             bottom[0]->mutable_gpu_diff(), outer_num_, classes_, inner_num_,
                             has_ignore_label_, ignore_label_, scale);
   }
 
   std::size_t valid_ = 0;  // labelled positions of the last forward_gpu
-  Blob scratch_;           // device memory for cuda::LossTotals
   Blob row_sums_gpu_;      // sum_k H[l, k]
 #endif
 
@@ -230,10 +208,7 @@ class InfogainLossLayer : public LossLayer {
     return has_ignore_label_ && label_equals(raw_label, ignore_label_);
   }
 
-  std::unique_ptr<SoftmaxLayer> softmax_;
-  Blob probability_;
-  BlobVec softmax_bottom_;
-  BlobVec softmax_top_;
+  LossSoftmax softmax_;
   Blob infogain_;  // H from the source file
   std::vector<float> row_sums_;
   bool has_ignore_label_ = false;

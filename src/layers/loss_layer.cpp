@@ -4,6 +4,10 @@
 
 #include "xtrain/error.hpp"
 
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/loss_kernels.hpp"
+#endif
+
 namespace xtrain {
 namespace {
 
@@ -46,6 +50,26 @@ void LossLayer::reshape_loss_top(const BlobVec& bottom, const BlobVec& top) cons
                " must have the same first (batch) dimension: one label entry per sample");
   top[0]->reshape(std::vector<int>{});
 }
+
+int LossLayer::reshape_per_sample_loss(const BlobVec& bottom, const BlobVec& top,
+                                       const char* predictions) const {
+  reshape_loss_top(bottom, top);
+  const int num = bottom[0]->shape(0);
+  XTRAIN_CHECK(num > 0, where(), ": the ", predictions, " ", bottom_name(0), " of shape ",
+               bottom[0]->shape_string(), " hold no samples");
+  XTRAIN_CHECK(bottom[1]->count() == static_cast<std::size_t>(num), where(), ": the labels ",
+               bottom_name(1), " of shape ", bottom[1]->shape_string(),
+               " must hold one label per sample (N x 1 x 1 x 1): ", num, " values for ",
+               predictions, " of shape ", bottom[0]->shape_string());
+  return num;
+}
+
+#ifdef XTRAIN_USE_CUDA
+void* LossLayer::gpu_loss_scratch() {
+  gpu_loss_scratch_.reshape(std::vector<int>{cuda::kLossScratchFloats});
+  return gpu_loss_scratch_.mutable_gpu_data();
+}
+#endif
 
 void LossLayer::refuse_gradient_to(const std::vector<bool>& propagate_down, int index,
                                    const char* what) const {

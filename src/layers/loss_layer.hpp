@@ -49,9 +49,22 @@ class LossLayer : public Layer {
   int checked_label(float raw_label, int classes, std::size_t position) const;
   // "'label' (bottom 1)", or "bottom 1" for a layer built without names.
   std::string bottom_name(int index) const;
+  // For losses with one label per sample (bottom 0 is N x ...): checks that
+  // there are samples and that bottom 1 holds N labels, makes top 0 a
+  // scalar, and returns N. `predictions` is what bottom 0 holds ("scores").
+  int reshape_per_sample_loss(const BlobVec& bottom, const BlobVec& top,
+                              const char* predictions) const;
+#ifdef XTRAIN_USE_CUDA
+  // Device memory for cuda::LossTotals (the sums a GPU forward pass reads
+  // back to the host).
+  void* gpu_loss_scratch();
+#endif
 
  private:
   bool default_loss_weights_ = false;
+#ifdef XTRAIN_USE_CUDA
+  Blob gpu_loss_scratch_;
+#endif
 };
 
 // The normalization a loss layer uses: loss_param.normalization if set, else

@@ -30,14 +30,7 @@ class MultinomialLogisticLossLayer : public LossLayer {
   const char* type() const override { return "MultinomialLogisticLoss"; }
 
   void reshape(const BlobVec& bottom, const BlobVec& top) override {
-    reshape_loss_top(bottom, top);
-    num_ = bottom[0]->shape(0);
-    XTRAIN_CHECK(num_ > 0, where(), ": the probabilities ", bottom_name(0), " of shape ",
-                 bottom[0]->shape_string(), " hold no samples");
-    XTRAIN_CHECK(bottom[1]->count() == static_cast<std::size_t>(num_), where(), ": the labels ",
-                 bottom_name(1), " of shape ", bottom[1]->shape_string(),
-                 " must hold one label per sample (N x 1 x 1 x 1): ", num_,
-                 " values for probabilities of shape ", bottom[0]->shape_string());
+    num_ = reshape_per_sample_loss(bottom, top, "probabilities");
     classes_ = static_cast<int>(bottom[0]->count() / num_);
   }
 
@@ -74,7 +67,7 @@ class MultinomialLogisticLossLayer : public LossLayer {
 #ifdef XTRAIN_USE_CUDA
   void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
     const cuda::LossTotals totals = cuda::multinomial_logistic_forward(
-        bottom[0]->gpu_data(), bottom[1]->gpu_data(), num_, classes_, scratch());
+        bottom[0]->gpu_data(), bottom[1]->gpu_data(), num_, classes_, gpu_loss_scratch());
     if (totals.first_invalid >= 0) {
       const std::size_t n = static_cast<std::size_t>(totals.first_invalid);
       checked_label(bottom[1]->cpu_data()[n], classes_, n);
@@ -93,12 +86,6 @@ class MultinomialLogisticLossLayer : public LossLayer {
                                         classes_,
                                         -top[0]->cpu_diff()[0] / static_cast<float>(num_));
   }
-
-  void* scratch() {
-    scratch_.reshape(std::vector<int>{cuda::kLossScratchFloats});
-    return scratch_.mutable_gpu_data();
-  }
-  Blob scratch_;  // device memory for cuda::LossTotals
 #endif
 
  private:

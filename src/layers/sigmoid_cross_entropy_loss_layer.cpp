@@ -88,7 +88,7 @@ class SigmoidCrossEntropyLossLayer : public LossLayer {
     const float* x = bottom[0]->gpu_data();
     cuda::sigmoid_forward(x, probability_.mutable_gpu_data(), count);
     const cuda::LossTotals totals = cuda::sigmoid_cross_entropy_forward(
-        x, bottom[1]->gpu_data(), count, has_ignore_label_, ignore_label_, scratch());
+        x, bottom[1]->gpu_data(), count, has_ignore_label_, ignore_label_, gpu_loss_scratch());
     if (totals.first_invalid >= 0) {
       const std::size_t position = static_cast<std::size_t>(totals.first_invalid);
       check_target(bottom[1]->cpu_data()[position], position);
@@ -107,12 +107,6 @@ class SigmoidCrossEntropyLossLayer : public LossLayer {
         probability_.gpu_data(), bottom[1]->gpu_data(), bottom[0]->mutable_gpu_diff(),
         bottom[0]->count(), has_ignore_label_, ignore_label_, top[0]->cpu_diff()[0] / normalizer_);
   }
-
-  void* scratch() {
-    scratch_.reshape(std::vector<int>{cuda::kLossScratchFloats});
-    return scratch_.mutable_gpu_data();
-  }
-  Blob scratch_;  // device memory for cuda::LossTotals
 #endif
 
  private:

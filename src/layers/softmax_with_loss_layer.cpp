@@ -20,7 +20,7 @@
 #include "layers/builtin_layers.hpp"
 #include "layers/loss_layer.hpp"
 #include "layers/loss_ops.hpp"
-#include "layers/softmax_layer.hpp"
+#include "layers/loss_softmax.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -32,40 +32,17 @@
 namespace xtrain {
 namespace {
 
-class SoftmaxWithLossLayer : public Layer {
+class SoftmaxWithLossLayer : public LossLayer {
  public:
-  explicit SoftmaxWithLossLayer(const LayerParameter& param) : Layer(param) {
-    // A loss layer's loss is its first top, weighted 1 unless the user says
-    // otherwise; the probability top, if declared, is not a loss.
-    if (param_.loss_weight_size() == 0) {
-      default_loss_weights_ = true;
-      set_default_loss_weights(std::max(param_.top_size(), 1));
-    }
-  }
-
+  using LossLayer::LossLayer;
   const char* type() const override { return "SoftmaxWithLoss"; }
-  int exact_num_bottom_blobs() const override { return 2; }
+  // The loss, and optionally the probabilities (weighted 0 by default).
+  int exact_num_top_blobs() const override { return -1; }
   int min_top_blobs() const override { return 1; }
   int max_top_blobs() const override { return 2; }
-  bool auto_top_blobs() const override { return true; }
-  // Labels are data, not something a gradient could change.
-  bool allow_force_backward(int bottom_index) const override { return bottom_index != 1; }
 
-  void layer_setup(const BlobVec& bottom, const BlobVec& top) override {
-    if (default_loss_weights_ && param_.loss_weight_size() != static_cast<int>(top.size())) {
-      set_default_loss_weights(static_cast<int>(top.size()));
-    }
-    LayerParameter softmax_param = param_;
-    softmax_param.set_type("Softmax");
-    softmax_param.clear_loss_weight();
-    softmax_param.clear_bottom();
-    softmax_param.clear_top();
-    softmax_ = std::make_unique<SoftmaxLayer>(softmax_param);
-    softmax_->set_device(device());
-    softmax_bottom_ = {bottom[0]};
-    softmax_top_ = {&prob_};
-    softmax_->setup(softmax_bottom_, softmax_top_);
-
+  void loss_setup(const BlobVec& bottom, const BlobVec&) override {
+    softmax_.setup(param_, device(), bottom[0]);
     const LossParameter& loss = param_.loss_param();
     has_ignore_label_ = loss.has_ignore_label();
     ignore_label_ = loss.ignore_label();
@@ -73,33 +50,18 @@ class SoftmaxWithLossLayer : public Layer {
   }
 
   void reshape(const BlobVec& bottom, const BlobVec& top) override {
-    softmax_->set_device(device());
-    softmax_bottom_[0] = bottom[0];
-    softmax_->reshape(softmax_bottom_, softmax_top_);
-    const int axis = softmax_->axis();
-    outer_num_ = softmax_->outer_num();
-    inner_num_ = softmax_->inner_num();
-    num_classes_ = bottom[0]->shape(axis);
-    XTRAIN_CHECK(bottom[1]->count() == outer_num_ * inner_num_, where(), ": the labels (",
-                 bottom[1]->shape_string(),
-                 ") must hold one label per score position: ", outer_num_ * inner_num_,
-                 " values for scores of shape ", bottom[0]->shape_string(),
-                 " with the softmax over axis ", axis,
-                 " (e.g. N*H*W labels for N x C x H x W scores, each in [0, C))");
-    XTRAIN_CHECK(bottom[1]->num_axes() > 0 && bottom[0]->shape(0) == bottom[1]->shape(0), where(),
-                 ": the scores (", bottom[0]->shape_string(), ") and the labels (",
-                 bottom[1]->shape_string(), ") must have the same first dimension");
-    top[0]->reshape(std::vector<int>{});
-    if (top.size() >= 2) {
-      top[1]->reshape_like(*bottom[0]);
-      top[1]->share_data(prob_);
-    }
+    reshape_loss_top(bottom, top);
+    softmax_.reshape(device(), bottom[0], *bottom[1], where(), bottom_name(1));
+    outer_num_ = softmax_.outer_num();
+    inner_num_ = softmax_.inner_num();
+    num_classes_ = softmax_.classes();
+    if (top.size() >= 2) softmax_.share_as_top(top[1]);
   }
 
  protected:
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    softmax_->forward(softmax_bottom_, softmax_top_);
-    const float* prob = prob_.cpu_data();
+    softmax_.forward();
+    const float* prob = softmax_.probability().cpu_data();
     const float* labels = bottom[1]->cpu_data();
     const std::size_t class_stride = inner_num_;
     const std::size_t sample_stride = static_cast<std::size_t>(num_classes_) * inner_num_;
@@ -123,7 +85,7 @@ class SoftmaxWithLossLayer : public Layer {
 
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
-    refuse_label_gradient(propagate_down);
+    refuse_gradient_to(propagate_down, 1, "labels");
     if (propagate_down.empty() || !propagate_down[0]) return;
     const float* labels = bottom[1]->cpu_data();
     // The labels are checked first, outside the thread pool (an error must
@@ -140,7 +102,7 @@ class SoftmaxWithLossLayer : public Layer {
       ++valid;
     }
     const ops::SoftmaxLossGradient gradient{top[0]->cpu_diff()[0] / normalizer(valid)};
-    const float* prob = prob_.cpu_data();
+    const float* prob = softmax_.probability().cpu_data();
     float* diff = bottom[0]->mutable_cpu_diff();
     const std::size_t sample_stride = static_cast<std::size_t>(num_classes_) * inner_num_;
     // One sample per task, class by class, with the positions' labels decided
@@ -168,10 +130,10 @@ class SoftmaxWithLossLayer : public Layer {
 
 #ifdef XTRAIN_USE_CUDA
   void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    softmax_->forward(softmax_bottom_, softmax_top_);
+    softmax_.forward();
     const cuda::LossTotals totals = cuda::softmax_loss_forward(
-        prob_.gpu_data(), bottom[1]->gpu_data(), outer_num_, num_classes_, inner_num_,
-        has_ignore_label_, ignore_label_, loss_scratch());
+        softmax_.probability().gpu_data(), bottom[1]->gpu_data(), outer_num_, num_classes_,
+        inner_num_, has_ignore_label_, ignore_label_, gpu_loss_scratch());
     if (totals.first_invalid >= 0) {
       // Only now, to name the label: the one host read of the labels.
       const std::size_t position = static_cast<std::size_t>(totals.first_invalid);
@@ -183,35 +145,17 @@ class SoftmaxWithLossLayer : public Layer {
 
   void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
-    refuse_label_gradient(propagate_down);
+    refuse_gradient_to(propagate_down, 1, "labels");
     if (propagate_down.empty() || !propagate_down[0]) return;
     // The labels were checked and counted by forward_gpu.
-    cuda::softmax_loss_backward(prob_.gpu_data(), bottom[1]->gpu_data(),
+    cuda::softmax_loss_backward(softmax_.probability().gpu_data(), bottom[1]->gpu_data(),
                                 bottom[0]->mutable_gpu_diff(), outer_num_, num_classes_, inner_num_,
                                 has_ignore_label_, ignore_label_,
                                 top[0]->cpu_diff()[0] / normalizer(valid_));
   }
-
-  void* loss_scratch() {
-    loss_scratch_.reshape(std::vector<int>{cuda::kLossScratchFloats});
-    return loss_scratch_.mutable_gpu_data();
-  }
 #endif
 
  private:
-  void set_default_loss_weights(int tops) {
-    param_.clear_loss_weight();
-    param_.add_loss_weight(1.0f);
-    for (int i = 1; i < tops; ++i) param_.add_loss_weight(0.0f);
-  }
-
-  void refuse_label_gradient(const std::vector<bool>& propagate_down) const {
-    XTRAIN_CHECK(propagate_down.size() < 2 || !propagate_down[1], where(),
-                 " cannot backpropagate to its label input (bottom 1, '",
-                 param_.bottom_size() > 1 ? param_.bottom(1) : std::string("labels"),
-                 "'); remove propagate_down: true for it");
-  }
-
   // Caffe truncates the stored float label to an int before comparing.
   ops::LabelRule label_rule() const {
     return ops::LabelRule{has_ignore_label_, ignore_label_, num_classes_};
@@ -231,11 +175,7 @@ class SoftmaxWithLossLayer : public Layer {
     return loss_normalizer(normalization_, outer_num_, inner_num_, valid);
   }
 
-  bool default_loss_weights_ = false;
-  std::unique_ptr<SoftmaxLayer> softmax_;
-  Blob prob_;
-  BlobVec softmax_bottom_;
-  BlobVec softmax_top_;
+  LossSoftmax softmax_;
   bool has_ignore_label_ = false;
   int ignore_label_ = 0;
   LossParameter::NormalizationMode normalization_ = LossParameter::VALID;
@@ -245,7 +185,6 @@ class SoftmaxWithLossLayer : public Layer {
   std::vector<int> label_classes_;  // backward_cpu: LabelRule of each position
 #ifdef XTRAIN_USE_CUDA
   std::size_t valid_ = 0;  // labelled positions of the last forward_gpu
-  Blob loss_scratch_;      // device memory for cuda::LossTotals
 #endif
 };
 

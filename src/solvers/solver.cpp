@@ -3,6 +3,8 @@
 #include "xtrain/solver.hpp"
 
 #include "solvers/gradient_buckets.hpp"
+#include "solvers/observers.hpp"
+#include "solvers/time_budget.hpp"
 #include "solvers/training_progress.hpp"
 #include "xtrain/data_wait.hpp"
 #include "xtrain/error.hpp"
@@ -65,6 +67,13 @@ Solver::Solver(const SolverParameter& param, const SolverOptions& options)
   init_train_net();
   if (data_parallel()) broadcast_parameters();
   if (options_.is_root) init_test_nets();
+  std::size_t snapshot_bytes = 0;
+  for (const Blob* learnable : net_->learnable_params()) {
+    snapshot_bytes += learnable->count() * sizeof(float);
+  }
+  time_budget_ = std::make_shared<TimeBudget>(param_.max_seconds(), session_start_, snapshot_bytes);
+  observers_.push_back(time_budget_);
+  if (options_.is_root) observers_.push_back(std::make_shared<ProgressLog>());
   if (options_.is_root) XLOG(INFO) << "Solver scaffolding done.";
 }
 
@@ -124,8 +133,8 @@ void Solver::init_test_nets() {
   XTRAIN_CHECK(param_.test_state_size() == 0 || param_.test_state_size() == test_iters,
                "the solver has ", param_.test_state_size(), " test_state entries for ", test_iters,
                " test nets; give one test_state per test net, or none");
-  XTRAIN_CHECK(test_iters > 0 || param_.test_interval() == 0, "the solver sets test_interval: ",
-               param_.test_interval(),
+  XTRAIN_CHECK(test_iters > 0 || param_.test_interval() == 0,
+               "the solver sets test_interval: ", param_.test_interval(),
                " but no test_iter, so it would never test; add test_iter (the batches of one "
                "test pass, e.g. test set size / test batch size) or remove test_interval");
   if (test_iters == 0) return;
@@ -199,7 +208,18 @@ void Solver::solve(const std::string& resume_file) {
     XLOG(INFO) << "Restoring previous solver status from " << resume_file;
     restore(resume_file);
   }
-  start_training_record(resume_file);
+  if (options_.is_root) {
+    TrainingStart start;
+    start.iteration = iter_;
+    start.max_iter = param_.max_iter();
+    start.resumed = !resume_file.empty();
+    start.seconds = training_seconds();
+    start.net_name = net_->name();
+    start.device = device_.to_string();
+    start.solver_text = param_.DebugString();
+    start.snapshot_prefix = param_.snapshot_prefix();
+    notify(observers_, &TrainingObserver::on_start, start);
+  }
 
   const int start_iter = iter_;
   solve_start_iter_ = iter_;
@@ -214,9 +234,17 @@ void Solver::solve(const std::string& resume_file) {
       last_snapshot_iter_ != iter_) {
     snapshot();
   }
+  const auto end_of_training = [this] {
+    if (!options_.is_root) return;
+    TrainingEnd end;
+    end.iteration = iter_;
+    end.stopped_early = requested_early_exit_;
+    end.seconds = training_seconds();
+    notify(observers_, &TrainingObserver::on_end, end);
+  };
   if (requested_early_exit_) {
     XLOG(INFO) << "Optimization stopped early.";
-    write_training_report();
+    end_of_training();
     return;
   }
   // One more forward pass (no update) to show the loss of the final weights,
@@ -226,14 +254,13 @@ void Solver::solve(const std::string& resume_file) {
     const float loss = mean_over_replicas(net_->forward());
     if (display_now()) {
       update_smoothed_loss(loss, start_iter);
-      XLOG(INFO) << "Iteration " << iter_ << ", loss = " << smoothed_loss_;
-      record_train_point(std::nullopt, std::nullopt);
+      publish_final_loss();
     }
   }
   if (options_.is_root && param_.test_interval() > 0 && iter_ % param_.test_interval() == 0) {
     test_all();
   }
-  write_training_report();
+  end_of_training();
   XLOG(INFO) << "Optimization Done.";
 }
 
@@ -251,9 +278,7 @@ void Solver::step(int iters) {
     const auto iteration_start = std::chrono::steady_clock::now();
     net_->clear_param_diffs();
     if (test_due()) {
-      const auto test_start = std::chrono::steady_clock::now();
       test_all();
-      last_test_seconds_ = seconds_since(test_start);
       if (requested_early_exit_) break;
     }
     for (const Callback& callback : iteration_start_callbacks_) callback(*this);
@@ -261,7 +286,7 @@ void Solver::step(int iters) {
     const bool display = display_now();
     const float loss = compute_gradients();
     update_smoothed_loss(loss, start_iter);
-    if (display) display_progress(show_data_wait);
+    if (display) publish_display(show_data_wait);
 
     for (const Callback& callback : gradients_ready_callbacks_) callback(*this);
     apply_update();
@@ -270,7 +295,7 @@ void Solver::step(int iters) {
 
     Action request = requested_action();
     bool budget_spent =
-        iter_ < stop_iter && time_budget_nearly_spent(seconds_since(iteration_start));
+        iter_ < stop_iter && time_budget_->nearly_spent(seconds_since(iteration_start), test_due());
     if (data_parallel()) request = agree_on_action(request, &budget_spent);
     if ((options_.is_root && param_.snapshot() > 0 && iter_ % param_.snapshot() == 0) ||
         request == Action::kSnapshot || timed_snapshot_due()) {
@@ -300,23 +325,6 @@ bool Solver::timed_snapshot_due() const {
          seconds_since(last_snapshot_time_) >= 60.0 * param_.snapshot_minutes();
 }
 
-bool Solver::time_budget_nearly_spent(double iteration_seconds) const {
-  if (param_.max_seconds() <= 0) return false;
-  // Before the first snapshot, guess its time from the bytes to write
-  // (weights and history) at a slow disk's 50 MB/s.
-  double snapshot_seconds = last_snapshot_seconds_;
-  if (snapshot_seconds < 0) {
-    std::size_t values = 0;
-    for (const Blob* param : net_->learnable_params()) values += param->count();
-    snapshot_seconds = 0.5 + 3.0 * static_cast<double>(values) * sizeof(float) / 50e6;
-  }
-  // The next iteration may run a test first.
-  const double next_iteration = 1.5 * iteration_seconds + (test_due() ? last_test_seconds_ : 0.0);
-  const double margin = 1.0;
-  return seconds_since(session_start_) + next_iteration + 1.5 * snapshot_seconds + margin >
-         param_.max_seconds();
-}
-
 void Solver::update_smoothed_loss(float loss, int start_iter) {
   // Mean of the last average_loss losses, kept as a running sum over a ring.
   const std::size_t window = static_cast<std::size_t>(param_.average_loss());
@@ -341,6 +349,7 @@ void Solver::test(int test_net_id) {
   XTRAIN_ASSERT(test_net_id >= 0 && test_net_id < static_cast<int>(test_nets_.size()), "test net ",
                 test_net_id, " of ", test_nets_.size());
   XLOG(INFO) << "Iteration " << iter_ << ", Testing net (#" << test_net_id << ")";
+  const auto test_start = std::chrono::steady_clock::now();
   Net& test_net = *test_nets_[test_net_id];
   // Re-share every time: restoring may have given the train net new blobs.
   test_net.share_trained_layers_with(*net_);
@@ -370,27 +379,21 @@ void Solver::test(int test_net_id) {
     XLOG(INFO) << "Test interrupted.";
     return;
   }
-  if (param_.test_compute_loss()) {
-    XLOG(INFO) << "Test loss: " << static_cast<float>(loss / batches);
-  }
-
+  std::vector<float> means(sums.size());
+  for (std::size_t k = 0; k < sums.size(); ++k) means[k] = static_cast<float>(sums[k] / batches);
+  TestDone done;
+  done.iteration = iter_;
+  done.test_net = test_net_id;
+  done.has_loss = param_.test_compute_loss();
+  done.loss = static_cast<float>(loss / batches);
+  done.outputs = net_output_values(test_net, means);
   TestResults& results = last_test_results_[test_net_id];
   results.clear();
+  for (const NetOutputValue& output : done.outputs) results.emplace_back(output.name, output.value);
   last_test_iter_ = iter_;
-  std::size_t index = 0;
-  const BlobVec& outputs = test_net.output_blobs();
-  for (std::size_t j = 0; j < outputs.size(); ++j) {
-    const int blob_index = test_net.output_blob_indices()[j];
-    const std::string& name = test_net.blob_names()[blob_index];
-    const float loss_weight = test_net.blob_loss_weights()[blob_index];
-    for (std::size_t k = 0; k < outputs[j]->count() && index < sums.size(); ++k, ++index) {
-      const float mean = static_cast<float>(sums[index] / batches);
-      XLOG(INFO) << "    Test net output #" << index << ": " << name << " = " << mean
-                 << loss_suffix(loss_weight, mean);
-      results.emplace_back(name, mean);
-    }
-  }
-  record_test(test_net_id);
+  done.seconds = training_seconds();
+  done.test_seconds = seconds_since(test_start);
+  notify(observers_, &TrainingObserver::on_test, done);
 }
 
 }  // namespace xtrain

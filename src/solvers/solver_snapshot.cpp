@@ -18,11 +18,12 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "core/atomic_file.hpp"
 #include "core/hdf5_snapshot.hpp"
 #include "core/snapshot_checksum.hpp"
 #include "core/weights_file.hpp"
+#include "solvers/observers.hpp"
 #include "solvers/snapshot_reading.hpp"
+#include "xtrain/atomic_file.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/snapshot_files.hpp"
@@ -144,7 +145,10 @@ std::vector<std::string> Solver::snapshot() {
   }
   last_snapshot_iter_ = iter_;
   last_snapshot_time_ = std::chrono::steady_clock::now();
-  last_snapshot_seconds_ = seconds_since(start);
+  SnapshotWritten event;
+  event.iteration = iter_;
+  event.paths = written;
+  event.write_seconds = seconds_since(start);
   for (const std::string& removed :
        remove_old_snapshots(param_.snapshot_prefix(), param_.snapshot_keep())) {
     XLOG(INFO) << "Removed old snapshot file " << removed
@@ -153,6 +157,8 @@ std::vector<std::string> Solver::snapshot() {
   for (const std::string& removed : remove_stale_temporary_files(param_.snapshot_prefix())) {
     XLOG(INFO) << "Removed " << removed << ", left by a snapshot write that was cut off";
   }
+  // After the old ones are gone, so that a report lists what is on disk.
+  notify(observers_, &TrainingObserver::on_snapshot, event);
   return written;
 }
 

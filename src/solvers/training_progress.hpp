@@ -11,13 +11,19 @@
 //
 // The progress line avoids what Caffe's parsers look for ("Iteration ",
 // ", loss = ", "lr = ", "net output #").
+//
+// ProgressLog writes these lines, and the test outputs after each test, as
+// an observer of the solver (xtrain/training_observer.hpp); every root
+// solver has one.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "xtrain/net.hpp"
+#include "xtrain/training_observer.hpp"
 
 namespace xtrain {
 
@@ -42,6 +48,19 @@ double images_per_iteration(const Net& net, int iter_size, int replicas);
 // " (* 1 = 0.123 loss)" after an output that is a weighted loss, as Caffe
 // prints it after a net output.
 std::string loss_suffix(float loss_weight, float value);
+
+class ProgressLog : public TrainingObserver {
+ public:
+  void on_start(const TrainingStart& event) override;
+  void on_display(const TrainingDisplay& event) override;
+  void on_test(const TestDone& event) override;
+
+ private:
+  // The first display of this session: the ETA comes from the speed since
+  // then (tests and snapshots included), or the last interval's before that.
+  int origin_iteration_ = -1;
+  std::chrono::steady_clock::time_point origin_time_;
+};
 
 // Seconds the train and test nets' data layers waited for input since the
 // last call (see data/data_wait.hpp).

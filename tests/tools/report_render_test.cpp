@@ -9,7 +9,7 @@
 
 #include "report_render_support.hpp"
 #include "report_test_support.hpp"
-#include "solvers/training_metrics.hpp"
+#include "reporting/training_metrics.hpp"
 #include "tools/report_training_fixture.hpp"
 
 namespace xtrain::testing {

@@ -16,6 +16,7 @@
 #include "xtrain/proto_io.hpp"
 #include "xtrain/snapshot_files.hpp"
 #include "xtrain/solver.hpp"
+#include "xtrain/training_report.hpp"
 
 DEFINE_string(metrics, "",
               "train: the file to append a JSON line of metrics to at every display and test "
@@ -117,14 +118,15 @@ int train_replica(const TrainingRun& run, SolverOptions options, const std::stri
   options.share_activation_memory = FLAGS_share_activation_memory;
   options.channel_blocked_activations = FLAGS_channel_blocked_activations;
   options.share_kept_copies = FLAGS_share_kept_copies;
-  // The root writes them (every replica may be told).
-  const std::string& prefix = run.param.snapshot_prefix();
-  options.metrics_path = FLAGS_metrics == "none" ? std::string()
-                         : FLAGS_metrics.empty() ? prefix + "_metrics.jsonl"
-                                                 : FLAGS_metrics;
-  options.report_path = prefix + "_report.html";
   std::unique_ptr<Solver> solver = create_solver(run.param, options);
   const bool root = solver->options().is_root;
+  // The root keeps the record (only the root solver sends events).
+  const std::string& prefix = run.param.snapshot_prefix();
+  const std::string report_path = prefix + "_report.html";
+  solver->add_observer(make_training_recorder(FLAGS_metrics == "none" ? std::string()
+                                              : FLAGS_metrics.empty() ? prefix + "_metrics.jsonl"
+                                                                      : FLAGS_metrics,
+                                              report_path));
   if (root && options.communicator != nullptr && options.communicator->size() > 1) {
     const Communicator& exchange =
         options.gradient_communicator ? *options.gradient_communicator : *options.communicator;
@@ -144,7 +146,7 @@ int train_replica(const TrainingRun& run, SolverOptions options, const std::stri
   XLOG(INFO) << "Training took " << seconds << " s for "
              << solver->iter() - solver->solve_start_iter() << " iterations (from "
              << solver->solve_start_iter() << " to " << solver->iter() << ")";
-  XLOG(INFO) << "Training report: " << options.report_path;
+  XLOG(INFO) << "Training report: " << report_path;
   if (solver->requested_early_exit()) {
     for (const std::string& path : solver->last_snapshot_paths()) {
       XLOG(INFO) << "Snapshot: " << path;

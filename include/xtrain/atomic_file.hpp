@@ -11,21 +11,23 @@
 #include <functional>
 #include <string>
 
+#include "xtrain/export.hpp"
+
 namespace xtrain {
 
 // Writes `bytes` to `path` atomically. Throws xtrain::Error naming the file
 // and the system's reason (e.g. "No space left on device"); the previous
 // file under `path`, if any, is untouched and no temporary file is left.
-void write_file_atomically(const std::string& path, const std::string& bytes);
+XTRAIN_API void write_file_atomically(const std::string& path, const std::string& bytes);
 
 // For writers that need a path to write to (HDF5): calls write(temp_path)
 // with a fresh temporary path next to `path`, then fsyncs and renames it into
 // place. If write throws, the temporary file is removed and the error passes
 // on; the previous file under `path` is untouched.
-void write_path_atomically(const std::string& path,
-                           const std::function<void(const std::string& temp_path)>& write);
+XTRAIN_API void write_path_atomically(
+    const std::string& path, const std::function<void(const std::string& temp_path)>& write);
 
 // The directory part of `path` ("." if none).
-std::string directory_of(const std::string& path);
+XTRAIN_API std::string directory_of(const std::string& path);
 
 }  // namespace xtrain

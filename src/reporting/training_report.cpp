@@ -1,4 +1,4 @@
-#include "solvers/training_report.hpp"
+#include "reporting/training_report.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -7,7 +7,7 @@
 #include <map>
 #include <optional>
 
-#include "core/atomic_file.hpp"
+#include "xtrain/atomic_file.hpp"
 
 namespace xtrain {
 namespace {

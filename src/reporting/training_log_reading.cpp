@@ -1,4 +1,4 @@
-#include "solvers/training_log_reading.hpp"
+#include "reporting/training_log_reading.hpp"
 
 #include <cerrno>
 #include <cmath>
@@ -18,8 +18,7 @@ namespace {
 // glog before 0.6 writes "I1121 21:27:03.496044 ...", 0.6 and later put the
 // year first: "I20261121 21:27:03.496044 ...". Groups: year (optional),
 // month, day, hours, minutes, seconds, fraction.
-const std::regex kGlogPrefix(
-    R"(^[IWEF](\d{4})?(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(\.\d+)?\s)");
+const std::regex kGlogPrefix(R"(^[IWEF](\d{4})?(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(\.\d+)?\s)");
 const std::regex kSolving(R"(\] Solving (\S+))");
 const std::regex kTesting(R"(Iteration (\d+), Testing net \(#(\d+)\))");
 // Caffe 1.0 puts the speed between the iteration and the comma.
