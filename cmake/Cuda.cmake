@@ -50,8 +50,14 @@ function(xtrain_add_cuda_backend target library)
   if(NOT XTRAIN_HAVE_CUDA)
     return()
   endif()
+  # src/cuda: the CUDA runtime; each module's GPU code sits beside its CPU
+  # code (feature first): its .cu files and its *_cuda.cpp files (host code
+  # that needs the CUDA libraries, such as the cuDNN convolution), which the
+  # CPU-only build leaves out.
   file(GLOB cuda_sources CONFIGURE_DEPENDS
-       ${CMAKE_SOURCE_DIR}/src/cuda/*.cu ${CMAKE_SOURCE_DIR}/src/cuda/*.cpp)
+       ${CMAKE_SOURCE_DIR}/src/cuda/*.cu ${CMAKE_SOURCE_DIR}/src/cuda/*.cpp
+       ${CMAKE_SOURCE_DIR}/src/*/*.cu ${CMAKE_SOURCE_DIR}/src/*/*_cuda.cpp)
+  list(REMOVE_DUPLICATES cuda_sources)
   target_sources(${target} PRIVATE ${cuda_sources})
   target_compile_definitions(${target} PUBLIC XTRAIN_USE_CUDA)
   target_compile_definitions(${library} PUBLIC XTRAIN_USE_CUDA)

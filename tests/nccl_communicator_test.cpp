@@ -16,7 +16,7 @@
 #include "xtrain/error.hpp"
 
 #ifdef XTRAIN_USE_CUDA
-#include "cuda/nccl_communicator.hpp"
+#include "comm/nccl_communicator.hpp"
 #endif
 
 namespace xtrain {

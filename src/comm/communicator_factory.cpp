@@ -5,7 +5,7 @@
 #include "xtrain/comm.hpp"
 
 #ifdef XTRAIN_USE_CUDA
-#include "cuda/nccl_communicator.hpp"
+#include "comm/nccl_communicator.hpp"
 #endif
 #include "xtrain/error.hpp"
 

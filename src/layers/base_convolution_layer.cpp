@@ -7,7 +7,7 @@
 #include "xtrain/error.hpp"
 
 #ifdef XTRAIN_USE_CUDA
-#include "cuda/cudnn_convolution.hpp"
+#include "layers/cudnn_convolution.hpp"
 #endif
 
 namespace xtrain {

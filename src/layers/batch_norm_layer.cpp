@@ -58,7 +58,7 @@
 #ifdef XTRAIN_USE_CUDA
 #include <memory>
 
-#include "cuda/batch_norm_gpu_kernels.hpp"
+#include "layers/batch_norm_gpu_kernels.hpp"
 #endif
 
 namespace xtrain {

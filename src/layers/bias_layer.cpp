@@ -33,7 +33,7 @@
 #include "xtrain/layer_registry.hpp"
 
 #ifdef XTRAIN_USE_CUDA
-#include "cuda/broadcast_kernels.hpp"
+#include "layers/broadcast_kernels.hpp"
 #include "cuda/math_gpu.hpp"
 #endif
 

@@ -4,7 +4,7 @@
 #include "xtrain/layer_registry.hpp"
 
 #ifdef XTRAIN_USE_CUDA
-#include "cuda/cudnn_convolution.hpp"
+#include "layers/cudnn_convolution.hpp"
 #endif
 
 namespace xtrain {

@@ -18,9 +18,9 @@
 #include "xtrain/synced_memory.hpp"
 
 #ifdef XTRAIN_USE_CUDA
-#include "cuda/elementwise_kernels.hpp"
+#include "layers/elementwise_kernels.hpp"
 #include "cuda/math_gpu.hpp"
-#include "cuda/random_kernels.hpp"
+#include "layers/random_kernels.hpp"
 #endif
 
 namespace xtrain {

@@ -29,7 +29,7 @@
 #include "xtrain/layer_registry.hpp"
 
 #ifdef XTRAIN_USE_CUDA
-#include "cuda/random_kernels.hpp"
+#include "layers/random_kernels.hpp"
 #endif
 
 namespace xtrain {

@@ -26,8 +26,8 @@
 #include "xtrain/layer_registry.hpp"
 
 #ifdef XTRAIN_USE_CUDA
-#include "cuda/elementwise_kernels.hpp"
-#include "cuda/eltwise_kernels.hpp"
+#include "layers/elementwise_kernels.hpp"
+#include "layers/eltwise_kernels.hpp"
 #include "cuda/math_gpu.hpp"
 #include "xtrain/synced_memory.hpp"
 #endif

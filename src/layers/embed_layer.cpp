@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "core/device_apply.hpp"
 #include "core/math_functions.hpp"
+#include "core/math_on.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/embed_ops.hpp"
 #include "layers/learnable_blobs.hpp"
@@ -21,9 +23,8 @@
 #include "xtrain/layer_registry.hpp"
 
 #ifdef XTRAIN_USE_CUDA
-#include "cuda/copy_kernels.hpp"
-#include "cuda/loss_kernels.hpp"
-#include "cuda/math_gpu.hpp"
+#include "layers/copy_kernels.hpp"
+#include "layers/loss_kernels.hpp"
 #endif
 
 namespace xtrain {
@@ -70,7 +71,6 @@ class EmbedLayer : public Layer {
     shape.push_back(num_output_);
     top[0]->reshape(shape);
     positions_ = bottom[0]->count();
-    if (bias_term_) ones_.assign(positions_, 1.0f);
   }
 
  protected:
@@ -93,17 +93,12 @@ class EmbedLayer : public Layer {
       math::copy(num_output_, weights + static_cast<std::size_t>(index) * num_output_,
                  y + p * num_output_);
     }
-    if (bias_term_ && positions_ > 0) {
-      math::gemm(Transpose::kNo, Transpose::kNo, static_cast<int>(positions_), num_output_, 1, 1.0f,
-                 ones_.data(), blobs_[1]->cpu_data(), 1.0f, y);
-    }
+    add_bias(Device::cpu(), y);
   }
 
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
-    XTRAIN_CHECK(!propagate_down[0], where(), ": its bottom '",
-                 param_.bottom_size() > 0 ? param_.bottom(0) : std::string("?"),
-                 "' holds indices, which have no gradient; add propagate_down: false");
+    refuse_index_gradient(propagate_down);
     const float* dy = top[0]->cpu_diff();
     if (param_propagate_down(0)) {
       float* weight_diff = blobs_[0]->mutable_cpu_diff();
@@ -116,10 +111,7 @@ class EmbedLayer : public Layer {
         for (int n = 0; n < num_output_; ++n) target[n] = add(target[n], source[n]);
       }
     }
-    if (bias_term_ && param_propagate_down(1) && positions_ > 0) {
-      math::gemv(Transpose::kYes, static_cast<int>(positions_), num_output_, 1.0f, dy, ones_.data(),
-                 1.0f, blobs_[1]->mutable_cpu_diff());
-    }
+    add_bias_gradient(Device::cpu(), dy);
   }
 
 #ifdef XTRAIN_USE_CUDA
@@ -128,26 +120,18 @@ class EmbedLayer : public Layer {
     check_indices_gpu(*bottom[0]);
     float* y = top[0]->mutable_gpu_data();
     cuda::embed_forward(indices, blobs_[0]->gpu_data(), y, positions_, num_output_);
-    if (bias_term_ && positions_ > 0) {
-      math::gpu::gemm(Transpose::kNo, Transpose::kNo, static_cast<int>(positions_), num_output_, 1,
-                      1.0f, device_ones(), blobs_[1]->gpu_data(), 1.0f, y);
-    }
+    add_bias(device(), y);
   }
 
   void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
-    XTRAIN_CHECK(!propagate_down[0], where(), ": its bottom '",
-                 param_.bottom_size() > 0 ? param_.bottom(0) : std::string("?"),
-                 "' holds indices, which have no gradient; add propagate_down: false");
+    refuse_index_gradient(propagate_down);
     const float* dy = top[0]->gpu_diff();
     if (param_propagate_down(0)) {  // the indices were checked by forward_gpu
       cuda::embed_weight_backward(bottom[0]->gpu_data(), dy, blobs_[0]->mutable_gpu_diff(),
                                   positions_, num_output_);
     }
-    if (bias_term_ && param_propagate_down(1) && positions_ > 0) {
-      math::gpu::gemv(Transpose::kYes, static_cast<int>(positions_), num_output_, 1.0f, dy,
-                      device_ones(), 1.0f, blobs_[1]->mutable_gpu_diff());
-    }
+    add_bias_gradient(device(), dy);
   }
 
   // Throws, naming the first bad value, as index_at does on the CPU.
@@ -158,26 +142,37 @@ class EmbedLayer : public Layer {
     if (invalid >= 0) index_at(input, input.cpu_data(), static_cast<std::size_t>(invalid));
   }
 
-  const float* device_ones() {
-    if (!device_ones_filled_ || device_ones_.count() != positions_) {
-      device_ones_.reshape(std::vector<int>{static_cast<int>(positions_)});
-      math::gpu::set(positions_, 1.0f, device_ones_.mutable_gpu_data());
-      device_ones_filled_ = true;
-    }
-    return device_ones_.gpu_data();
-  }
-
-  Blob scratch_;      // device memory for the index check
-  Blob device_ones_;  // positions_ ones on the device
-  bool device_ones_filled_ = false;
+  Blob scratch_;  // device memory for the index check
 #endif
 
  private:
+  void refuse_index_gradient(const std::vector<bool>& propagate_down) const {
+    XTRAIN_CHECK(!propagate_down[0], where(), ": its bottom '",
+                 param_.bottom_size() > 0 ? param_.bottom(0) : std::string("?"),
+                 "' holds indices, which have no gradient; add propagate_down: false");
+  }
+
+  // y (positions x N) += 1 * b^T, on the device y lives on.
+  void add_bias(const Device& device, float* y) {
+    if (!bias_term_ || positions_ == 0) return;
+    math::on(device).gemm(Transpose::kNo, Transpose::kNo, static_cast<int>(positions_), num_output_,
+                          1, 1.0f, ones_.on(device, positions_), ops::data_on(device, *blobs_[1]),
+                          1.0f, y);
+  }
+
+  // db += dy^T * 1
+  void add_bias_gradient(const Device& device, const float* dy) {
+    if (!bias_term_ || !param_propagate_down(1) || positions_ == 0) return;
+    math::on(device).gemv(Transpose::kYes, static_cast<int>(positions_), num_output_, 1.0f, dy,
+                          ones_.on(device, positions_), 1.0f,
+                          ops::mutable_diff_on(device, *blobs_[1]));
+  }
+
   int num_output_ = 0;  // N
   int input_dim_ = 0;   // K
   bool bias_term_ = true;
   std::size_t positions_ = 0;  // bottom count
-  std::vector<float> ones_;    // positions_ ones, to add and sum the bias by BLAS
+  math::Ones ones_;            // positions_ ones, to add and sum the bias by BLAS
 };
 
 }  // namespace

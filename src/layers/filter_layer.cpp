@@ -21,7 +21,7 @@
 #include "xtrain/layer_registry.hpp"
 
 #ifdef XTRAIN_USE_CUDA
-#include "cuda/copy_kernels.hpp"
+#include "layers/copy_kernels.hpp"
 #include "cuda/math_gpu.hpp"
 #endif
 

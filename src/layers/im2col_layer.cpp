@@ -22,7 +22,7 @@
 #include "xtrain/layer_registry.hpp"
 
 #ifdef XTRAIN_USE_CUDA
-#include "cuda/im2col_kernels.hpp"
+#include "layers/im2col_kernels.hpp"
 #endif
 
 namespace xtrain {

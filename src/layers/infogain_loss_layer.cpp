@@ -23,7 +23,7 @@
 #include "xtrain/layer_registry.hpp"
 
 #ifdef XTRAIN_USE_CUDA
-#include "cuda/loss_kernels.hpp"
+#include "layers/loss_kernels.hpp"
 #endif
 #include "xtrain/proto_io.hpp"
 

@@ -3,20 +3,21 @@
 #include <limits>
 #include <string>
 
+#include "core/device_apply.hpp"
 #include "core/math_functions.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/learnable_blobs.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
 
-#ifdef XTRAIN_USE_CUDA
-#include "cuda/math_gpu.hpp"
-#endif
-
 namespace xtrain {
 namespace {
 
 using math::Transpose;
+using ops::data_on;
+using ops::diff_on;
+using ops::mutable_data_on;
+using ops::mutable_diff_on;
 
 }  // namespace
 
@@ -71,104 +72,55 @@ void InnerProductLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   std::vector<int> top_shape(input.shape().begin(), input.shape().begin() + axis);
   top_shape.push_back(num_output_);
   top[0]->reshape(top_shape);
-  if (bias_term_) ones_.assign(rows_, 1.0f);
-#ifdef XTRAIN_USE_CUDA
-  if (bias_term_ && device_ones_.count() != static_cast<std::size_t>(rows_)) {
-    device_ones_.reshape(std::vector<int>{rows_});
-    device_ones_filled_ = false;
-  }
-#endif
 }
 
-void InnerProductLayer::forward_cpu(const BlobVec& bottom, const BlobVec& top) {
+void InnerProductLayer::forward_on(const Device& device, const BlobVec& bottom,
+                                   const BlobVec& top) {
   if (rows_ == 0) return;
-  const float* input = bottom[0]->cpu_data();
-  const float* weights = blobs_[0]->cpu_data();
-  float* output = top[0]->mutable_cpu_data();
-  math::gemm(Transpose::kNo, transpose_ ? Transpose::kNo : Transpose::kYes, rows_, num_output_,
-             input_size_, 1.0f, input, weights, 0.0f, output);
+  const math::On blas = math::on(device);
+  float* output = mutable_data_on(device, *top[0]);
+  // Y (M x N) = X * W^T, or X * W when W is stored transposed
+  blas.gemm(Transpose::kNo, transpose_ ? Transpose::kNo : Transpose::kYes, rows_, num_output_,
+            input_size_, 1.0f, data_on(device, *bottom[0]), data_on(device, *blobs_[0]), 0.0f,
+            output);
   if (bias_term_) {
-    math::gemm(Transpose::kNo, Transpose::kNo, rows_, num_output_, 1, 1.0f, ones_.data(),
-               blobs_[1]->cpu_data(), 1.0f, output);
+    // Y += 1 * b^T
+    blas.gemm(Transpose::kNo, Transpose::kNo, rows_, num_output_, 1, 1.0f, ones_.on(device, rows_),
+              data_on(device, *blobs_[1]), 1.0f, output);
   }
 }
 
-void InnerProductLayer::backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                                     const BlobVec& bottom) {
+void InnerProductLayer::backward_on(const Device& device, const BlobVec& top,
+                                    const std::vector<bool>& propagate_down,
+                                    const BlobVec& bottom) {
   if (rows_ == 0) return;
-  const float* output_diff = top[0]->cpu_diff();
-  const float* input = bottom[0]->cpu_data();
+  const math::On blas = math::on(device);
+  const float* output_diff = diff_on(device, *top[0]);
   if (param_propagate_down(0)) {
-    float* weight_diff = blobs_[0]->mutable_cpu_diff();
+    const float* input = data_on(device, *bottom[0]);
+    float* weight_diff = mutable_diff_on(device, *blobs_[0]);
     if (transpose_) {
       // dW (K x N) += X^T * dtop
-      math::gemm(Transpose::kYes, Transpose::kNo, input_size_, num_output_, rows_, 1.0f, input,
-                 output_diff, 1.0f, weight_diff);
+      blas.gemm(Transpose::kYes, Transpose::kNo, input_size_, num_output_, rows_, 1.0f, input,
+                output_diff, 1.0f, weight_diff);
     } else {
       // dW (N x K) += dtop^T * X
-      math::gemm(Transpose::kYes, Transpose::kNo, num_output_, input_size_, rows_, 1.0f,
-                 output_diff, input, 1.0f, weight_diff);
+      blas.gemm(Transpose::kYes, Transpose::kNo, num_output_, input_size_, rows_, 1.0f, output_diff,
+                input, 1.0f, weight_diff);
     }
   }
   if (bias_term_ && param_propagate_down(1)) {
     // db += dtop^T * 1
-    math::gemv(Transpose::kYes, rows_, num_output_, 1.0f, output_diff, ones_.data(), 1.0f,
-               blobs_[1]->mutable_cpu_diff());
+    blas.gemv(Transpose::kYes, rows_, num_output_, 1.0f, output_diff, ones_.on(device, rows_), 1.0f,
+              mutable_diff_on(device, *blobs_[1]));
   }
   if (propagate_down[0]) {
-    math::gemm(Transpose::kNo, transpose_ ? Transpose::kYes : Transpose::kNo, rows_, input_size_,
-               num_output_, 1.0f, output_diff, blobs_[0]->cpu_data(), 0.0f,
-               bottom[0]->mutable_cpu_diff());
+    // dX (M x K) = dtop * W, or dtop * W^T when W is stored transposed
+    blas.gemm(Transpose::kNo, transpose_ ? Transpose::kYes : Transpose::kNo, rows_, input_size_,
+              num_output_, 1.0f, output_diff, data_on(device, *blobs_[0]), 0.0f,
+              mutable_diff_on(device, *bottom[0]));
   }
 }
-
-#ifdef XTRAIN_USE_CUDA
-const float* InnerProductLayer::device_ones() {
-  if (!device_ones_filled_) {
-    math::gpu::set(device_ones_.count(), 1.0f, device_ones_.mutable_gpu_data());
-    device_ones_filled_ = true;
-  }
-  return device_ones_.gpu_data();
-}
-
-// The CPU passes' calls, on math::gpu (cuBLAS).
-void InnerProductLayer::forward_gpu(const BlobVec& bottom, const BlobVec& top) {
-  if (rows_ == 0) return;
-  float* output = top[0]->mutable_gpu_data();
-  math::gpu::gemm(Transpose::kNo, transpose_ ? Transpose::kNo : Transpose::kYes, rows_, num_output_,
-                  input_size_, 1.0f, bottom[0]->gpu_data(), blobs_[0]->gpu_data(), 0.0f, output);
-  if (bias_term_) {
-    math::gpu::gemm(Transpose::kNo, Transpose::kNo, rows_, num_output_, 1, 1.0f, device_ones(),
-                    blobs_[1]->gpu_data(), 1.0f, output);
-  }
-}
-
-void InnerProductLayer::backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                                     const BlobVec& bottom) {
-  if (rows_ == 0) return;
-  const float* output_diff = top[0]->gpu_diff();
-  if (param_propagate_down(0)) {
-    const float* input = bottom[0]->gpu_data();
-    float* weight_diff = blobs_[0]->mutable_gpu_diff();
-    if (transpose_) {
-      math::gpu::gemm(Transpose::kYes, Transpose::kNo, input_size_, num_output_, rows_, 1.0f, input,
-                      output_diff, 1.0f, weight_diff);
-    } else {
-      math::gpu::gemm(Transpose::kYes, Transpose::kNo, num_output_, input_size_, rows_, 1.0f,
-                      output_diff, input, 1.0f, weight_diff);
-    }
-  }
-  if (bias_term_ && param_propagate_down(1)) {
-    math::gpu::gemv(Transpose::kYes, rows_, num_output_, 1.0f, output_diff, device_ones(), 1.0f,
-                    blobs_[1]->mutable_gpu_diff());
-  }
-  if (propagate_down[0]) {
-    math::gpu::gemm(Transpose::kNo, transpose_ ? Transpose::kYes : Transpose::kNo, rows_,
-                    input_size_, num_output_, 1.0f, output_diff, blobs_[0]->gpu_data(), 0.0f,
-                    bottom[0]->mutable_gpu_diff());
-  }
-}
-#endif
 
 void register_inner_product_layer(LayerRegistry& registry) {
   add_layer<InnerProductLayer>(registry, "InnerProduct");

@@ -11,6 +11,7 @@
 
 #include <vector>
 
+#include "core/math_on.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/layer.hpp"
 
@@ -28,29 +29,36 @@ class InnerProductLayer : public Layer {
   int exact_num_top_blobs() const override { return 1; }
 
  protected:
-  void forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
+  // Both devices run the same products (math::on): CPU BLAS or cuBLAS.
+  void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    forward_on(Device::cpu(), bottom, top);
+  }
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override;
+                    const BlobVec& bottom) override {
+    backward_on(Device::cpu(), top, propagate_down, bottom);
+  }
 #ifdef XTRAIN_USE_CUDA
-  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
+  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    forward_on(device(), bottom, top);
+  }
   void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override;
+                    const BlobVec& bottom) override {
+    backward_on(device(), top, propagate_down, bottom);
+  }
 #endif
 
  private:
   int axis_checked(const Blob& input) const;
+  void forward_on(const Device& device, const BlobVec& bottom, const BlobVec& top);
+  void backward_on(const Device& device, const BlobVec& top,
+                   const std::vector<bool>& propagate_down, const BlobVec& bottom);
 
   int num_output_ = 0;  // N
   int input_size_ = 0;  // K
   int rows_ = 0;        // M
   bool bias_term_ = true;
   bool transpose_ = false;
-  std::vector<float> ones_;  // M ones, to add the bias by gemm
-#ifdef XTRAIN_USE_CUDA
-  const float* device_ones();
-  Blob device_ones_;  // the same M ones on the device, filled there on first use
-  bool device_ones_filled_ = false;
-#endif
+  math::Ones ones_;  // M ones, to add the bias by gemm
 };
 
 }  // namespace xtrain

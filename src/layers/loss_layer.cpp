@@ -5,7 +5,7 @@
 #include "xtrain/error.hpp"
 
 #ifdef XTRAIN_USE_CUDA
-#include "cuda/loss_kernels.hpp"
+#include "layers/loss_kernels.hpp"
 #endif
 
 namespace xtrain {

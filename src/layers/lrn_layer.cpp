@@ -48,7 +48,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_context.hpp"
 #include "cuda/cudnn_descriptors.hpp"
-#include "cuda/lrn_gpu_kernels.hpp"
+#include "layers/lrn_gpu_kernels.hpp"
 #include "xtrain/logging.hpp"
 #endif
 

@@ -19,9 +19,9 @@
 #include "xtrain/layer_registry.hpp"
 
 #ifdef XTRAIN_USE_CUDA
-#include "cuda/elementwise_kernels.hpp"
+#include "layers/elementwise_kernels.hpp"
 #include "cuda/math_gpu.hpp"
-#include "cuda/reduction_kernels.hpp"
+#include "layers/reduction_kernels.hpp"
 #endif
 
 namespace xtrain {

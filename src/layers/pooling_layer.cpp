@@ -9,7 +9,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_context.hpp"
 #include "cuda/cudnn_descriptors.hpp"
-#include "cuda/pooling_gpu_kernels.hpp"
+#include "layers/pooling_gpu_kernels.hpp"
 #endif
 
 namespace xtrain {

@@ -18,7 +18,7 @@
 #include "xtrain/layer_registry.hpp"
 
 #ifdef XTRAIN_USE_CUDA
-#include "cuda/reduction_kernels.hpp"
+#include "layers/reduction_kernels.hpp"
 #endif
 
 namespace xtrain {

@@ -18,8 +18,8 @@
 #include "xtrain/layer_registry.hpp"
 
 #ifdef XTRAIN_USE_CUDA
-#include "cuda/elementwise_kernels.hpp"
-#include "cuda/loss_kernels.hpp"
+#include "layers/elementwise_kernels.hpp"
+#include "layers/loss_kernels.hpp"
 #endif
 
 namespace xtrain {

@@ -19,7 +19,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_context.hpp"
 #include "cuda/cudnn_descriptors.hpp"
-#include "cuda/elementwise_kernels.hpp"
+#include "layers/elementwise_kernels.hpp"
 #endif
 
 namespace xtrain {

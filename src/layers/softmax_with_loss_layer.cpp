@@ -26,7 +26,7 @@
 #include "xtrain/layer_registry.hpp"
 
 #ifdef XTRAIN_USE_CUDA
-#include "cuda/loss_kernels.hpp"
+#include "layers/loss_kernels.hpp"
 #endif
 
 namespace xtrain {

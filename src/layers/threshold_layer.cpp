@@ -9,7 +9,7 @@
 #include "xtrain/layer_registry.hpp"
 
 #ifdef XTRAIN_USE_CUDA
-#include "cuda/elementwise_kernels.hpp"
+#include "layers/elementwise_kernels.hpp"
 #endif
 
 namespace xtrain {

@@ -1,7 +1,7 @@
 #include <cstdint>
 
 #include "core/reduction_terms.hpp"
-#include "cuda/batch_norm_gpu_kernels.hpp"
+#include "layers/batch_norm_gpu_kernels.hpp"
 #include "cuda/cuda_context.hpp"
 #include "cuda/grid_reduction.cuh"
 #include "cuda/kernel_launch.cuh"

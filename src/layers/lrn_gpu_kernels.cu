@@ -2,7 +2,7 @@
 
 #include "cuda/cuda_context.hpp"
 #include "cuda/kernel_launch.cuh"
-#include "cuda/lrn_gpu_kernels.hpp"
+#include "layers/lrn_gpu_kernels.hpp"
 #include "layers/lrn_math.hpp"
 
 namespace xtrain::cuda {

@@ -3,7 +3,7 @@
 // scattering them, so no two threads write one value). The index rules are
 // those of layers/im2col.hpp; col2im adds, from 0, in the CPU loop's order.
 #include "cuda/cuda_context.hpp"
-#include "cuda/im2col_kernels.hpp"
+#include "layers/im2col_kernels.hpp"
 #include "cuda/kernel_launch.cuh"
 
 namespace xtrain::cuda {

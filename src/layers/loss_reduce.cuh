@@ -17,7 +17,7 @@
 #include "core/reduction_terms.hpp"
 #include "cuda/cuda_context.hpp"
 #include "cuda/grid_reduction.cuh"
-#include "cuda/loss_kernels.hpp"
+#include "layers/loss_kernels.hpp"
 
 namespace xtrain::cuda {
 

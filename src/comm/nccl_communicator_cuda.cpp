@@ -6,7 +6,7 @@
 // enqueued; ncclCommGetAsyncError then reports ncclInProgress until it is,
 // ncclSuccess after, or the error. A collective is done when, in addition,
 // the stream it went on has finished (cudaStreamQuery == cudaSuccess).
-#include "cuda/nccl_communicator.hpp"
+#include "comm/nccl_communicator.hpp"
 
 #include "xtrain/error.hpp"
 

@@ -1,9 +1,9 @@
 // The kernels of Crop, Tile and Embed: copies through an index map, the sums
 // of their gradients with the Add functor, in the CPU loops' order.
-#include "cuda/copy_kernels.hpp"
+#include "layers/copy_kernels.hpp"
 #include "cuda/cuda_context.hpp"
 #include "cuda/kernel_launch.cuh"
-#include "cuda/loss_reduce.cuh"
+#include "layers/loss_reduce.cuh"
 #include "layers/embed_ops.hpp"
 
 namespace xtrain::cuda {

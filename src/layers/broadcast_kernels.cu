@@ -1,7 +1,7 @@
 // The kernels of Scale and Bias. Element j of an (outer, dim, inner) array
 // has d = (j / inner) % dim.
 #include "core/reduction_terms.hpp"
-#include "cuda/broadcast_kernels.hpp"
+#include "layers/broadcast_kernels.hpp"
 #include "cuda/cuda_context.hpp"
 #include "cuda/grid_reduction.cuh"
 #include "cuda/kernel_launch.cuh"

@@ -1,7 +1,7 @@
 // The Eltwise layer's kernels: the functors of src/layers/eltwise_ops.hpp over
 // kernel_launch.cuh's grid-stride loop, plus the two-output MAX sweeps.
 #include "cuda/cuda_context.hpp"
-#include "cuda/eltwise_kernels.hpp"
+#include "layers/eltwise_kernels.hpp"
 #include "cuda/kernel_launch.cuh"
 #include "layers/eltwise_ops.hpp"
 

@@ -1,7 +1,7 @@
 // The kernels of Reduction, MVN and ArgMax (functors: src/layers/reduction_ops.hpp).
 #include "cuda/cuda_context.hpp"
 #include "cuda/kernel_launch.cuh"
-#include "cuda/reduction_kernels.hpp"
+#include "layers/reduction_kernels.hpp"
 
 namespace xtrain::cuda {
 namespace {

@@ -5,7 +5,7 @@
 #include "core/elementwise_ops.hpp"
 #include "core/reduction_terms.hpp"
 #include "cuda/cuda_context.hpp"
-#include "cuda/elementwise_kernels.hpp"
+#include "layers/elementwise_kernels.hpp"
 #include "cuda/grid_reduction.cuh"
 #include "cuda/kernel_launch.cuh"
 

@@ -1,4 +1,4 @@
-#include "cuda/cudnn_convolution.hpp"
+#include "layers/cudnn_convolution.hpp"
 
 #include <algorithm>
 #include <utility>

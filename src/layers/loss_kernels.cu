@@ -1,8 +1,8 @@
 // The kernels of the loss layers: a per-position term (src/layers/loss_ops.hpp)
 // summed by loss_reduce.cuh, Accuracy's per-class counts, and elementwise
 // gradients.
-#include "cuda/loss_kernels.hpp"
-#include "cuda/loss_reduce.cuh"
+#include "layers/loss_kernels.hpp"
+#include "layers/loss_reduce.cuh"
 #include "layers/loss_ops.hpp"
 
 namespace xtrain::cuda {

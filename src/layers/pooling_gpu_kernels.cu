@@ -3,7 +3,7 @@
 
 #include "cuda/cuda_context.hpp"
 #include "cuda/kernel_launch.cuh"
-#include "cuda/pooling_gpu_kernels.hpp"
+#include "layers/pooling_gpu_kernels.hpp"
 
 namespace xtrain::cuda {
 namespace {

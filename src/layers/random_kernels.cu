@@ -2,7 +2,7 @@
 // one thread per Philox block of four elements, grid-stride.
 #include "cuda/cuda_context.hpp"
 #include "cuda/kernel_launch.cuh"
-#include "cuda/random_kernels.hpp"
+#include "layers/random_kernels.hpp"
 
 namespace xtrain::cuda {
 namespace {
