@@ -10,7 +10,9 @@ namespace xtrain {
 
 enum class LogSeverity { kInfo = 0, kWarning = 1, kError = 2 };
 
-// Messages below this severity are dropped (default: kInfo, i.e. all).
+// Messages below this severity are dropped (default: kInfo, i.e. all, or
+// what the environment's GLOG_minloglevel says, as glog reads it: 1 drops
+// INFO, 2 and 3 drop INFO and WARNING).
 XTRAIN_API void set_min_log_severity(LogSeverity severity);
 XTRAIN_API LogSeverity min_log_severity();
 // The same for the calling thread only, on top of the process's setting (the

@@ -4,6 +4,7 @@
 
 #include "bindings.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/logging.hpp"
 
 namespace xtrain::python {
 namespace {
@@ -54,6 +55,20 @@ void bind_mode(pybind11::module_& module) {
       "Seed the random streams (fillers, dropout, shuffling) of nets and solvers made from "
       "now on.");
   module.def("cuda_compiled_in", &cuda_compiled_in, "Whether this build has the CUDA backend.");
+  module.def(
+      "set_log_level",
+      [](int level) {
+        XTRAIN_CHECK(level >= 0 && level <= 3, "set_log_level(", level,
+                     "): the level is glog's: 0 everything, 1 warnings and errors, 2 or 3 "
+                     "errors only");
+        set_min_log_severity(static_cast<LogSeverity>(level > 2 ? 2 : level));
+      },
+      pybind11::arg("level"),
+      "Which of xtrain's log lines reach stderr, in glog's numbers (as GLOG_minloglevel, which "
+      "is read at import): 0 all, 1 warnings and errors, 2 errors only.");
+  module.def(
+      "log_level", [] { return static_cast<int>(min_log_severity()); },
+      "The level set_log_level set (or GLOG_minloglevel gave).");
 }
 
 }  // namespace xtrain::python

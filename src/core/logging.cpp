@@ -6,12 +6,27 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 
 namespace xtrain {
 namespace {
-std::atomic<int> g_min_severity{static_cast<int>(LogSeverity::kInfo)};
+
+// glog's GLOG_minloglevel, which Caffe's users set to quiet the tools and
+// pycaffe (0 INFO, 1 WARNING, 2 ERROR, 3 FATAL: errors are still shown, as a
+// tool's last word must be).
+int severity_from_environment() {
+  const char* value = std::getenv("GLOG_minloglevel");
+  if (value == nullptr || *value < '0' || *value > '9' || value[1] != '\0') {
+    return static_cast<int>(LogSeverity::kInfo);
+  }
+  const int level = *value - '0';
+  return level > static_cast<int>(LogSeverity::kError) ? static_cast<int>(LogSeverity::kError)
+                                                       : level;
+}
+
+std::atomic<int> g_min_severity{severity_from_environment()};
 thread_local int t_min_severity = static_cast<int>(LogSeverity::kInfo);
 
 const char* base_name(const char* path) {

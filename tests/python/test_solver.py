@@ -193,3 +193,32 @@ def test_ctrl_c_stops_training_after_the_iteration_and_raises(write, tmp_path):
     timer.join()
     assert 0 < solver.iter < 100000000
     solver.step(1)  # the solver is still usable
+
+
+def test_the_log_level_follows_glog_numbers_and_quiets_training(write, tmp_path):
+    """set_log_level (and GLOG_minloglevel, read at import, as pycaffe users
+    set it) decides which log lines reach stderr: the C++ writes them, so a
+    child process shows what the terminal would."""
+    import subprocess
+    import sys
+
+    path = solver_file(write, tmp_path)
+    script = (
+        "import xtrain\n"
+        "print(xtrain.log_level())\n"
+        "xtrain.set_log_level(LEVEL)\n"
+        "print(xtrain.log_level())\n"
+        "xtrain.SGDSolver(%r)\n" % str(path)
+    )
+    without_glog = {k: v for k, v in os.environ.items() if k != "GLOG_minloglevel"}
+    quiet = subprocess.run([sys.executable, "-c", script.replace("LEVEL", "1")],
+                           capture_output=True, text=True,
+                           env=dict(without_glog, GLOG_minloglevel="2"), check=True)
+    assert quiet.stdout.split() == ["2", "1"]
+    assert "Initializing solver" not in quiet.stderr  # an INFO line
+    loud = subprocess.run([sys.executable, "-c", script.replace("LEVEL", "0")],
+                          capture_output=True, text=True, env=without_glog, check=True)
+    assert loud.stdout.split() == ["0", "0"]
+    assert "Initializing solver" in loud.stderr
+    with pytest.raises(xtrain.XtrainError, match="glog"):
+        xtrain.set_log_level(7)
