@@ -23,6 +23,8 @@ PACKAGES=(
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   libhdf5-dev
   zlib1g-dev
+  # convert_annoset reads Pascal VOC XML and COCO JSON annotations with them.
+  libtinyxml2-dev nlohmann-json3-dev
   dataset-fashion-mnist
 )
 # ...and, without --run, the rest: what the tests need, and the optional
