@@ -266,7 +266,9 @@ TEST(AnnotatedDataLayer, RecordsWithoutTypeGiveOneLabelPerImage) {
   EXPECT_EQ(tops.labels(), (std::vector<float>{17, 17}));
 }
 
-TEST(AnnotatedDataLayer, RunsInANetAsTheBoxCountChanges) {
+// On each device: a layer computing on the label rows (Power doubles them)
+// sees each batch's rows, however many, where the net runs.
+XTRAIN_DEVICE_TEST(AnnotatedDataLayerInANet, NextLayersSeeEveryBatchsRows) {
   TempDir dir("annotated_data");
   const std::string db = three_records(dir);
   NetParameter net;
@@ -275,15 +277,25 @@ TEST(AnnotatedDataLayer, RunsInANetAsTheBoxCountChanges) {
       "'" +
           db +
           "' backend: LMDB batch_size: 2 } include { phase: TRAIN } } "
-          "layer { name: 'flat' type: 'Flatten' bottom: 'label' top: 'rows' } "
-          "layer { name: 'quiet' type: 'Silence' bottom: 'data' bottom: 'rows' }",
+          "layer { name: 'double' type: 'Power' bottom: 'label' top: 'doubled' "
+          "power_param { scale: 2 } } "
+          "layer { name: 'quiet' type: 'Silence' bottom: 'data' bottom: 'doubled' }",
       &net);
   net.mutable_state()->set_phase(TRAIN);
   Net built(net, testing::net_options());
-  const std::vector<int> rows = {2, 3, 1};  // records (0, 1), (2, 0), (1, 2)
-  for (int rows_expected : rows) {
+  // Records (0, 1), (2, 0), (1, 2): 2 + 0, 1 + 2 and 0 + 1 boxes.
+  const std::vector<std::vector<float>> rows = {
+      {0, 1, 0, 0.1f, 0.2f, 0.5f, 0.6f, 0, 0, 2, 0, 0.5f, 0.5f, 1, 1, 0},
+      {0,    1,    0,    0, 0.25f, 0.5f, 0.75f, 1,    1,    1, 0, 0.1f,
+       0.2f, 0.5f, 0.6f, 0, 1,     2,    0,     0.5f, 0.5f, 1, 1, 0},
+      {1, 1, 0, 0, 0.25f, 0.5f, 0.75f, 1}};
+  for (const std::vector<float>& expected : rows) {
     built.forward();
-    EXPECT_EQ(built.blob_by_name("rows")->count(), static_cast<std::size_t>(8 * rows_expected));
+    const Blob& doubled = *built.blob_by_name("doubled");
+    ASSERT_EQ(doubled.count(), expected.size());
+    for (std::size_t v = 0; v < expected.size(); ++v) {
+      EXPECT_FLOAT_EQ(doubled.cpu_data()[v], 2 * expected[v]) << v;
+    }
   }
 }
 
