@@ -154,6 +154,16 @@ TEST_F(ConvertAnnoset, CocoJsonListsTheImagesAndItsCategories) {
   const AnnotatedDatum& b = records[1].record;
   EXPECT_EQ(b.annotation_group(0).group_label(), 1);
   expect_box(b.annotation_group(0).annotation(0), 0.1f, 0.2f, 0.4f, 0.6f);
+
+  // SSD's labelmap_coco names the classes by category id.
+  dir_.write("by_id.prototxt", "item { name: '17' label: 5 } item { name: '18' label: 6 }");
+  ASSERT_EQ(
+      convert("--label_type=coco --label_map_file=" + dir_.file("by_id.prototxt"), json, "by_id_db")
+          .exit_code,
+      0);
+  const std::vector<StoredAnnotated> by_id = read_annotated(dir_.file("by_id_db"));
+  EXPECT_EQ(by_id[0].record.annotation_group(0).group_label(), 6);
+  EXPECT_EQ(by_id[1].record.annotation_group(0).group_label(), 5);
 }
 
 TEST_F(ConvertAnnoset, MalformedAnnotationsNameTheFileTheLineAndTheFix) {

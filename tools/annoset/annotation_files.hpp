@@ -21,6 +21,7 @@ namespace xtrain::annoset {
 // One object as an annotation file gives it.
 struct ObjectBox {
   std::string name;  // class name (VOC, COCO) or the YOLO names file's line
+  std::string id;    // COCO: the category id, by which SSD's COCO label map names classes
   float xmin = 0, ymin = 0, xmax = 0, ymax = 0;  // pixels, or fractions if `normalized`
   bool difficult = false;
   std::string where;  // "file:line" or "file: annotations[3]", for errors
@@ -45,8 +46,9 @@ ImageObjects read_yolo_text(const std::string& path, const std::vector<std::stri
 std::vector<std::string> read_class_names(const std::string& path);
 
 // A COCO instances file: its images, in the file's order, with their objects
-// (bbox [x, y, width, height] in pixels; iscrowd regions count as difficult),
-// and its category names in id order.
+// (bbox [x, y, width, height] in pixels; iscrowd regions count as difficult;
+// named by category name, and by category id for SSD's labelmap_coco, whose
+// names are the ids), and its category names in id order.
 struct CocoImage {
   std::string file_name;
   ImageObjects objects;
@@ -66,8 +68,9 @@ class LabelLookup {
   // Label 0 "background", then the names in order as 1, 2, ...
   static LabelLookup from_names(const std::vector<std::string>& names);
 
-  // Throws naming `where` for a name the map lacks.
-  int label_of(const std::string& name, const std::string& where) const;
+  // The label of `name`, else of `id` (when not empty); throws naming
+  // `where` when the map has neither.
+  int label_of(const std::string& name, const std::string& id, const std::string& where) const;
   const LabelMap& map() const { return map_; }
 
  private:

@@ -104,6 +104,7 @@ CocoDataset read_coco_json(const std::string& path) {
     ObjectBox box;
     box.where = where + ".bbox";
     box.name = category->second;
+    box.id = std::to_string(category_id);
     box.xmin = bbox[0].get<float>();
     box.ymin = bbox[1].get<float>();
     box.xmax = box.xmin + bbox[2].get<float>();

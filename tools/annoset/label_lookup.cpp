@@ -45,9 +45,12 @@ LabelLookup LabelLookup::from_names(const std::vector<std::string>& names) {
   return lookup;
 }
 
-int LabelLookup::label_of(const std::string& name, const std::string& where) const {
-  const auto found = labels_.find(name);
-  XTRAIN_CHECK(found != labels_.end(), where, ": the class \"", name, "\" is not in ", source_,
+int LabelLookup::label_of(const std::string& name, const std::string& id,
+                          const std::string& where) const {
+  auto found = labels_.find(name);
+  if (found == labels_.end() && !id.empty()) found = labels_.find(id);
+  XTRAIN_CHECK(found != labels_.end(), where, ": the class \"", name, "\"",
+               id.empty() ? std::string() : " (id " + id + ")", " is not in ", source_,
                "; add an item { name: \"", name, "\" label: N } or fix the name");
   return found->second;
 }
@@ -64,7 +67,7 @@ void add_objects(const ImageObjects& objects, int width, int height, const Label
     XTRAIN_CHECK(object.xmin <= object.xmax && object.ymin <= object.ymax, object.where,
                  ": the box (", object.xmin, ", ", object.ymin, ") - (", object.xmax, ", ",
                  object.ymax, ") has xmin > xmax or ymin > ymax; swap the corners");
-    const int label = labels.label_of(object.name, object.where);
+    const int label = labels.label_of(object.name, object.id, object.where);
     AnnotationGroup* group = nullptr;
     for (AnnotationGroup& existing : *record->mutable_annotation_group()) {
       if (existing.group_label() == label) group = &existing;
