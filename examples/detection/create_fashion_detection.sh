@@ -16,9 +16,12 @@ if [ -d "$OUT/train_lmdb" ] || [ -d "$OUT/test_lmdb" ]; then
   exit 0
 fi
 python3 examples/detection/make_fashion_detection.py --out "$OUT" "$@"
+# Pascal VOC files, or YOLO's with --format yolo.
+FORMAT=(--label_type=xml)
+if [ ! -d "$OUT/annotations" ]; then FORMAT=(--label_type=yolo --yolo_names="$OUT/classes.names"); fi
 for split in train test; do
   # The PNGs are stored as they are (--encoded); the layer decodes them as
   # 1-channel images (force_color in transform_param makes them 3-channel).
-  "$CONVERT" --encoded --shuffle --label_type=xml --label_map_file="$OUT/labelmap.prototxt" \
+  "$CONVERT" --encoded --shuffle "${FORMAT[@]}" --label_map_file="$OUT/labelmap.prototxt" \
     --check_label "$OUT/" "$OUT/$split.txt" "$OUT/${split}_lmdb"
 done
