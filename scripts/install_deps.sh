@@ -23,7 +23,9 @@ PACKAGES=(
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   libhdf5-dev
   zlib1g-dev
-  nlohmann-json3-dev  # the metrics file (libxtrain_reporting)
+  # JSON: the metrics file (libxtrain_reporting) and COCO annotations;
+  # XML: Pascal VOC annotations (convert_annoset).
+  nlohmann-json3-dev libtinyxml2-dev
   dataset-fashion-mnist
 )
 # ...and, without --run, the rest: what the tests need, and the optional

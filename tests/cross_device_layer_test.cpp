@@ -396,8 +396,9 @@ std::vector<CrossDeviceCase> all_cases() {
 }
 
 // Layer types that read or write files or user arrays, or compute nothing.
-const std::set<std::string> kNotCompared = {"Data",       "ImageData",  "HDF5Data",
-                                            "HDF5Output", "MemoryData", "Input"};
+const std::set<std::string> kNotCompared = {"Data",       "AnnotatedData", "ImageData",
+                                            "HDF5Data",   "HDF5Output",    "MemoryData",
+                                            "Input"};
 
 class CrossDeviceLayerTest : public testing::DeviceTestWithParam<CrossDeviceCase> {};
 

@@ -27,7 +27,7 @@ void DataLayer::check_parameters() const {
   }
 }
 
-void DataLayer::layer_setup(const BlobVec&, const BlobVec& top) {
+void DataLayer::open_database() {
   check_parameters();
   const DataParameter& data = param_.data_param();
   batch_size_ = static_cast<int>(data.batch_size());
@@ -39,9 +39,14 @@ void DataLayer::layer_setup(const BlobVec&, const BlobVec& top) {
     throw Error(where() + ": " + error.what());
   }
   XTRAIN_CHECK(database_->num_records() > 0, where(), ": LMDB '", source_,
-               "' is empty (0 records); fill it with convert_mnist_data or convert_imageset");
+               "' is empty (0 records); fill it with convert_mnist_data, convert_imageset or "
+               "convert_annoset");
   XLOG(INFO) << "Opened lmdb " << source_;
   cursor_ = std::make_unique<LmdbCursor>(database_);
+}
+
+void DataLayer::layer_setup(const BlobVec&, const BlobVec& top) {
+  open_database();
 
   transformer_ = std::make_unique<DataTransformer>(param_.transform_param(), phase(), where());
   Datum first;

@@ -40,19 +40,24 @@ class DataLayer : public PrefetchingDataLayer {
   const char* type() const override { return "Data"; }
 
  protected:
+  // Checks data_param and opens its LMDB, with the cursor on the first
+  // record; shared with the layers that read other records from an LMDB.
+  void open_database();
+
   void start_reading() override;
   void read_record(Record& record) override;
   void skip_records(std::uint64_t count) override;
   void decode_record(const Record& record, Worker& worker, float* data,
                      float* label) const override;
 
+  std::shared_ptr<LmdbDatabase> database_;
+  std::unique_ptr<LmdbCursor> cursor_;  // the reader thread's once it runs
+  std::string source_;
+
  private:
   void check_parameters() const;
   void advance_cursor();
 
-  std::shared_ptr<LmdbDatabase> database_;
-  std::unique_ptr<LmdbCursor> cursor_;  // the reader thread's once it runs
-  std::string source_;
   DatumShape record_shape_;  // of the first record, decoded
 };
 

@@ -41,17 +41,56 @@ void PrefetchingDataLayer::allocate_batches(const DatumShape& output_shape, cons
   for (unsigned i = 0; i < data.prefetch() + 1; ++i) {
     auto batch = std::make_unique<Batch>();
     batch->data.reshape(data_shape_);
-    batch->labels.reshape(std::vector<int>{batch_size_});
+    batch->labels.reshape(label_row_values_ > 0 ? label_rows_shape(1)
+                                                : std::vector<int>{batch_size_});
     batch->records.resize(static_cast<std::size_t>(batch_size_));
+    if (label_row_values_ > 0) batch->item_label_rows.resize(batch->records.size());
     recycle(batch.get());
     batches_.push_back(std::move(batch));
   }
   reshape({}, top);
 }
 
+void PrefetchingDataLayer::output_label_rows(int values) {
+  XTRAIN_ASSERT(values > 0 && batches_.empty(), "label rows set after allocate_batches");
+  label_row_values_ = values;
+}
+
+std::vector<int> PrefetchingDataLayer::label_rows_shape(int rows) const {
+  return {1, 1, rows, 1 + label_row_values_};
+}
+
 void PrefetchingDataLayer::reshape(const BlobVec&, const BlobVec& top) {
   top[0]->reshape(data_shape_);
-  if (output_labels_) top[1]->reshape(std::vector<int>{batch_size_});
+  if (!output_labels_) return;
+  if (label_row_values_ == 0) {
+    top[1]->reshape(std::vector<int>{batch_size_});
+  } else {
+    top[1]->reshape(in_use_ != nullptr ? in_use_->labels.shape() : label_rows_shape(1));
+  }
+}
+
+// Main thread: the rows' count is known only once every item is decoded,
+// and the label blob is reshaped where its device copy is used.
+void PrefetchingDataLayer::gather_label_rows(Batch& batch) const {
+  std::size_t rows = 0;
+  for (const std::vector<float>& item : batch.item_label_rows) rows += item.size();
+  rows /= static_cast<std::size_t>(label_row_values_);
+  batch.labels.reshape(label_rows_shape(std::max<int>(1, static_cast<int>(rows))));
+  float* out = batch.labels.mutable_cpu_data();
+  if (rows == 0) {
+    std::fill(out, out + batch.labels.count(), -1.0f);
+    return;
+  }
+  for (std::size_t item = 0; item < batch.item_label_rows.size(); ++item) {
+    const std::vector<float>& values = batch.item_label_rows[item];
+    for (std::size_t start = 0; start < values.size();
+         start += static_cast<std::size_t>(label_row_values_)) {
+      *out++ = static_cast<float>(item);
+      out =
+          std::copy_n(values.begin() + static_cast<std::ptrdiff_t>(start), label_row_values_, out);
+    }
+  }
 }
 
 // Main thread only: the pointers are taken here so that a device-side head
@@ -62,7 +101,8 @@ void PrefetchingDataLayer::recycle(Batch* batch) {
   // waits for this point of the stream.
   if (device().is_gpu()) batch->released_by_net.record();
   batch->data_ptr = batch->data.mutable_cpu_data();
-  batch->label_ptr = output_labels_ ? batch->labels.mutable_cpu_data() : nullptr;
+  batch->label_ptr =
+      output_labels_ && label_row_values_ == 0 ? batch->labels.mutable_cpu_data() : nullptr;
   free_batches_.push(batch);
 }
 
@@ -245,7 +285,7 @@ void PrefetchingDataLayer::copy_to_device(Batch& batch) const {
     use_device(device());
     batch.released_by_net.make_this_thread_wait();
     batch.data.gpu_data();
-    if (output_labels_) batch.labels.gpu_data();
+    if (output_labels_ && label_row_values_ == 0) batch.labels.gpu_data();
     batch.uploaded.record();
   } catch (const std::exception& caught) {
     batch.error = where() + ": copying a batch to " + device().to_string() + ": " + caught.what();
@@ -254,12 +294,18 @@ void PrefetchingDataLayer::copy_to_device(Batch& batch) const {
 
 void PrefetchingDataLayer::decode_item(Batch& batch, int item, Worker& worker) const {
   const std::uint64_t record_index = batch.first_record + static_cast<std::uint64_t>(item);
-  if (transformer_->uses_random()) {
+  if (augments_at_random()) {
     worker.random.reseed(derive_seed(record_seed_, "record", record_index));
   }
+  worker.label_rows.clear();
   decode_record(batch.records[static_cast<std::size_t>(item)], worker,
                 batch.data_ptr + static_cast<std::size_t>(item) * image_size_,
                 batch.label_ptr != nullptr ? batch.label_ptr + item : nullptr);
+  if (label_row_values_ > 0) {
+    XTRAIN_ASSERT(worker.label_rows.size() % static_cast<std::size_t>(label_row_values_) == 0,
+                  "a record gave a partial label row");
+    batch.item_label_rows[static_cast<std::size_t>(item)].swap(worker.label_rows);
+  }
 }
 
 void PrefetchingDataLayer::forward_cpu(const BlobVec&, const BlobVec& top) {
@@ -286,6 +332,10 @@ void PrefetchingDataLayer::forward_cpu(const BlobVec&, const BlobVec& top) {
   // The net's kernels, queued after this, run once the upload has.
   if (device().is_gpu()) batch->uploaded.make_this_thread_wait();
   top[0]->share_data(batch->data);
+  if (output_labels_ && label_row_values_ > 0) {
+    gather_label_rows(*batch);
+    top[1]->reshape(batch->labels.shape());
+  }
   if (output_labels_) top[1]->share_data(batch->labels);
   // The previous batch is free only now that no top points at it.
   if (in_use_ != nullptr) recycle(in_use_);

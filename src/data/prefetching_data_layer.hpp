@@ -1,7 +1,10 @@
-// PrefetchingDataLayer: the batch pipeline shared by Data and ImageData.
+// PrefetchingDataLayer: the batch pipeline shared by Data, ImageData and AnnotatedData.
 //
 // Tops: data (batch_size, C, H', W'), the transformed images; optionally
-// label (batch_size), the records' labels as floats.
+// label (batch_size), the records' labels as floats, or, for a layer that
+// outputs label rows (AnnotatedData's boxes), (1, 1, R, 1 + V): the R rows of
+// V values its records gave, each prefixed with its image's index in the
+// batch, in batch order; one row of -1 when no record gave a row (as SSD).
 //
 // Three kinds of thread cooperate so the net never waits for input:
 //   - the reader (one thread) takes records from the source in order (an
@@ -97,11 +100,19 @@ class PrefetchingDataLayer : public Layer, public DataWaitReporter {
     RandomStream random;
     Datum datum;
     DataTransformer::Scratch scratch;
+    std::vector<float> label_rows;  // label-row layers: this record's rows
   };
 
   // For the subclass's layer_setup, once it knows the images' shape (after
   // the transform): creates the batch buffers and shapes the tops.
   void allocate_batches(const DatumShape& output_shape, const BlobVec& top);
+  // Called before allocate_batches by a layer whose records give a variable
+  // number of label rows of `values` numbers each: decode_record then gets
+  // label == nullptr and appends its rows to worker.label_rows.
+  void output_label_rows(int values);
+  // Whether decode_record draws random numbers: only then is worker.random
+  // seeded for each record.
+  virtual bool augments_at_random() const { return transformer_->uses_random(); }
 
   // Main thread, at the first forward, before any record is read (rand_skip,
   // shuffling: anything drawn from the layer's random stream).
@@ -137,7 +148,8 @@ class PrefetchingDataLayer : public Layer, public DataWaitReporter {
     float* data_ptr = nullptr;  // taken on the main thread, written by the workers
     float* label_ptr = nullptr;
     std::vector<Record> records;
-    std::uint64_t first_record = 0;  // index of item 0 in the source's order
+    std::vector<std::vector<float>> item_label_rows;  // label-row layers, per item
+    std::uint64_t first_record = 0;                   // index of item 0 in the source's order
     // Guarded by work_mutex_:
     int claimed = 0;     // items handed to workers
     int finished = 0;    // items done (or abandoned after an error)
@@ -156,8 +168,11 @@ class PrefetchingDataLayer : public Layer, public DataWaitReporter {
   void decode_item(Batch& batch, int item, Worker& worker) const;
   void copy_to_device(Batch& batch) const;
   void recycle(Batch* batch);
+  void gather_label_rows(Batch& batch) const;
+  std::vector<int> label_rows_shape(int rows) const;
 
   std::vector<int> data_shape_;
+  int label_row_values_ = 0;    // 0: one label per item
   std::size_t image_size_ = 0;  // values per transformed image
   int decode_threads_ = 1;
   int items_per_claim_ = 1;

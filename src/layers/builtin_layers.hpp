@@ -15,6 +15,7 @@ class LayerRegistry;
   /* data */ \
   X(input) \
   X(data) \
+  X(annotated_data) \
   X(image_data) \
   X(memory_data) \
   X(hdf5_data) \

@@ -221,6 +221,7 @@ TEST_P(SingleFileToolHelp, ListsItsUsageAndExactlyItsOwnFlags) {
 INSTANTIATE_TEST_SUITE_P(
     Tools, SingleFileToolHelp,
     ::testing::Values(SingleFileTool{"convert_imageset", "ROOTFOLDER/ LISTFILE DB_NAME"},
+                      SingleFileTool{"convert_annoset", "ROOTFOLDER/ LISTFILE DB_NAME"},
                       SingleFileTool{"compute_mean", "INPUT_DB [OUTPUT_FILE]"},
                       SingleFileTool{"convert_mnist_data", "IMAGES LABELS DB"},
                       SingleFileTool{"idx_to_images", "IMAGES LABELS OUTPUT_DIR"}),
