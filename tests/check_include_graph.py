@@ -46,6 +46,8 @@ CUDA_FILES_OF_OTHER_MODULES = {
     "clip_swish_kernels.cu": "layers",
     "copy_kernels.cu": "layers",
     "copy_kernels.hpp": "layers",
+    "detection_kernels.cu": "layers",
+    "detection_kernels.hpp": "layers",
     "cudnn_convolution.cpp": "layers",
     "cudnn_convolution.hpp": "layers",
     "elementwise_kernels.cu": "layers",

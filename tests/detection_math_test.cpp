@@ -59,11 +59,8 @@ TEST(BoxCodingTest, UnitVarianceIsTheVarianceEncodedInTheTarget) {
 
 // b0 and b1 overlap by 0.9, b0 and b2 by exactly 0.5, b3 is apart, b4 is
 // below the score threshold.
-const std::vector<NormalizedBox> kBoxes = {{0, 0, 1, 1},
-                                           {0, 0, 1, 0.9f},
-                                           {0, 0, 0.5f, 1},
-                                           {2, 2, 3, 3},
-                                           {0, 0, 1, 1}};
+const std::vector<NormalizedBox> kBoxes = {
+    {0, 0, 1, 1}, {0, 0, 1, 0.9f}, {0, 0, 0.5f, 1}, {2, 2, 3, 3}, {0, 0, 1, 1}};
 const std::vector<float> kScores = {0.9f, 0.85f, 0.8f, 0.7f, 0.05f};
 
 TEST(NonMaximumSuppressionTest, KeepsBoxesOverlappingKeptOnesByAtMostTheThreshold) {
@@ -173,12 +170,12 @@ TEST(AveragePrecisionTest, NoDetectionsOrNoBoxesGiveZero) {
 TEST(AveragePrecisionTest, EvaluationAveragesEveryClassWithBoxesOverBatches) {
   DetectionEvaluation evaluation;
   // Batch 1: class 1 has 2 boxes, class 2 has 1; a hit and a miss of class 1.
-  const std::vector<float> first = {-1, 1, 2, -1, -1, -1, 2, 1, -1, -1,
-                                    0,  1, 0.9f, 1, 0, 0, 1, 0.4f, 0, 1};
+  const std::vector<float> first = {-1, 1, 2,    -1, -1, -1, 2, 1,    -1, -1,
+                                    0,  1, 0.9f, 1,  0,  0,  1, 0.4f, 0,  1};
   // Batch 2: class 1 has 2 more boxes and one hit; a difficult match (0, 0)
   // that does not count; class 2 detects nothing.
-  const std::vector<float> second = {-1, 1, 2, -1, -1, -1, 2, 0, -1, -1,
-                                     0,  1, 0.8f, 1, 0, 0, 1, 0.95f, 0, 0};
+  const std::vector<float> second = {-1, 1, 2,    -1, -1, -1, 2, 0,     -1, -1,
+                                     0,  1, 0.8f, 1,  0,  0,  1, 0.95f, 0,  0};
   evaluation.add_rows(first.data(), 4);
   evaluation.add_rows(second.data(), 4);
   // Class 1, ranked 0.9 TP, 0.8 TP, 0.4 FP with 4 boxes: Integral AP = 1/2.

@@ -14,13 +14,11 @@ ApVersion parse_ap_version(const std::string& name, const std::string& field) {
               "\"; use \"11point\" (VOC2007), \"MaxIntegral\" (VOC2012) or \"Integral\"");
 }
 
-float average_precision(std::vector<RankedDetection> detections, int positives,
-                        ApVersion version) {
+float average_precision(std::vector<RankedDetection> detections, int positives, ApVersion version) {
   if (detections.empty() || positives <= 0) return 0;
-  std::stable_sort(detections.begin(), detections.end(),
-                   [](const RankedDetection& a, const RankedDetection& b) {
-                     return a.score > b.score;
-                   });
+  std::stable_sort(
+      detections.begin(), detections.end(),
+      [](const RankedDetection& a, const RankedDetection& b) { return a.score > b.score; });
   const std::size_t n = detections.size();
   std::vector<float> precision(n);
   std::vector<float> recall(n);
@@ -83,9 +81,8 @@ float DetectionEvaluation::mean_average_precision(ApVersion version,
   float sum = 0;
   for (const auto& [label, positives] : positives_) {
     const auto found = detections_.find(label);
-    const float ap = found == detections_.end()
-                         ? 0.0f
-                         : average_precision(found->second, positives, version);
+    const float ap =
+        found == detections_.end() ? 0.0f : average_precision(found->second, positives, version);
     if (per_class) (*per_class)[label] = ap;
     sum += ap;
   }

@@ -17,8 +17,7 @@ int rows_of(const Blob& blob, int width, const char* what, const std::string& wh
 
 }  // namespace
 
-PriorBoxes read_priors(const Blob& priors, const std::string& where,
-                       const std::string& blob_name) {
+PriorBoxes read_priors(const Blob& priors, const std::string& where, const std::string& blob_name) {
   XTRAIN_CHECK(priors.num_axes() == 3 && priors.shape(0) == 1 && priors.shape(1) == 2 &&
                    priors.shape(2) > 0 && priors.shape(2) % 4 == 0,
                where, ": the priors ", blob_name, " have shape ", priors.shape_string(),
@@ -40,8 +39,8 @@ PriorBoxes read_priors(const Blob& priors, const std::string& where,
 GroundTruthByItem read_ground_truth(const Blob& ground_truth, int background_label,
                                     bool keep_difficult, const std::string& where,
                                     const std::string& blob_name) {
-  const int rows = rows_of(ground_truth, kGroundTruthWidth, "a ground-truth blob", where,
-                           blob_name);
+  const int rows =
+      rows_of(ground_truth, kGroundTruthWidth, "a ground-truth blob", where, blob_name);
   const float* data = ground_truth.cpu_data();
   GroundTruthByItem result;
   for (int r = 0; r < rows; ++r) {
@@ -53,8 +52,8 @@ GroundTruthByItem read_ground_truth(const Blob& ground_truth, int background_lab
     XTRAIN_CHECK(item >= 0 && gt.label >= 0, where, ": ground-truth row ", r, " of ", blob_name,
                  " has item ", row[0], " and label ", row[1],
                  "; both must be non-negative (item -1 marks an empty row)");
-    XTRAIN_CHECK(gt.label != background_label, where, ": ground-truth row ", r, " of ",
-                 blob_name, " (item ", item, ") carries the background label ", background_label,
+    XTRAIN_CHECK(gt.label != background_label, where, ": ground-truth row ", r, " of ", blob_name,
+                 " (item ", item, ") carries the background label ", background_label,
                  "; the data must not label boxes as background (check background_label_id "
                  "and the label map)");
     gt.box = NormalizedBox{row[3], row[4], row[5], row[6]};

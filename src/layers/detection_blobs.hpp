@@ -44,8 +44,7 @@ struct Detection {
 
 // `where` prefixes errors (the layer); `blob_name` names the bottom.
 // Throws unless the blob is 1 x 2 x (P * 4) with P > 0.
-PriorBoxes read_priors(const Blob& priors, const std::string& where,
-                       const std::string& blob_name);
+PriorBoxes read_priors(const Blob& priors, const std::string& where, const std::string& blob_name);
 
 // Throws unless the blob is N x 1 x G x 8 (SSD checks N = 1 and C = 1;
 // only the row width matters here, so any leading shape with G * 8 values

@@ -119,8 +119,8 @@ std::vector<int> mine_negatives(BoxMatches& matches, const std::vector<float>& l
   }
   int wanted = static_cast<int>(eligible.size());
   if (settings.type == MiningType::kMaxNegative) {
-    wanted = std::min(static_cast<int>(static_cast<float>(positives) * settings.neg_pos_ratio),
-                      wanted);
+    wanted =
+        std::min(static_cast<int>(static_cast<float>(positives) * settings.neg_pos_ratio), wanted);
   } else {
     wanted = std::min(settings.sample_size, wanted);
   }
@@ -131,8 +131,8 @@ std::vector<int> mine_negatives(BoxMatches& matches, const std::vector<float>& l
   if (settings.suppress) {
     std::vector<NormalizedBox> eligible_boxes;
     for (const int i : eligible) eligible_boxes.push_back(boxes[i]);
-    ranked = suppress_by_loss(eligible_boxes, eligible_loss, settings.nms_threshold,
-                              settings.nms_top_k);
+    ranked =
+        suppress_by_loss(eligible_boxes, eligible_loss, settings.nms_threshold, settings.nms_top_k);
   } else {
     ranked = indices_by_score(eligible_loss, -std::numeric_limits<float>::max(), -1);
   }

@@ -11,8 +11,7 @@ std::vector<int> indices_by_score(const std::vector<float>& scores, float thresh
   for (int i = 0; i < static_cast<int>(scores.size()); ++i) {
     if (scores[i] > threshold) order.push_back(i);
   }
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return scores[a] > scores[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return scores[a] > scores[b]; });
   if (top_k >= 0 && top_k < static_cast<int>(order.size())) order.resize(top_k);
   return order;
 }
@@ -20,8 +19,7 @@ std::vector<int> indices_by_score(const std::vector<float>& scores, float thresh
 std::vector<int> non_maximum_suppression(const std::vector<NormalizedBox>& boxes,
                                          const std::vector<float>& scores,
                                          const SuppressionSettings& settings) {
-  XTRAIN_ASSERT(boxes.size() == scores.size(), boxes.size(), " boxes, ", scores.size(),
-                " scores");
+  XTRAIN_ASSERT(boxes.size() == scores.size(), boxes.size(), " boxes, ", scores.size(), " scores");
   float threshold = settings.nms_threshold;
   std::vector<int> kept;
   for (const int candidate : indices_by_score(scores, settings.score_threshold, settings.top_k)) {
