@@ -2,6 +2,9 @@
 // testing. Snapshots and restoring live in solver_snapshot.cpp.
 #include "xtrain/solver.hpp"
 
+#include <map>
+
+#include "layers/average_precision.hpp"
 #include "solvers/gradient_buckets.hpp"
 #include "solvers/training_progress.hpp"
 #include "xtrain/data_wait.hpp"
@@ -25,6 +28,47 @@ void set_net_state(NetParameter* net_param, Phase phase, const NetState* solver_
   state.MergeFrom(net_param->state());
   if (solver_state != nullptr) state.MergeFrom(*solver_state);
   *net_param->mutable_state() = state;
+}
+
+// eval_type "detection" (the SSD fork): each test output holds
+// DetectionEvaluate's rows of 5; they are collected over the test's batches
+// and reported as the mean average precision, where Caffe averages values.
+bool evaluates_detection(const SolverParameter& param) {
+  XTRAIN_CHECK(param.eval_type() == "classification" || param.eval_type() == "detection",
+               "the solver's eval_type is \"", param.eval_type(),
+               "\"; use \"classification\" (average each test output) or \"detection\" "
+               "(mean average precision of DetectionEvaluate outputs)");
+  return param.eval_type() == "detection";
+}
+
+void collect_detection_rows(const Net& test_net,
+                            std::vector<detection::DetectionEvaluation>& evaluations) {
+  for (std::size_t j = 0; j < test_net.output_blobs().size(); ++j) {
+    const Blob& output = *test_net.output_blobs()[j];
+    const std::string& name = test_net.blob_names()[test_net.output_blob_indices()[j]];
+    XTRAIN_CHECK(output.num_axes() >= 1 && output.shape(output.num_axes() - 1) == 5,
+                 "eval_type \"detection\": the test net's output '", name, "' has shape ",
+                 output.shape_string(),
+                 "; every output must be DetectionEvaluate's rows of 5 (mark other tops as used, "
+                 "or set eval_type: \"classification\")");
+    evaluations[j].add_rows(output.cpu_data(), static_cast<int>(output.count() / 5));
+  }
+}
+
+void report_mean_average_precision(const Net& test_net,
+                                   const std::vector<detection::DetectionEvaluation>& evaluations,
+                                   detection::ApVersion version, bool per_class_lines,
+                                   Solver::TestResults& results) {
+  for (std::size_t j = 0; j < evaluations.size(); ++j) {
+    const std::string& name = test_net.blob_names()[test_net.output_blob_indices()[j]];
+    std::map<int, float> per_class;
+    const float mean_ap = evaluations[j].mean_average_precision(version, &per_class);
+    if (per_class_lines) {
+      for (const auto& [label, ap] : per_class) XLOG(INFO) << "class" << label << ": " << ap;
+    }
+    XLOG(INFO) << "    Test net output #" << j << ": " << name << " = " << mean_ap;
+    results.emplace_back(name, mean_ap);
+  }
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -124,8 +168,8 @@ void Solver::init_test_nets() {
   XTRAIN_CHECK(param_.test_state_size() == 0 || param_.test_state_size() == test_iters,
                "the solver has ", param_.test_state_size(), " test_state entries for ", test_iters,
                " test nets; give one test_state per test net, or none");
-  XTRAIN_CHECK(test_iters > 0 || param_.test_interval() == 0, "the solver sets test_interval: ",
-               param_.test_interval(),
+  XTRAIN_CHECK(test_iters > 0 || param_.test_interval() == 0,
+               "the solver sets test_interval: ", param_.test_interval(),
                " but no test_iter, so it would never test; add test_iter (the batches of one "
                "test pass, e.g. test set size / test batch size) or remove test_interval");
   if (test_iters == 0) return;
@@ -347,6 +391,11 @@ void Solver::test(int test_net_id) {
 
   const int batches = param_.test_iter(test_net_id);
   std::vector<double> sums;  // one per output element, over the batches
+  const bool detection = evaluates_detection(param_);
+  const detection::ApVersion ap_version =
+      detection ? detection::parse_ap_version(param_.ap_version(), "the solver's ap_version")
+                : detection::ApVersion::kIntegral;
+  std::vector<detection::DetectionEvaluation> evaluations(test_net.output_blobs().size());
   double loss = 0;
   for (int batch = 0; batch < batches; ++batch) {
     // Replicas agree on requests after each update; the root alone tests.
@@ -357,6 +406,10 @@ void Solver::test(int test_net_id) {
 
     const float batch_loss = test_net.forward();
     if (param_.test_compute_loss()) loss += batch_loss;
+    if (detection) {
+      collect_detection_rows(test_net, evaluations);
+      continue;
+    }
     std::size_t index = 0;
     for (const Blob* output : test_net.output_blobs()) {
       const float* values = output->cpu_data();
@@ -377,6 +430,12 @@ void Solver::test(int test_net_id) {
   TestResults& results = last_test_results_[test_net_id];
   results.clear();
   last_test_iter_ = iter_;
+  if (detection) {
+    report_mean_average_precision(test_net, evaluations, ap_version, param_.show_per_class_result(),
+                                  results);
+    record_test(test_net_id);
+    return;
+  }
   std::size_t index = 0;
   const BlobVec& outputs = test_net.output_blobs();
   for (std::size_t j = 0; j < outputs.size(); ++j) {
