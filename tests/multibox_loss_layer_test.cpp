@@ -84,6 +84,21 @@ XTRAIN_DEVICE_TEST_F(MultiBoxLossHandExample, NoNegativesWeightsAndNormalization
   EXPECT_NEAR(data_of(top)[0], (0.15f + 0.313262f + 0.554355f) / 2, 1e-5f);
 }
 
+XTRAIN_DEVICE_TEST_F(MultiBoxLossHandExample, HardExampleMiningKeepsTheLargestLosses) {
+  // Per-prior losses: p0 0.15 + 0.313262 (matched), p1 0.554355. One sample
+  // keeps p1 only: p0 is unmatched, so no location term and nothing to
+  // divide by (the normalizer stays 1).
+  EXPECT_NEAR(run("mining_type: HARD_EXAMPLE sample_size: 1"), 0.554355f, 1e-5f);
+  EXPECT_NEAR(run("mining_type: HARD_EXAMPLE sample_size: 2"), 0.15f + 0.313262f + 0.554355f,
+              1e-5f);
+}
+
+XTRAIN_DEVICE_TEST_F(MultiBoxLossHandExample, MatchingDecodedPredictions) {
+  // p0 decodes to (0.1, 0, 0.2, 1), IoU 0.2 with the box, still its best
+  // match; p1 decodes far off. The targets are still coded against p0.
+  EXPECT_NEAR(run("use_prior_for_matching: false"), 0.15f + 0.313262f + 0.554355f, 1e-5f);
+}
+
 XTRAIN_DEVICE_TEST_F(MultiBoxLossHandExample, PropagateDownFalseLeavesATermOutAsSsdDoes) {
   layer = make_layer(loss_layer("") +
                      " propagate_down: false propagate_down: true propagate_down: false "
