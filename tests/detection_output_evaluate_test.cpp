@@ -4,11 +4,13 @@
 // per-class positives rows.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "device_test_support.hpp"
 #include "layer_test_support.hpp"
+#include "tool_runner.hpp"
 
 namespace xtrain {
 namespace {
@@ -131,6 +133,41 @@ XTRAIN_DEVICE_TEST_F(DetectionEvaluateExample, AHigherOverlapThresholdMissesLoos
   const std::vector<float> out = evaluate("overlap_threshold: 0.97");
   EXPECT_EQ(std::vector<float>(out.begin() + 10, out.begin() + 20),
             (std::vector<float>{0, 1, 0.9f, 1, 0, 0, 1, 0.8f, 0, 1}));
+}
+
+XTRAIN_DEVICE_TEST(DetectionEvaluateLayerTest, NameSizeFileComparesInImagePixels) {
+  // A 1 x 1 % box and a detection on its right half. Normalized: IoU 0.5. In
+  // the 100 x 100 pixels of the file, counting both end pixels: the box is
+  // 2 x 2, the detection 1.5 x 2, IoU 0.75. At a threshold of 0.6 only the
+  // pixel comparison makes it a hit.
+  Blob detections({1, 1, 1, 7});
+  Blob truth({1, 1, 1, 8});
+  set_data(detections, {0, 1, 0.9f, 0.005f, 0, 0.01f, 0.01f});
+  set_data(truth, {0, 1, 0, 0, 0, 0.01f, 0.01f, 0});
+  testing::TempDir dir("name_size");
+  const std::string sizes = dir.path() + "/name_size.txt";
+  std::ofstream(sizes) << "000001 100 100\n";
+  for (const auto& [file, hit] : std::vector<std::pair<std::string, float>>{{"", 0}, {sizes, 1}}) {
+    Blob top;
+    auto layer = make_layer(
+        "name: 'eval' type: 'DetectionEvaluate' detection_evaluate_param { num_classes: 2 "
+        "overlap_threshold: 0.6 " +
+        (file.empty() ? std::string() : "name_size_file: '" + file + "'") + " }");
+    layer->setup({&detections, &truth}, {&top});
+    layer->forward({&detections, &truth}, {&top});
+    EXPECT_EQ(data_of(top), (std::vector<float>{-1, 1, 1, -1, -1, 0, 1, 0.9f, hit, 1 - hit}))
+        << (file.empty() ? "normalized" : "pixels");
+  }
+  auto missing = make_layer(
+      "name: 'eval' type: 'DetectionEvaluate' detection_evaluate_param { num_classes: 2 "
+      "name_size_file: '" +
+      dir.path() + "/none.txt' }");
+  Blob top;
+  testing::expect_error(
+      [&] {
+        missing->setup({&detections, &truth}, {&top});
+      },
+      {"'eval'", "name_size_file", "none.txt"});
 }
 
 }  // namespace
