@@ -37,19 +37,24 @@ struct BottomSpec {
   std::vector<int> shape;
   float low = -1.0f;
   float high = 1.0f;
-  int classes = 0;       // > 0: integer labels in [0, classes)
-  bool gradient = true;  // whether backward is asked for its diff
+  int classes = 0;            // > 0: integer labels in [0, classes)
+  bool gradient = true;       // whether backward is asked for its diff
+  std::vector<float> values;  // non-empty: exactly these (boxes, ground truth)
 };
 
 inline BottomSpec uniform(std::vector<int> shape, float low = -1.0f, float high = 1.0f) {
-  return BottomSpec{std::move(shape), low, high, 0, true};
+  return BottomSpec{std::move(shape), low, high, 0, true, {}};
 }
 // Values in [low, high] that get no gradient (targets, infogain matrices).
 inline BottomSpec constant_input(std::vector<int> shape, float low, float high) {
-  return BottomSpec{std::move(shape), low, high, 0, false};
+  return BottomSpec{std::move(shape), low, high, 0, false, {}};
 }
 inline BottomSpec labels(std::vector<int> shape, int classes) {
-  return BottomSpec{std::move(shape), 0.0f, 0.0f, classes, false};
+  return BottomSpec{std::move(shape), 0.0f, 0.0f, classes, false, {}};
+}
+// Given values that get no gradient (prior boxes, ground-truth rows).
+inline BottomSpec fixed(std::vector<int> shape, std::vector<float> values) {
+  return BottomSpec{std::move(shape), 0.0f, 0.0f, 0, false, std::move(values)};
 }
 
 struct CrossDeviceCase {
@@ -96,7 +101,12 @@ inline void fill_bottom(Blob& blob, const BottomSpec& spec, std::uint64_t seed) 
   RandomStream random(seed);
   float* data = blob.mutable_cpu_data();
   if (blob.count() == 0) return;
-  if (spec.classes > 0) {
+  if (!spec.values.empty()) {
+    if (spec.values.size() != blob.count()) {
+      ADD_FAILURE() << spec.values.size() << " fixed values for a bottom of " << blob.count();
+    }
+    std::copy_n(spec.values.begin(), std::min(spec.values.size(), blob.count()), data);
+  } else if (spec.classes > 0) {
     random.uniform(blob.count(), 0.0f, static_cast<float>(spec.classes), data);
     for (std::size_t i = 0; i < blob.count(); ++i) {
       data[i] = std::min(std::floor(data[i]), static_cast<float>(spec.classes - 1));

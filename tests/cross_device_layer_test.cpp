@@ -23,6 +23,7 @@ namespace {
 using testing::BottomSpec;
 using testing::constant_input;
 using testing::CrossDeviceCase;
+using testing::fixed;
 using testing::labels;
 using testing::uniform;
 
@@ -386,10 +387,65 @@ std::vector<CrossDeviceCase> loss_cases() {
   };
 }
 
+// Four priors (the image's quadrants and its centre) with SSD's variances,
+// and ground truth for two images: one box of class 1 on item 0, one of
+// class 2 on item 1.
+const std::vector<float> kPriorBoxes = {0,    0,    0.5f, 0.5f, 0.5f,  0,     1,     0.5f,
+                                        0,    0.5f, 0.5f, 1,    0.25f, 0.25f, 0.75f, 0.75f,
+                                        0.1f, 0.1f, 0.2f, 0.2f, 0.1f,  0.1f,  0.2f,  0.2f,
+                                        0.1f, 0.1f, 0.2f, 0.2f, 0.1f,  0.1f,  0.2f,  0.2f};
+const std::vector<float> kGroundTruth = {0, 1, 0, 0.05f, 0,    0.45f, 0.5f, 0,
+                                         1, 2, 0, 0.3f,  0.3f, 0.8f,  0.7f, 0};
+
+std::vector<CrossDeviceCase> detection_cases() {
+  const std::string loss =
+      "name: 'l' type: 'MultiBoxLoss' multibox_loss_param { num_classes: 3 code_type: "
+      "CENTER_SIZE ";
+  return {
+      forward_only(make_case(
+          "PriorBox",
+          "name: 'p' type: 'PriorBox' prior_box_param { min_size: 4 max_size: 9 aspect_ratio: 2 "
+          "clip: true variance: 0.1 variance: 0.1 variance: 0.2 variance: 0.2 }",
+          {constant_input({1, 2, 3, 3}, 0, 1), constant_input({1, 3, 12, 12}, 0, 1)})),
+      make_case("PermuteChannelsLast",
+                "name: 'p' type: 'Permute' permute_param { order: 0 order: 2 order: 3 order: 1 }",
+                {uniform({2, 3, 4, 5})}),
+      make_case("NormalizePerPositionPerChannel",
+                "name: 'n' type: 'Normalize' norm_param { across_spatial: false channel_shared: "
+                "false scale_filler { type: 'uniform' min: 1 max: 20 } }",
+                {uniform({2, 5, 3, 4})}, kSums),
+      make_case("NormalizeAcrossSpatialShared",
+                "name: 'n' type: 'Normalize' norm_param { scale_filler { type: 'constant' value: "
+                "3 } }",
+                {uniform({2, 5, 3, 4})}, kSums),
+      make_case("MultiBoxLossMaxNegative", loss + "}",
+                {uniform({2, 16}, -0.5f, 0.5f), uniform({2, 12}, -2, 2),
+                 fixed({1, 2, 16}, kPriorBoxes), fixed({1, 1, 2, 8}, kGroundTruth)},
+                kSums),
+      make_case("MultiBoxLossLogisticNoMining",
+                loss + "conf_loss_type: LOGISTIC mining_type: NONE }",
+                {uniform({2, 16}, -0.5f, 0.5f), uniform({2, 12}, -2, 2),
+                 fixed({1, 2, 16}, kPriorBoxes), fixed({1, 1, 2, 8}, kGroundTruth)},
+                kSums),
+      forward_only(make_case(
+          "DetectionOutput",
+          "name: 'd' type: 'DetectionOutput' detection_output_param { num_classes: 3 "
+          "code_type: CENTER_SIZE nms_param { nms_threshold: 0.45 top_k: 3 } keep_top_k: 4 }",
+          {uniform({2, 16}, -0.5f, 0.5f), uniform({2, 12}, 0, 1), fixed({1, 2, 16}, kPriorBoxes)})),
+      forward_only(make_case(
+          "DetectionEvaluate",
+          "name: 'e' type: 'DetectionEvaluate' detection_evaluate_param { num_classes: 3 }",
+          {fixed({1, 1, 3, 7}, {0, 1, 0.9f, 0.05f, 0,    0.45f, 0.5f,  //
+                                0, 1, 0.4f, 0.5f,  0.5f, 1,     1,     //
+                                1, 2, 0.7f, 0.3f,  0.3f, 0.8f,  0.6f}),
+           fixed({1, 1, 2, 8}, kGroundTruth)})),
+  };
+}
+
 std::vector<CrossDeviceCase> all_cases() {
   std::vector<CrossDeviceCase> cases;
   for (auto part : {convolution_cases(), pooling_cases(), normalization_cases(), neuron_cases(),
-                    combining_cases(), shape_cases(), loss_cases()}) {
+                    combining_cases(), shape_cases(), loss_cases(), detection_cases()}) {
     cases.insert(cases.end(), part.begin(), part.end());
   }
   return cases;

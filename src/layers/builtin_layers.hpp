@@ -74,7 +74,14 @@ class LayerRegistry;
   X(hinge_loss) \
   X(infogain_loss) \
   X(contrastive_loss) \
-  X(multinomial_logistic_loss)
+  X(multinomial_logistic_loss) \
+  /* object detection (SSD) */ \
+  X(prior_box) \
+  X(permute) \
+  X(normalize) \
+  X(multibox_loss) \
+  X(detection_output) \
+  X(detection_evaluate)
 // clang-format on
 
 void register_builtin_layers(LayerRegistry& registry);

@@ -2,6 +2,9 @@
 // testing. Snapshots and restoring live in solver_snapshot.cpp.
 #include "xtrain/solver.hpp"
 
+#include <map>
+
+#include "layers/average_precision.hpp"
 #include "solvers/gradient_buckets.hpp"
 #include "solvers/observers.hpp"
 #include "solvers/time_budget.hpp"
@@ -27,6 +30,48 @@ void set_net_state(NetParameter* net_param, Phase phase, const NetState* solver_
   state.MergeFrom(net_param->state());
   if (solver_state != nullptr) state.MergeFrom(*solver_state);
   *net_param->mutable_state() = state;
+}
+
+// eval_type "detection" (the SSD fork): each test output holds
+// DetectionEvaluate's rows of 5; they are collected over the test's batches
+// and reported as the mean average precision, where Caffe averages values.
+bool evaluates_detection(const SolverParameter& param) {
+  XTRAIN_CHECK(param.eval_type() == "classification" || param.eval_type() == "detection",
+               "the solver's eval_type is \"", param.eval_type(),
+               "\"; use \"classification\" (average each test output) or \"detection\" "
+               "(mean average precision of DetectionEvaluate outputs)");
+  return param.eval_type() == "detection";
+}
+
+void collect_detection_rows(const Net& test_net,
+                            std::vector<detection::DetectionEvaluation>& evaluations) {
+  for (std::size_t j = 0; j < test_net.output_blobs().size(); ++j) {
+    const Blob& output = *test_net.output_blobs()[j];
+    const std::string& name = test_net.blob_names()[test_net.output_blob_indices()[j]];
+    XTRAIN_CHECK(output.num_axes() >= 1 && output.shape(output.num_axes() - 1) == 5,
+                 "eval_type \"detection\": the test net's output '", name, "' has shape ",
+                 output.shape_string(),
+                 "; every output must be DetectionEvaluate's rows of 5 (mark other tops as used, "
+                 "or set eval_type: \"classification\")");
+    evaluations[j].add_rows(output.cpu_data(), static_cast<int>(output.count() / 5));
+  }
+}
+
+std::vector<NetOutputValue> mean_average_precisions(
+    const Net& test_net, const std::vector<detection::DetectionEvaluation>& evaluations,
+    detection::ApVersion version, bool per_class_lines) {
+  std::vector<NetOutputValue> outputs;
+  for (std::size_t j = 0; j < evaluations.size(); ++j) {
+    const std::string& name = test_net.blob_names()[test_net.output_blob_indices()[j]];
+    std::map<int, float> per_class;
+    const float mean_ap = evaluations[j].mean_average_precision(version, &per_class);
+    if (per_class_lines) {
+      for (const auto& [label, ap] : per_class) XLOG(INFO) << "class" << label << ": " << ap;
+    }
+    // Printed by the log's observer as "Test net output #j: name = mAP", as SSD prints it.
+    outputs.push_back(NetOutputValue{name, mean_ap, 0.0f});
+  }
+  return outputs;
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -356,6 +401,11 @@ void Solver::test(int test_net_id) {
 
   const int batches = param_.test_iter(test_net_id);
   std::vector<double> sums;  // one per output element, over the batches
+  const bool detection = evaluates_detection(param_);
+  const detection::ApVersion ap_version =
+      detection ? detection::parse_ap_version(param_.ap_version(), "the solver's ap_version")
+                : detection::ApVersion::kIntegral;
+  std::vector<detection::DetectionEvaluation> evaluations(test_net.output_blobs().size());
   double loss = 0;
   for (int batch = 0; batch < batches; ++batch) {
     // Replicas agree on requests after each update; the root alone tests.
@@ -366,6 +416,10 @@ void Solver::test(int test_net_id) {
 
     const float batch_loss = test_net.forward();
     if (param_.test_compute_loss()) loss += batch_loss;
+    if (detection) {
+      collect_detection_rows(test_net, evaluations);
+      continue;
+    }
     std::size_t index = 0;
     for (const Blob* output : test_net.output_blobs()) {
       const float* values = output->cpu_data();
@@ -386,7 +440,9 @@ void Solver::test(int test_net_id) {
   done.test_net = test_net_id;
   done.has_loss = param_.test_compute_loss();
   done.loss = static_cast<float>(loss / batches);
-  done.outputs = net_output_values(test_net, means);
+  done.outputs = detection ? mean_average_precisions(test_net, evaluations, ap_version,
+                                                     param_.show_per_class_result())
+                           : net_output_values(test_net, means);
   TestResults& results = last_test_results_[test_net_id];
   results.clear();
   for (const NetOutputValue& output : done.outputs) results.emplace_back(output.name, output.value);
