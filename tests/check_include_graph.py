@@ -44,6 +44,7 @@ CUDA_FILES_OF_OTHER_MODULES = {
     "broadcast_kernels.cu": "layers",
     "broadcast_kernels.hpp": "layers",
     "clip_swish_kernels.cu": "layers",
+    "lstm_unit_kernels.cu": "layers",
     "copy_kernels.cu": "layers",
     "copy_kernels.hpp": "layers",
     "cudnn_convolution.cpp": "layers",
