@@ -16,6 +16,7 @@ class LayerRegistry;
   X(input) \
   X(data) \
   X(image_data) \
+  X(window_data) \
   X(memory_data) \
   X(hdf5_data) \
   X(hdf5_output) \
@@ -52,6 +53,10 @@ class LayerRegistry;
   /* shape and plumbing */ \
   X(inner_product) \
   X(embed) \
+  /* recurrent */ \
+  X(rnn) \
+  X(lstm) \
+  X(lstm_unit) \
   X(flatten) \
   X(reshape) \
   X(split) \
