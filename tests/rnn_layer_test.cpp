@@ -11,6 +11,7 @@
 #include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "layer_test_support.hpp"
+#include "xtrain/logging.hpp"
 
 namespace xtrain {
 namespace {
@@ -173,6 +174,24 @@ XTRAIN_DEVICE_TEST(RnnLayerTest, MoreStreamsAfterSetupWork) {
   const std::vector<float> o = net.forward();
   ASSERT_EQ(o.size(), 6u);
   for (int n = 0; n < 3; ++n) EXPECT_NEAR(o[n], first, 1e-6f);
+}
+
+XTRAIN_DEVICE_TEST(RnnLayerTest, DebugInfoLogsWhatEachUnrolledLayerWrites) {
+  Blob x({2, 1, 1});
+  Blob cont({2, 1});
+  Blob o;
+  set_data(cont, {0, 1});
+  auto layer = make_layer(rnn(1, "debug_info: true"));
+  const LogSeverity saved = min_log_severity();
+  set_min_log_severity(LogSeverity::kInfo);
+  ::testing::internal::CaptureStderr();
+  layer->setup({&x, &cont}, {&o});
+  layer->forward({&x, &cont}, {&o});
+  layer->backward({&o}, {true, false}, {&x, &cont});
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  set_min_log_severity(saved);
+  EXPECT_NE(log.find("forward rnn_h_neuron_2 top h_2 data: "), std::string::npos) << log;
+  EXPECT_NE(log.find("backward rnn_x_transform bottom x diff: "), std::string::npos) << log;
 }
 
 XTRAIN_DEVICE_TEST(RnnLayerTest, MissingNumOutputIsAnError) {
