@@ -105,6 +105,26 @@ TEST(WindowDataLayer, BackgroundThenForegroundWithExactPixels) {
   EXPECT_EQ(batch.plane(3, 2), std::vector<float>(16, (200 - 1.0f) * 0.5f));
 }
 
+TEST(WindowDataLayer, AMeanFileIsReadAtItsCentralCrop) {
+  // A 6 x 6 mean whose channel 0 is 10 y + x, read for a crop of 4 from
+  // (1, 1): pixel x + 10 y of the background window minus 10 (y + 1) + x + 1
+  // is -11 everywhere.
+  WindowFolder folder;
+  BlobProto mean;
+  for (int dim : {1, 3, 6, 6}) mean.mutable_shape()->add_dim(dim);
+  for (int c = 0; c < 3; ++c) {
+    for (int y = 0; y < 6; ++y) {
+      for (int x = 0; x < 6; ++x) mean.add_data(c == 0 ? static_cast<float>(10 * y + x) : 0.0f);
+    }
+  }
+  write_proto_to_binary_file(mean, folder.dir.file("mean.binaryproto"));
+  const Batch batch =
+      run(folder.param(1, "fg_fraction: 0",
+                       "crop_size: 4 mean_file: '" + folder.dir.file("mean.binaryproto") + "'"));
+  EXPECT_EQ(batch.plane(0, 0), std::vector<float>(16, -11.0f));
+  EXPECT_EQ(batch.plane(0, 1), std::vector<float>(16, 100.0f));
+}
+
 TEST(WindowDataLayer, MirrorFlipsSomeWindowsLeftToRight) {
   WindowFolder folder;
   const Batch batch = run(folder.param(16, "fg_fraction: 1", "crop_size: 4 mirror: true"));
