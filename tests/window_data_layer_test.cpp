@@ -177,6 +177,13 @@ TEST(WindowDataLayer, SameSeedSameBatches) {
   EXPECT_EQ(run(param).plane(7, 0), run(param).plane(7, 0));
 }
 
+TEST(WindowDataLayer, CachedImagesGiveTheSameBatches) {
+  WindowFolder folder;
+  const Batch read = run(folder.param(4, "", "crop_size: 4 mirror: true"));
+  const Batch cached = run(folder.param(4, "cache_images: true", "crop_size: 4 mirror: true"));
+  for (int item = 0; item < 4; ++item) EXPECT_EQ(cached.plane(item, 0), read.plane(item, 0));
+}
+
 TEST(WindowDataLayer, ErrorsNameTheWindowFileLine) {
   WindowFolder folder("# 0\nimg.png\n3\n8\n8\n1\n0 0.9 0 0 3 3\n");
   EXPECT_NE(error_of([&] {
