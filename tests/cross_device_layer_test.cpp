@@ -343,6 +343,30 @@ std::vector<CrossDeviceCase> shape_cases() {
   };
 }
 
+// Recurrent layers: cont is 0/1 at random, so streams start anew inside the
+// sequence too.
+std::vector<CrossDeviceCase> recurrent_cases() {
+  const std::string weights = std::string(kWeights) + " }";
+  return {
+      with_tops(make_case("LSTMUnit", "name: 'u' type: 'LSTMUnit'",
+                          {uniform({1, 3, 4}), uniform({1, 3, 16}, -2, 2), labels({1, 3}, 2)}),
+                2),
+      make_case("RNNWithStaticInput",
+                "name: 'r' type: 'RNN' recurrent_param { num_output: 3 " + weights,
+                {uniform({4, 2, 3}), labels({4, 2}, 2), uniform({2, 5})}, kSums),
+      make_case("LSTM", "name: 'l' type: 'LSTM' recurrent_param { num_output: 3 " + weights,
+                {uniform({4, 2, 3}), labels({4, 2}, 2)}, kSums),
+      with_tops(
+          make_case("LSTMExposeHidden",
+                    "name: 'l' type: 'LSTM' recurrent_param { num_output: 3 "
+                    "expose_hidden: true " +
+                        weights,
+                    {uniform({3, 2, 3}), labels({3, 2}, 2), uniform({1, 2, 3}), uniform({1, 2, 3})},
+                    kSums),
+          3),
+  };
+}
+
 std::vector<CrossDeviceCase> loss_cases() {
   const std::vector<int> scores = {6, 5};
   return {
@@ -445,7 +469,8 @@ std::vector<CrossDeviceCase> detection_cases() {
 std::vector<CrossDeviceCase> all_cases() {
   std::vector<CrossDeviceCase> cases;
   for (auto part : {convolution_cases(), pooling_cases(), normalization_cases(), neuron_cases(),
-                    combining_cases(), shape_cases(), loss_cases(), detection_cases()}) {
+                    combining_cases(), shape_cases(), recurrent_cases(), loss_cases(),
+                    detection_cases()}) {
     cases.insert(cases.end(), part.begin(), part.end());
   }
   return cases;
@@ -454,7 +479,7 @@ std::vector<CrossDeviceCase> all_cases() {
 // Layer types that read or write files or user arrays, or compute nothing.
 const std::set<std::string> kNotCompared = {"Data",       "AnnotatedData", "ImageData",
                                             "HDF5Data",   "HDF5Output",    "MemoryData",
-                                            "Input"};
+                                            "Input",      "WindowData"};
 
 class CrossDeviceLayerTest : public testing::DeviceTestWithParam<CrossDeviceCase> {};
 

@@ -17,6 +17,7 @@ class LayerRegistry;
   X(data) \
   X(annotated_data) \
   X(image_data) \
+  X(window_data) \
   X(memory_data) \
   X(hdf5_data) \
   X(hdf5_output) \
@@ -53,6 +54,10 @@ class LayerRegistry;
   /* shape and plumbing */ \
   X(inner_product) \
   X(embed) \
+  /* recurrent */ \
+  X(rnn) \
+  X(lstm) \
+  X(lstm_unit) \
   X(flatten) \
   X(reshape) \
   X(split) \

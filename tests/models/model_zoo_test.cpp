@@ -37,6 +37,9 @@ const std::map<std::string, std::size_t> kParameterCounts = {
     // conv2/4/5), as in the Caffe model zoo.
     {"alexnet", 60'965'224},
     {"caffenet", 60'965'224},
+    // Computed: Embed 76 x 32 = 2,432; LSTM W_xc 512 x 32 + b_c 512 + W_hc
+    // 512 x 128 = 82,432; InnerProduct 128 x 76 + 76 = 9,804.
+    {"char_lstm", 94'668},
     // Computed: conv 2,432 + 25,632 + 51,264, ip1 10 x 1,024 + 10 = 10,250.
     {"cifar10_full", 89'578},
     // Computed: conv 2,432 + 25,632 + 51,264, ip1 65,600, ip2 650.
@@ -316,9 +319,9 @@ TEST_P(ZooModel, GeneratedFilesMatchTheirGenerator) {
 
 TEST(ModelZooDiscovery, FindsTheModelsShippedWithXtrain) {
   const std::vector<std::string> names = model_names();
-  for (const char* shipped : {"alexnet", "caffenet", "cifar10_full", "cifar10_quick",
-                              "fashion_mnist_autoencoder", "googlenet", "lenet", "resnet50",
-                              "squeezenet", "vgg16"}) {
+  for (const char* shipped :
+       {"alexnet", "caffenet", "cifar10_full", "cifar10_quick", "fashion_mnist_autoencoder",
+        "googlenet", "lenet", "resnet50", "squeezenet", "vgg16"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), shipped), names.end()) << shipped;
   }
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));

@@ -106,12 +106,36 @@ inline ImageShape data_layer_image_shape(const LayerParameter& layer) {
   return shape;
 }
 
+// Text for sequence models: HDF5Data rows of one character (a class
+// number) for each of a fixed number of streams; batch_size is the number of
+// time steps, which the net's other inputs (cont) are shaped for.
+inline int text_data_set_streams(const LayerParameter& layer) {
+  const std::string& source = layer.hdf5_data_param().source();
+  if (source.find("char_lstm") != std::string::npos) return 32;
+  throw Error(detail::concat("data layer '", layer.name(), "' reads '", source,
+                             "', a text the zoo tests do not know; add its stream count to "
+                             "text_data_set_streams() in tests/models/zoo_model_files.hpp"));
+}
+
 // A DummyData layer standing in for `data_layer`: the same name, tops and
 // include/exclude rules; `batch` images uniform in [0, 1) (valid pixels and
-// valid targets for an autoencoder's cross-entropy) and labels 0.
+// valid targets for an autoencoder's cross-entropy) and labels 0. For text
+// (HDF5Data), every top is its batch_size x streams characters, all class 0.
 inline LayerParameter dummy_data_layer(const LayerParameter& data_layer, int batch) {
-  const ImageShape image = data_layer_image_shape(data_layer);
   LayerParameter dummy;
+  if (data_layer.type() == "HDF5Data") {
+    dummy.set_name(data_layer.name());
+    dummy.set_type("DummyData");
+    *dummy.mutable_top() = data_layer.top();
+    *dummy.mutable_include() = data_layer.include();
+    *dummy.mutable_exclude() = data_layer.exclude();
+    BlobShape* shape = dummy.mutable_dummy_data_param()->add_shape();
+    shape->add_dim(static_cast<int>(data_layer.hdf5_data_param().batch_size()));
+    shape->add_dim(text_data_set_streams(data_layer));
+    dummy.mutable_dummy_data_param()->add_data_filler()->set_type("constant");
+    return dummy;
+  }
+  const ImageShape image = data_layer_image_shape(data_layer);
   dummy.set_name(data_layer.name());
   dummy.set_type("DummyData");
   *dummy.mutable_top() = data_layer.top();
