@@ -16,7 +16,7 @@
 #include "xtrain/layer_registry.hpp"
 
 #ifdef XTRAIN_USE_CUDA
-#include "cuda/detection_kernels.hpp"
+#include "layers/detection_kernels.hpp"
 #endif
 
 namespace xtrain {

@@ -1,7 +1,7 @@
 // The kernels of Permute and Normalize: each thread computes what one
 // iteration of the CPU loop computes, with the same functions.
 #include "cuda/cuda_context.hpp"
-#include "cuda/detection_kernels.hpp"
+#include "layers/detection_kernels.hpp"
 #include "cuda/kernel_launch.cuh"
 
 namespace xtrain::cuda {
