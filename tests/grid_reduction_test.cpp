@@ -538,7 +538,7 @@ TEST(GridReduction, ScaleAndPReluParameterGradientsMatchTheCpuLayers) {
   }
 }
 
-// The per-class counts of count_class_hits_kernel (src/cuda/loss_kernels.cu)
+// The per-class counts of count_class_hits_kernel (src/layers/loss_kernels.cu)
 // over the positions' tiles, with integer counts, and its hits / seen.
 TEST(GridReduction, PerClassAccuracyMatchesTheCpuLayer) {
   constexpr int outer = 37, classes = 11, inner = 150;

@@ -1,4 +1,4 @@
-// The NCCL communicator (src/cuda/nccl_communicator.hpp). Without a GPU only
+// The NCCL communicator (src/comm/nccl_communicator.hpp). Without a GPU only
 // its failure paths can run here: making one must throw xtrain::Error, never
 // crash. The single-rank tests that move data need a GPU (GPU/NcclCommunicator.*)
 // and skip otherwise.

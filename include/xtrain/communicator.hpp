@@ -37,7 +37,7 @@ class XTRAIN_API Communicator {
   virtual std::string backend() const = 0;  // "none", "mpi" or "nccl"
 
   // Whether the buffers of the collectives below are device (GPU) memory:
-  // true for NCCL (src/cuda/nccl_communicator.hpp), false for the host
+  // true for NCCL (src/comm/nccl_communicator.hpp), false for the host
   // backends. The solver asks it to exchange gradients where they are,
   // without copying them to the host and back.
   virtual bool works_on_device_memory() const { return false; }

@@ -5,7 +5,7 @@
 //
 // A functor used on a GPU needs its kernel instantiated by the module that
 // owns it: core's in src/cuda/device_apply_kernels.cu, the solvers' in
-// src/cuda/update_kernels.cu; one left out is a link error, not a silent
+// src/solvers/update_kernels.cu; one left out is a link error, not a silent
 // fallback.
 #pragma once
 

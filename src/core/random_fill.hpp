@@ -1,6 +1,6 @@
 // Blobs filled with independent draws of one distribution per element, from
 // Philox4x32-10 (src/core/philox.hpp), by the CPU loop below or the CUDA
-// kernel of src/cuda/random_kernels.cu: one functor, the same bits.
+// kernel of src/layers/random_kernels.cu: one functor, the same bits.
 //
 // Element i of stream s (a seed's several blobs: DummyData's top index) is
 // drawn from the block b = i div 4 of

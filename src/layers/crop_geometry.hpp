@@ -2,7 +2,7 @@
 // (in memory order) starts in the bottom at
 //   offsets[last] + sum_{a < last} (l_a + offsets[a]) * strides[a]
 // with l_a the line's index on axis a. Shared by the CPU loop and the CUDA
-// kernel (src/cuda/copy_kernels.cu); passed to the kernel by value.
+// kernel (src/layers/copy_kernels.cu); passed to the kernel by value.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
 // The per-value math of the Eltwise layer, shared by its CPU loops and its
-// CUDA kernels (src/cuda/eltwise_kernels.cu). In Caffe's sweep order:
+// CUDA kernels (src/layers/eltwise_kernels.cu). In Caffe's sweep order:
 //
 //   SUM:  EltwiseSumFirst{c0}(x0)        = 0 + c0 x0   (the 0 + keeps Caffe's +0 for -0)
 //         EltwiseSumNext{ck}(acc, xk)    = acc + ck xk

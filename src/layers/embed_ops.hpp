@@ -1,5 +1,5 @@
 // Embed's index rule, shared by the CPU loop and the CUDA kernels
-// (src/cuda/copy_kernels.cu): a stored float is a valid index when it is an
+// (src/layers/copy_kernels.cu): a stored float is a valid index when it is an
 // integer in [0, input_dim).
 #pragma once
 

@@ -1,5 +1,5 @@
 // The per-position math of the loss layers and Accuracy, shared by their CPU
-// loops and CUDA kernels (src/cuda/loss_kernels.cu):
+// loops and CUDA kernels (src/layers/loss_kernels.cu):
 //
 //   LabelRule{ignore?, l_i, C}(raw)   = kIgnoredLabel if raw truncates to l_i (and
 //                                       ignore_label is set), kInvalidLabel unless it

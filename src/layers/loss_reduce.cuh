@@ -1,5 +1,5 @@
 // Summing a loss over positions on the device and bringing the total to the
-// host: the reduction all loss kernels share (src/cuda/loss_kernels.cu), and
+// host: the reduction all loss kernels share (src/layers/loss_kernels.cu), and
 // Embed's index check (copy_kernels.cu).
 //
 // A position term returns its loss value, whether it counts (not ignored)

@@ -1,5 +1,5 @@
 // The math of one LSTM cell, shared by LSTMUnit's CPU loop and its CUDA
-// kernel (src/cuda/lstm_unit_kernels.cu). Per stream n and hidden unit d,
+// kernel (src/layers/lstm_unit_kernels.cu). Per stream n and hidden unit d,
 // with the gate input x = (x_i, x_f, x_o, x_g) laid out as Caffe's LSTM
 // writes it (four blocks of H values per stream, in that order):
 //

@@ -1,5 +1,5 @@
 // The math of the Normalize layer, shared by its CPU loops and its CUDA
-// kernels (src/cuda/detection_kernels.cu): each function computes one value
+// kernels (src/layers/detection_kernels.cu): each function computes one value
 // (a group's norm, one output, one channel's scale gradient) in the same
 // order on both devices.
 //

@@ -2,7 +2,7 @@
 // c_{n-1}) of the top's shape, takes the bottom value at
 //   sum_i c_i * bottom_strides[order[i]]
 // since the top's axis i is the bottom's axis order[i]. Shared by the CPU
-// loop and the CUDA kernels (src/cuda/detection_kernels.cu); passed by value.
+// loop and the CUDA kernels (src/layers/detection_kernels.cu); passed by value.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
 // The per-value math of Reduction, MVN and ArgMax, shared by their CPU loops
-// and CUDA kernels (src/cuda/reduction_kernels.cu).
+// and CUDA kernels (src/layers/reduction_kernels.cu).
 //
 //   ReductionTerm{k}(x)             = x (SUM, MEAN), |x| (ASUM), x^2 (SUMSQ)
 //   ReductionGradient{k}(x, c)      = c (SUM, MEAN), sign(x) c (ASUM), 2 c x (SUMSQ)

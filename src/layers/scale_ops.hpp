@@ -1,5 +1,5 @@
 // The per-value math of the Scale layer, shared by its CPU loops and its CUDA
-// kernel (src/cuda/broadcast_kernels.cu). With s = scale[d], b = bias[d] (0
+// kernel (src/layers/broadcast_kernels.cu). With s = scale[d], b = bias[d] (0
 // without bias_term):
 //   ScaleShift(x, s, b) = x s + b
 //   dx = Multiply(dy, s)  (src/core/elementwise_ops.hpp)

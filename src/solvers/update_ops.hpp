@@ -1,6 +1,6 @@
 // The elementwise steps of the solvers' updates, as functors that the CPU
 // loops (ops::apply_cpu, ops::for_each_cpu) and the CUDA kernels
-// (src/cuda/update_kernels.cu) both apply, through core/device_apply.hpp.
+// (src/solvers/update_kernels.cu) both apply, through core/device_apply.hpp.
 // The apply-form functors return one output from inputs; the step functors
 // update several arrays of one parameter in place, element by element.
 //
