@@ -24,10 +24,7 @@ namespace fs = std::filesystem;
 namespace xtrain {
 namespace {
 
-using testing::kRowCount;
-using testing::kRows;
-using testing::linear_regression_net;
-using testing::scalar_net;
+using namespace testing;
 
 SolverOptions quiet() { return testing::quiet_solver_options(); }
 

@@ -20,11 +20,7 @@
 namespace xtrain {
 namespace {
 
-using testing::BottomSpec;
-using testing::constant_input;
-using testing::CrossDeviceCase;
-using testing::labels;
-using testing::uniform;
+using namespace testing;
 
 // Tolerances: element-wise layers compute the same formula on both devices
 // (shared functors), so only libm vs CUDA intrinsics differ; layers that sum

@@ -18,9 +18,7 @@
 namespace xtrain {
 namespace {
 
-using testing::colour_pattern;
-using testing::planar_bytes;
-using testing::TempDir;
+using namespace testing;
 
 std::string encode_with_opencv(const cv::Mat& mat, const std::string& extension) {
   std::vector<std::uint8_t> buffer;

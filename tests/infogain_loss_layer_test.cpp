@@ -19,11 +19,7 @@ namespace fs = std::filesystem;
 namespace xtrain {
 namespace {
 
-using testing::contains;
-using testing::error_of;
-using testing::fill_uniform;
-using testing::fill_values;
-using testing::make_loss_layer;
+using namespace testing;
 
 // Writes H (rows x cols) as a binary BlobProto and removes it afterwards.
 class MatrixFile {

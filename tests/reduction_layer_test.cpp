@@ -13,11 +13,7 @@
 namespace xtrain {
 namespace {
 
-using testing::data_of;
-using testing::expect_error;
-using testing::fill_away_from;
-using testing::make_layer;
-using testing::set_data;
+using namespace testing;
 
 struct ReductionCase {
   std::string operation;  // SUM, ASUM, SUMSQ, MEAN

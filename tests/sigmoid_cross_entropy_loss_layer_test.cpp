@@ -14,11 +14,7 @@
 namespace xtrain {
 namespace {
 
-using testing::contains;
-using testing::error_of;
-using testing::fill_uniform;
-using testing::fill_values;
-using testing::make_loss_layer;
+using namespace testing;
 
 double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 

@@ -13,12 +13,7 @@
 namespace xtrain {
 namespace {
 
-using testing::data_of;
-using testing::diff_of;
-using testing::expect_near_all;
-using testing::make_layer;
-using testing::set_data;
-using testing::set_diff;
+using namespace testing;
 
 double swish(double x, double beta) { return x / (1 + std::exp(-beta * x)); }
 double swish_gradient(double x, double beta) {
