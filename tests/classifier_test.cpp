@@ -1,5 +1,6 @@
 // xtrain::Classifier on tiny nets with weights set by hand, so every input
 // value and probability can be worked out on paper.
+#include "error_message.hpp"
 #include "xtrain/classifier.hpp"
 
 #include <gtest/gtest.h>
@@ -128,16 +129,6 @@ TEST(Classifier, BatchesGiveTheSameAnswersAsSingleImagesAndUseLabels) {
       EXPECT_FLOAT_EQ(results[i][k].probability, alone[k].probability);
     }
   }
-}
-
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "no xtrain::Error";
-  return "";
 }
 
 TEST(Classifier, LabelFileOfTheWrongLengthNamesTheFileAndBothCounts) {

@@ -1,5 +1,6 @@
 // process_group_from_environment on each launcher's variables, and the
 // single-process communicator. Real MPI runs: mpi_communicator_test.cpp.
+#include "error_message.hpp"
 #include "xtrain/comm.hpp"
 
 #include <gtest/gtest.h>
@@ -46,13 +47,7 @@ class ProcessGroupTest : public ::testing::Test {
 
   // The message of the error process_group_from_environment throws.
   static std::string error_message() {
-    try {
-      process_group_from_environment();
-    } catch (const Error& error) {
-      return error.what();
-    }
-    ADD_FAILURE() << "no xtrain::Error";
-    return "";
+    return testing::error_of([] { process_group_from_environment(); });
   }
 
  private:

@@ -1,6 +1,7 @@
 // The image codec and image -> Datum conversion against OpenCV's own
 // decoding of the same bytes: the planar B, G, R layout, colour modes,
 // resizing, encoding, and Caffe's rules for what an encoded Datum holds.
+#include "error_message.hpp"
 #include "xtrain/image_codec.hpp"
 
 #include <gtest/gtest.h>
@@ -28,16 +29,6 @@ std::string encode_with_opencv(const cv::Mat& mat, const std::string& extension)
 
 std::string pixels_of(const Image& image) {
   return std::string(image.pixels.begin(), image.pixels.end());
-}
-
-template <typename Function>
-std::string error_of(Function function) {
-  try {
-    function();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(no error)";
 }
 
 TEST(ImageCodec, ColourIsPlanarInBlueGreenRedOrder) {

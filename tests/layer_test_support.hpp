@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "device_test_support.hpp"
+#include "error_message.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
@@ -84,19 +85,6 @@ inline void expect_near_all(const std::vector<float>& actual, const std::vector<
   for (std::size_t i = 0; i < actual.size(); ++i) {
     ASSERT_NEAR(actual[i], expected[i], tolerance) << "element " << i;
   }
-}
-
-// Runs `call`, which must throw xtrain::Error; returns its message so the
-// test can check what it says.
-template <typename Call>
-std::string error_message(Call&& call) {
-  try {
-    call();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "expected an xtrain::Error";
-  return "";
 }
 
 // Expects `call` (a lambda or a std::function) to throw xtrain::Error whose

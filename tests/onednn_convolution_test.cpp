@@ -238,7 +238,7 @@ TEST(ConvolutionEngineChoiceTest, ForceNdIm2colKeepsGemm) {
 
 TEST(ConvolutionEngineChoiceTest, RejectsUnknownEngine) {
   testing::ScopedConvImpl bad("mkl");
-  const std::string message = testing::error_message([] { engine_chosen(); });
+  const std::string message = testing::error_of([] { engine_chosen(); });
   EXPECT_NE(message.find("XTRAIN_CONV_IMPL=mkl"), std::string::npos) << message;
   EXPECT_NE(message.find("'gemm'"), std::string::npos) << message;
   EXPECT_NE(message.find("'onednn'"), std::string::npos) << message;
