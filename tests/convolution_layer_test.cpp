@@ -8,12 +8,15 @@
 
 #include "device_test_support.hpp"
 #include "gradient_checker.hpp"
+#include "layer_test_support.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
 #include "xtrain/proto_io.hpp"
 
 namespace xtrain {
 namespace {
+
+using testing::expect_error;
 
 struct ConvSpec {
   std::vector<int> input;  // N, C, H, W
@@ -125,20 +128,6 @@ std::vector<float> direct_convolution(const Blob& input, const Blob& weights, co
     }
   }
   return out;
-}
-
-template <typename Action>
-void expect_error(Action&& action, const std::vector<std::string>& fragments) {
-  try {
-    action();
-    ADD_FAILURE() << "expected xtrain::Error";
-  } catch (const Error& error) {
-    const std::string message = error.what();
-    for (const std::string& fragment : fragments) {
-      EXPECT_NE(message.find(fragment), std::string::npos)
-          << "message lacks '" << fragment << "': " << message;
-    }
-  }
 }
 
 class ConvolutionTest : public ::testing::Test {

@@ -9,11 +9,14 @@
 
 #include "device_test_support.hpp"
 #include "gradient_checker.hpp"
+#include "layer_test_support.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
 
 namespace xtrain {
 namespace {
+
+using testing::expect_error;
 
 LayerParameter ip_param(int num_output, int axis = 1, bool transpose = false, bool bias = true) {
   LayerParameter param;
@@ -55,20 +58,6 @@ std::vector<float> direct_product(const Blob& input, int axis, const Blob& weigh
     }
   }
   return out;
-}
-
-template <typename Action>
-void expect_error(Action&& action, const std::vector<std::string>& fragments) {
-  try {
-    action();
-    ADD_FAILURE() << "expected xtrain::Error";
-  } catch (const Error& error) {
-    const std::string message = error.what();
-    for (const std::string& fragment : fragments) {
-      EXPECT_NE(message.find(fragment), std::string::npos)
-          << "message lacks '" << fragment << "': " << message;
-    }
-  }
 }
 
 class InnerProductTest : public ::testing::Test {
