@@ -87,6 +87,45 @@ inline void expect_near_all(const std::vector<float>& actual, const std::vector<
   }
 }
 
+// Runs the layer `prototxt` describes on `input` into a top of its own, then
+// another one in place (top == bottom) with the same parameters: both must
+// give the same top and, for `top_diff`, the same bottom and parameter
+// gradients (a layer whose gradient reads x must have kept it).
+inline void expect_in_place_matches_separate(const std::string& prototxt, const Blob& input,
+                                             const Blob& top_diff) {
+  auto clear_parameter_diffs = [](Layer& layer) {
+    for (auto& blob : layer.blobs()) set_diff(*blob, std::vector<float>(blob->count(), 0.0f));
+  };
+  Blob bottom;
+  bottom.reshape_like(input);
+  set_data(bottom, data_of(input));
+  Blob top;
+  auto separate = make_layer(prototxt);
+  separate->setup({&bottom}, {&top});
+  separate->forward({&bottom}, {&top});
+  set_diff(top, data_of(top_diff));
+  clear_parameter_diffs(*separate);
+  separate->backward({&top}, {true}, {&bottom});
+
+  Blob shared;
+  shared.reshape_like(input);
+  set_data(shared, data_of(input));
+  auto in_place = make_layer(prototxt);
+  in_place->setup({&shared}, {&shared});
+  for (std::size_t i = 0; i < in_place->blobs().size(); ++i) {
+    set_data(*in_place->blobs()[i], data_of(*separate->blobs()[i]));
+  }
+  in_place->forward({&shared}, {&shared});
+  EXPECT_EQ(data_of(shared), data_of(top));
+  set_diff(shared, data_of(top_diff));
+  clear_parameter_diffs(*in_place);
+  in_place->backward({&shared}, {true}, {&shared});
+  EXPECT_EQ(diff_of(shared), diff_of(bottom));
+  for (std::size_t i = 0; i < in_place->blobs().size(); ++i) {
+    EXPECT_EQ(diff_of(*in_place->blobs()[i]), diff_of(*separate->blobs()[i])) << "parameter " << i;
+  }
+}
+
 // Expects `call` (a lambda or a std::function) to throw xtrain::Error whose
 // message names every one of `parts`.
 template <typename Call>
