@@ -137,8 +137,8 @@ TEST_P(ContrastiveVersionTest, GradientsOfBothFeatureBottoms) {
 }
 
 XTRAIN_INSTANTIATE_ON_DEVICES(ContrastiveVersionTest, ::testing::Bool(),
-                              [](const ::testing::TestParamInfo<bool>& info) {
-                                return std::string(info.param ? "Legacy" : "Current");
+                              [](const ::testing::TestParamInfo<bool>& param_info) {
+                                return std::string(param_info.param ? "Legacy" : "Current");
                               });
 
 XTRAIN_DEVICE_TEST(ContrastiveLossLayer, UserErrors) {

@@ -410,8 +410,8 @@ TEST_P(CrossDeviceLayerTest, MatchesTheCpu) {
 }
 
 XTRAIN_INSTANTIATE_ON_DEVICES(CrossDeviceLayerTest, ::testing::ValuesIn(all_cases()),
-                              [](const ::testing::TestParamInfo<CrossDeviceCase>& info) {
-                                return info.param.name;
+                              [](const ::testing::TestParamInfo<CrossDeviceCase>& param_info) {
+                                return param_info.param.name;
                               });
 
 TEST(CrossDeviceHarness, CoversEveryComputingLayerType) {

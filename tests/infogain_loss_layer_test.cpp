@@ -156,8 +156,8 @@ XTRAIN_INSTANTIATE_ON_DEVICES(
         NormalizationCase{"BatchSize", "loss_param { normalization: BATCH_SIZE ignore_label: 3 }",
                           3, three},
         NormalizationCase{"None", "loss_param { normalization: NONE }", -100, one}),
-    [](const ::testing::TestParamInfo<NormalizationCase>& info) {
-      return std::string(info.param.name);
+    [](const ::testing::TestParamInfo<NormalizationCase>& param_info) {
+      return std::string(param_info.param.name);
     });
 
 XTRAIN_DEVICE_TEST(InfogainLossLayer, IdentityMatrixIsSoftmaxWithLoss) {

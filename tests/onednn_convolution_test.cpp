@@ -81,8 +81,8 @@ TEST_P(OnednnConvolutionTest, MatchesGemmReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Geometries, OnednnConvolutionTest, ::testing::ValuesIn(geometries()),
-                         [](const ::testing::TestParamInfo<Geometry>& info) {
-                           return std::string(info.param.name);
+                         [](const ::testing::TestParamInfo<Geometry>& param_info) {
+                           return std::string(param_info.param.name);
                          });
 
 // The measured exception in onednn_convolution.cpp takes effect: a first

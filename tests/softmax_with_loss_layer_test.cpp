@@ -155,8 +155,8 @@ XTRAIN_INSTANTIATE_ON_DEVICES(
                           1, valid_count},
         NormalizationCase{"NormalizationWinsOverNormalize",
                           "loss_param { normalize: false normalization: FULL }", -100, six}),
-    [](const ::testing::TestParamInfo<NormalizationCase>& info) {
-      return std::string(info.param.name);
+    [](const ::testing::TestParamInfo<NormalizationCase>& param_info) {
+      return std::string(param_info.param.name);
     });
 
 XTRAIN_DEVICE_TEST(SoftmaxWithLossLayerTest, HandComputedTwoClassLoss) {

@@ -19,9 +19,9 @@ namespace xtrain {
 
 // What the backward functor reads besides dE/dy.
 enum class BackwardReads {
-  kOutput,        // y: the layer runs in place as it is
-  kInput,         // x: in place, a copy of x is kept for backward
-  kInputApart,    // x: the layer refuses to run in place (as Caffe's does)
+  kOutput,      // y: the layer runs in place as it is
+  kInput,       // x: in place, a copy of x is kept for backward
+  kInputApart,  // x: the layer refuses to run in place (as Caffe's does)
 };
 
 template <const char* kType, typename Forward, typename Backward, BackwardReads kReads>

@@ -23,26 +23,22 @@ constexpr char kTanH[] = "TanH";
 constexpr char kBNLL[] = "BNLL";
 constexpr char kAbsVal[] = "AbsVal";
 
+using SigmoidLayer = ElementwiseNeuronLayer<kSigmoid, ops::SigmoidForward, ops::SigmoidBackward,
+                                            BackwardReads::kOutput>;
+using TanHLayer =
+    ElementwiseNeuronLayer<kTanH, ops::TanhForward, ops::TanhBackward, BackwardReads::kOutput>;
+using BNLLLayer =
+    ElementwiseNeuronLayer<kBNLL, ops::BnllForward, ops::BnllBackward, BackwardReads::kInput>;
+using AbsValLayer =
+    ElementwiseNeuronLayer<kAbsVal, ops::AbsForward, ops::AbsBackward, BackwardReads::kInputApart>;
+
 }  // namespace
 
 void register_sigmoid_layer(LayerRegistry& registry) {
-  add_layer<ElementwiseNeuronLayer<kSigmoid, ops::SigmoidForward, ops::SigmoidBackward,
-                                   BackwardReads::kOutput>>(registry, kSigmoid);
+  add_layer<SigmoidLayer>(registry, kSigmoid);
 }
-
-void register_tanh_layer(LayerRegistry& registry) {
-  add_layer<ElementwiseNeuronLayer<kTanH, ops::TanhForward, ops::TanhBackward,
-                                   BackwardReads::kOutput>>(registry, kTanH);
-}
-
-void register_bnll_layer(LayerRegistry& registry) {
-  add_layer<ElementwiseNeuronLayer<kBNLL, ops::BnllForward, ops::BnllBackward,
-                                   BackwardReads::kInput>>(registry, kBNLL);
-}
-
-void register_absval_layer(LayerRegistry& registry) {
-  add_layer<ElementwiseNeuronLayer<kAbsVal, ops::AbsForward, ops::AbsBackward,
-                                   BackwardReads::kInputApart>>(registry, kAbsVal);
-}
+void register_tanh_layer(LayerRegistry& registry) { add_layer<TanHLayer>(registry, kTanH); }
+void register_bnll_layer(LayerRegistry& registry) { add_layer<BNLLLayer>(registry, kBNLL); }
+void register_absval_layer(LayerRegistry& registry) { add_layer<AbsValLayer>(registry, kAbsVal); }
 
 }  // namespace xtrain
