@@ -127,26 +127,6 @@ void power_backward(const float* x, const float* y, const float* dy, float* dx, 
   apply(n, on_thread_stream(stream), ops::PowerBackward{power, scale, shift}, dx, x, y, dy);
 }
 
-void exp_forward(const float* x, float* y, std::size_t n, float inner_scale, float outer_scale,
-                 cudaStream_t stream) {
-  apply(n, on_thread_stream(stream), ops::ExpForward{inner_scale, outer_scale}, y, x);
-}
-
-void exp_backward(const float* y, const float* dy, float* dx, std::size_t n, float inner_scale,
-                  cudaStream_t stream) {
-  apply(n, on_thread_stream(stream), ops::ExpBackward{inner_scale}, dx, y, dy);
-}
-
-void log_forward(const float* x, float* y, std::size_t n, float scale, float shift,
-                 float base_scale, cudaStream_t stream) {
-  apply(n, on_thread_stream(stream), ops::LogForward{scale, shift, base_scale}, y, x);
-}
-
-void log_backward(const float* x, const float* dy, float* dx, std::size_t n, float scale,
-                  float shift, float backward_scale, cudaStream_t stream) {
-  apply(n, on_thread_stream(stream), ops::LogBackward{scale, shift, backward_scale}, dx, x, dy);
-}
-
 void threshold_forward(const float* x, float* y, std::size_t n, float threshold,
                        cudaStream_t stream) {
   apply(n, on_thread_stream(stream), ops::ThresholdForward{threshold}, y, x);

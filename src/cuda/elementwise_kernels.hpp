@@ -1,6 +1,7 @@
 // CUDA launchers for the elementwise layers (ReLU, Dropout, Split, the
 // sigmoid of SigmoidCrossEntropyLoss) and the per-position Softmax. (Sigmoid,
-// TanH, BNLL and AbsVal run through cuda::apply: layers/elementwise_neuron_layer.hpp.) Each applies the functor of
+// TanH, BNLL, AbsVal, Exp and Log run through cuda::apply:
+// layers/elementwise_neuron_layer.hpp.) Each applies the functor of
 // src/core/elementwise_ops.hpp that the CPU path also uses. All pointers are
 // device pointers; `out` may alias an input. Each runs on `stream`, by default
 // (nullptr) the calling thread's stream, cuda::stream() of
@@ -53,14 +54,6 @@ void power_forward(const float* x, float* y, std::size_t n, float power, float s
                    cudaStream_t stream = nullptr);
 void power_backward(const float* x, const float* y, const float* dy, float* dx, std::size_t n,
                     float power, float scale, float shift, cudaStream_t stream = nullptr);
-void exp_forward(const float* x, float* y, std::size_t n, float inner_scale, float outer_scale,
-                 cudaStream_t stream = nullptr);
-void exp_backward(const float* y, const float* dy, float* dx, std::size_t n, float inner_scale,
-                  cudaStream_t stream = nullptr);
-void log_forward(const float* x, float* y, std::size_t n, float scale, float shift,
-                 float base_scale, cudaStream_t stream = nullptr);
-void log_backward(const float* x, const float* dy, float* dx, std::size_t n, float scale,
-                  float shift, float backward_scale, cudaStream_t stream = nullptr);
 void threshold_forward(const float* x, float* y, std::size_t n, float threshold,
                        cudaStream_t stream = nullptr);
 void elu_forward(const float* x, float* y, std::size_t n, float alpha,

@@ -14,5 +14,9 @@ template void apply(std::size_t, const ops::BnllForward&, float*, const float*);
 template void apply(std::size_t, const ops::BnllBackward&, float*, const float*, const float*);
 template void apply(std::size_t, const ops::AbsForward&, float*, const float*);
 template void apply(std::size_t, const ops::AbsBackward&, float*, const float*, const float*);
+template void apply(std::size_t, const ops::ExpForward&, float*, const float*);
+template void apply(std::size_t, const ops::ExpBackward&, float*, const float*, const float*);
+template void apply(std::size_t, const ops::LogForward&, float*, const float*);
+template void apply(std::size_t, const ops::LogBackward&, float*, const float*, const float*);
 
 }  // namespace xtrain::cuda

@@ -3,7 +3,8 @@
 //   forward    y_i     = Forward(x_i)
 //   backward   dE/dx_i = Backward(r_i, dE/dy_i),  r = y or x (BackwardReads)
 // The CPU loop is ops::apply_cpu, the GPU kernel cuda::apply (instantiated for
-// these functors in src/cuda/neuron_kernels.cu).
+// these functors in src/cuda/neuron_kernels.cu). A layer with parameters
+// (Exp, Log) derives from it and sets forward_ and backward_ in layer_setup.
 #pragma once
 
 #include <vector>
@@ -25,7 +26,7 @@ enum class BackwardReads {
 };
 
 template <const char* kType, typename Forward, typename Backward, BackwardReads kReads>
-class ElementwiseNeuronLayer final : public NeuronLayer {
+class ElementwiseNeuronLayer : public NeuronLayer {
  public:
   using NeuronLayer::NeuronLayer;
   const char* type() const override { return kType; }
@@ -37,8 +38,7 @@ class ElementwiseNeuronLayer final : public NeuronLayer {
  protected:
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
     if (kReads == BackwardReads::kInput) keep_input_if_in_place(bottom, top);
-    ops::apply_cpu(bottom[0]->count(), Forward{}, top[0]->mutable_cpu_data(),
-                   bottom[0]->cpu_data());
+    ops::apply_cpu(bottom[0]->count(), forward_, top[0]->mutable_cpu_data(), bottom[0]->cpu_data());
   }
 
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
@@ -46,14 +46,14 @@ class ElementwiseNeuronLayer final : public NeuronLayer {
     if (!propagate_down[0]) return;
     const float* read =
         kReads == BackwardReads::kOutput ? top[0]->cpu_data() : kept_input_cpu(bottom, top);
-    ops::apply_cpu(bottom[0]->count(), Backward{}, bottom[0]->mutable_cpu_diff(), read,
+    ops::apply_cpu(bottom[0]->count(), backward_, bottom[0]->mutable_cpu_diff(), read,
                    top[0]->cpu_diff());
   }
 
 #ifdef XTRAIN_USE_CUDA
   void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
     if (kReads == BackwardReads::kInput) keep_input_if_in_place_gpu(bottom, top);
-    cuda::apply(bottom[0]->count(), Forward{}, top[0]->mutable_gpu_data(), bottom[0]->gpu_data());
+    cuda::apply(bottom[0]->count(), forward_, top[0]->mutable_gpu_data(), bottom[0]->gpu_data());
   }
 
   void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
@@ -61,10 +61,13 @@ class ElementwiseNeuronLayer final : public NeuronLayer {
     if (!propagate_down[0]) return;
     const float* read =
         kReads == BackwardReads::kOutput ? top[0]->gpu_data() : kept_input_gpu(bottom, top);
-    cuda::apply(bottom[0]->count(), Backward{}, bottom[0]->mutable_gpu_diff(), read,
+    cuda::apply(bottom[0]->count(), backward_, bottom[0]->mutable_gpu_diff(), read,
                 top[0]->gpu_diff());
   }
 #endif
+
+  Forward forward_{};
+  Backward backward_{};
 };
 
 }  // namespace xtrain
