@@ -34,11 +34,6 @@ LayerParameter ip_param(int num_output, int axis = 1, bool transpose = false, bo
   return param;
 }
 
-void fill_random(Blob& blob, std::uint64_t seed) {
-  RandomStream random(seed);
-  random.uniform(blob.count(), -1.0f, 1.0f, blob.mutable_cpu_data());
-}
-
 // top[m][n] = sum_k x[m][k] * W(n, k) + b[n], W(n, k) read from either layout.
 std::vector<float> direct_product(const Blob& input, int axis, const Blob& weights,
                                   const Blob* bias, bool transpose) {
@@ -60,16 +55,8 @@ std::vector<float> direct_product(const Blob& input, int axis, const Blob& weigh
   return out;
 }
 
-class InnerProductTest : public ::testing::Test {
+class InnerProductTest : public testing::OneInputLayerTest {
  protected:
-  std::unique_ptr<Layer> make(const LayerParameter& param, const std::vector<int>& input_shape) {
-    input_.reshape(input_shape);
-    fill_random(input_, 3);
-    auto layer = testing::create_layer(param);
-    layer->setup({&input_}, {&output_});
-    return layer;
-  }
-
   void check_forward(const LayerParameter& param, const std::vector<int>& input_shape,
                      const std::vector<int>& expected_top, const std::vector<int>& weight_shape) {
     SCOPED_TRACE("input " + shape_to_string(input_shape) + ", " + param.ShortDebugString());
@@ -88,8 +75,6 @@ class InnerProductTest : public ::testing::Test {
     }
   }
 
-  Blob input_;
-  Blob output_;
 };
 
 XTRAIN_DEVICE_TEST_F(InnerProductTest, ForwardFlattensFromAxisOne) {
@@ -142,7 +127,7 @@ XTRAIN_DEVICE_TEST_F(InnerProductTest, GradientAxisTwoWithoutBias) {
 XTRAIN_DEVICE_TEST_F(InnerProductTest, ParamGradientsAccumulate) {
   auto layer = make(ip_param(3), {2, 4});
   layer->forward({&input_}, {&output_});
-  fill_random(output_, 5);
+  testing::fill_uniform(output_, 5);
   std::copy(output_.cpu_data(), output_.cpu_data() + output_.count(), output_.mutable_cpu_diff());
   for (auto& blob : layer->blobs()) blob->scale_diff(0.0f);
   layer->backward({&output_}, {true}, {&input_});
@@ -162,7 +147,7 @@ XTRAIN_DEVICE_TEST_F(InnerProductTest, ParamGradientsAccumulate) {
 XTRAIN_DEVICE_TEST_F(InnerProductTest, ReshapeKeepsKAndFollowsTheBatch) {
   auto layer = make(ip_param(3), {2, 3, 2});
   input_.reshape({5, 6});
-  fill_random(input_, 9);
+  testing::fill_uniform(input_, 9);
   layer->forward({&input_}, {&output_});
   EXPECT_EQ(output_.shape(), (std::vector<int>{5, 3}));
   const auto expected =
@@ -183,7 +168,7 @@ TEST_F(InnerProductTest, PreloadedWeights) {
   // Legacy 4-d shapes (1, 1, N, K) and (1, 1, 1, N) are accepted.
   LayerParameter param = ip_param(2);
   Blob weights({1, 1, 2, 3});
-  fill_random(weights, 4);
+  testing::fill_uniform(weights, 4);
   Blob bias({1, 1, 1, 2});
   weights.to_proto(param.add_blobs());
   bias.to_proto(param.add_blobs());

@@ -87,6 +87,22 @@ inline void expect_near_all(const std::vector<float>& actual, const std::vector<
   }
 }
 
+// A fixture for a layer with one bottom and one top: make() builds the layer
+// `param` describes on an input of `input_shape`, filled from U(-1, 1).
+class OneInputLayerTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Layer> make(const LayerParameter& param, const std::vector<int>& input_shape) {
+    input_.reshape(input_shape);
+    fill_uniform(input_, 3);
+    auto layer = create_layer(param);
+    layer->setup({&input_}, {&output_});
+    return layer;
+  }
+
+  Blob input_;
+  Blob output_;
+};
+
 // Runs the layer `prototxt` describes on `input` into a top of its own, then
 // another one in place (top == bottom) with the same parameters: both must
 // give the same top and, for `top_diff`, the same bottom and parameter
