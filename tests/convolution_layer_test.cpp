@@ -153,7 +153,6 @@ class ConvolutionTest : public testing::OneInputLayerTest {
       ASSERT_NEAR(output_.cpu_data()[i], expected[i], 1e-4f) << "element " << i;
     }
   }
-
 };
 
 ConvSpec spec(std::vector<int> input, int num_output, int kernel_h, int kernel_w) {

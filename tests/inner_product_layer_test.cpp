@@ -74,7 +74,6 @@ class InnerProductTest : public testing::OneInputLayerTest {
       ASSERT_NEAR(output_.cpu_data()[i], expected[i], 1e-4f) << "element " << i;
     }
   }
-
 };
 
 XTRAIN_DEVICE_TEST_F(InnerProductTest, ForwardFlattensFromAxisOne) {
