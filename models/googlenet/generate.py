@@ -13,7 +13,8 @@ whose losses are weighted 0.3.
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import prototxt_writer  # noqa: E402  (models/prototxt_writer.py)
 
 # (name, 1x1, 3x3 reduce, 3x3, 5x5 reduce, 5x5, pool projection) from table 1
 # of Szegedy et al.; a module's output has 1x1 + 3x3 + 5x5 + pool-proj channels.
@@ -78,16 +79,7 @@ DEPLOY_HEADER = """\
 """
 
 
-class NetWriter:
-    """Collects layer text; `train` adds learning-rate specs and fillers."""
-
-    def __init__(self, train):
-        self.train = train
-        self.parts = []
-
-    def add(self, text):
-        self.parts.append(text)
-
+class NetWriter(prototxt_writer.NetWriter):
     def learnable(self, bias_value):
         """ParamSpecs and fillers shared by convolutions and inner products."""
         if not self.train:
@@ -100,22 +92,8 @@ class NetWriter:
 
     def conv(self, name, bottom, num_output, kernel, stride=1, pad=0, bias_value=0.2):
         specs, fillers = self.learnable(bias_value)
-        shape = "num_output: %d" % num_output
-        if pad:
-            shape += "  pad: %d" % pad
-        shape += "  kernel_size: %d" % kernel
-        if stride != 1:
-            shape += "  stride: %d" % stride
-        self.add('layer {\n'
-                 '  name: "%s"  type: "Convolution"\n'
-                 '  bottom: "%s"  top: "%s"\n'
-                 '%s'
-                 '  convolution_param {\n'
-                 '    %s\n'
-                 '%s'
-                 '  }\n'
-                 '}\n' % (name, bottom, name, specs, shape, fillers))
-        return name
+        shape = self.conv_shape(num_output, kernel, stride, pad)
+        return self.conv_layer(name, bottom, specs, shape, fillers)
 
     def inner_product(self, name, bottom, num_output, bias_value):
         specs, fillers = self.learnable(bias_value)
@@ -129,16 +107,6 @@ class NetWriter:
                  '  }\n'
                  '}\n' % (name, bottom, name, specs, num_output, fillers))
         return name
-
-    def relu(self, name, blob):
-        line = 'layer { name: "%s"  type: "ReLU"  bottom: "%s"  top: "%s" }\n' % (name, blob, blob)
-        if len(line) > 100:
-            line = ('layer {\n'
-                    '  name: "%s"  type: "ReLU"\n'
-                    '  bottom: "%s"  top: "%s"\n'
-                    '}\n' % (name, blob, blob))
-        self.add(line)
-        return blob
 
     def pool(self, name, bottom, method, kernel, stride, pad=0):
         shape = "pool: %s  kernel_size: %d  stride: %d" % (method, kernel, stride)
@@ -188,8 +156,6 @@ class NetWriter:
                      '%s'
                      '}\n' % (prefix, k, scores, prefix, k, top_k))
 
-    def text(self):
-        return "".join(self.parts)
 
 
 def data_layers():
@@ -277,18 +243,5 @@ def build(train):
     return (TRAIN_HEADER if train else DEPLOY_HEADER) + 'name: "GoogleNet"\n' + net.text()
 
 
-def main():
-    outputs = {"train_val.prototxt": build(train=True), "deploy.prototxt": build(train=False)}
-    if "--check" in sys.argv[1:]:
-        stale = [n for n, t in outputs.items()
-                 if not (HERE / n).exists() or (HERE / n).read_text() != t]
-        for name in stale:
-            print("%s is out of date; run %s" % (HERE / name, Path(__file__).name))
-        return 1 if stale else 0
-    for name, text in outputs.items():
-        (HERE / name).write_text(text)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(prototxt_writer.main(__file__, build))

@@ -14,7 +14,8 @@ fine-tuning.
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import prototxt_writer  # noqa: E402  (models/prototxt_writer.py)
 
 # Stages conv2_x..conv5_x: (stage number, bottleneck blocks, bottleneck width).
 # Each block maps to 4 x width channels; blocks are lettered a, b, c, ...
@@ -85,23 +86,9 @@ DEPLOY_HEADER = """\
 """
 
 
-class NetWriter:
-    """Collects layer text; `train` adds ParamSpecs and fillers."""
-
-    def __init__(self, train):
-        self.train = train
-        self.parts = []
-
-    def add(self, text):
-        self.parts.append(text)
-
+class NetWriter(prototxt_writer.NetWriter):
     def conv(self, name, bottom, num_output, kernel, stride=1, pad=0, bias=False):
-        shape = "num_output: %d" % num_output
-        if pad:
-            shape += "  pad: %d" % pad
-        shape += "  kernel_size: %d" % kernel
-        if stride != 1:
-            shape += "  stride: %d" % stride
+        shape = self.conv_shape(num_output, kernel, stride, pad)
         specs = fillers = ""
         if self.train:
             specs = "  param { lr_mult: 1  decay_mult: 1 }\n"
@@ -111,16 +98,7 @@ class NetWriter:
                 fillers += '    bias_filler { type: "constant"  value: 0 }\n'
         if not bias:
             shape += "  bias_term: false"
-        self.add('layer {\n'
-                 '  name: "%s"  type: "Convolution"\n'
-                 '  bottom: "%s"  top: "%s"\n'
-                 '%s'
-                 '  convolution_param {\n'
-                 '    %s\n'
-                 '%s'
-                 '  }\n'
-                 '}\n' % (name, bottom, name, specs, shape, fillers))
-        return name
+        return self.conv_layer(name, bottom, specs, shape, fillers)
 
     def batch_norm_and_scale(self, bn_name, scale_name, blob):
         if self.train:
@@ -137,16 +115,6 @@ class NetWriter:
                  '  name: "%s"  type: "Scale"  bottom: "%s"  top: "%s"%s\n'
                  '  scale_param { bias_term: true }\n'
                  '}\n' % (scale_name, blob, blob, specs))
-        return blob
-
-    def relu(self, name, blob):
-        line = 'layer { name: "%s"  type: "ReLU"  bottom: "%s"  top: "%s" }\n' % (name, blob, blob)
-        if len(line) > 100:
-            line = ('layer {\n'
-                    '  name: "%s"  type: "ReLU"\n'
-                    '  bottom: "%s"  top: "%s"\n'
-                    '}\n' % (name, blob, blob))
-        self.add(line)
         return blob
 
     def conv_bn(self, block, branch, bottom, num_output, kernel, stride=1, pad=0):
@@ -173,8 +141,6 @@ class NetWriter:
                  '}\n' % (out, shortcut, x, out))
         return self.relu(out + "_relu", out)
 
-    def text(self):
-        return "".join(self.parts)
 
 
 def data_layers():
@@ -262,18 +228,5 @@ def build(train):
     return (TRAIN_HEADER if train else DEPLOY_HEADER) + 'name: "ResNet-50"\n' + net.text()
 
 
-def main():
-    outputs = {"train_val.prototxt": build(train=True), "deploy.prototxt": build(train=False)}
-    if "--check" in sys.argv[1:]:
-        stale = [n for n, t in outputs.items()
-                 if not (HERE / n).exists() or (HERE / n).read_text() != t]
-        for name in stale:
-            print("%s is out of date; run %s" % (HERE / name, Path(__file__).name))
-        return 1 if stale else 0
-    for name, text in outputs.items():
-        (HERE / name).write_text(text)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(prototxt_writer.main(__file__, build))
