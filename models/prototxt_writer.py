@@ -59,6 +59,38 @@ class NetWriter:
         return blob
 
 
+def ilsvrc12_data_layers(transform, train_batch, train_note, test_batch, test_note):
+    """The TRAIN and TEST Data layers reading data/ilsvrc12/{train,val}_lmdb.
+
+    `transform` gives transform_param's lines for a phase:
+    transform(train) -> "    crop_size: 224\n...". The notes ("" or a
+    comment line) go before data_param.
+    """
+    text = ""
+    for phase, source, batch, note in (
+            ("TRAIN", "data/ilsvrc12/train_lmdb", train_batch, train_note),
+            ("TEST", "data/ilsvrc12/val_lmdb", test_batch, test_note)):
+        text += ('layer {\n'
+                 '  name: "data"  type: "Data"\n'
+                 '  top: "data"  top: "label"\n'
+                 '  include { phase: %s }\n'
+                 '  transform_param {\n'
+                 '%s'
+                 '  }\n'
+                 '%s'
+                 '  data_param { source: "%s"  batch_size: %d  backend: LMDB }\n'
+                 '}\n' % (phase, transform(phase == "TRAIN"), note, source, batch))
+    return text
+
+
+def deploy_input_layer(size):
+    """The deploy net's input: a batch of 10 `size` x `size` BGR crops."""
+    return ('layer {\n'
+            '  name: "data"  type: "Input"  top: "data"\n'
+            '  input_param { shape { dim: 10 dim: 3 dim: %d dim: %d } }\n'
+            '}\n' % (size, size))
+
+
 def main(generator, build):
     """Writes (or with --check, checks) the two files `build(train)` makes,
     in the folder of `generator` (the generator's __file__)."""

@@ -159,24 +159,12 @@ class NetWriter(prototxt_writer.NetWriter):
 
 
 def data_layers():
-    text = ""
-    for phase, mirror, source, batch, note in (
-            ("TRAIN", "true", "data/ilsvrc12/train_lmdb", 32, ""),
-            ("TEST", "false", "data/ilsvrc12/val_lmdb", 50,
-             "  # 50 x test_iter 1000 = the 50,000 validation images\n")):
-        text += ('layer {\n'
-                 '  name: "data"  type: "Data"\n'
-                 '  top: "data"  top: "label"\n'
-                 '  include { phase: %s }\n'
-                 '  transform_param {\n'
-                 '    mirror: %s\n'
-                 '    crop_size: 224\n'
-                 '    mean_value: 104  mean_value: 117  mean_value: 123\n'
-                 '  }\n'
-                 '%s'
-                 '  data_param { source: "%s"  batch_size: %d  backend: LMDB }\n'
-                 '}\n' % (phase, mirror, note, source, batch))
-    return text
+    return prototxt_writer.ilsvrc12_data_layers(
+        lambda train: ('    mirror: %s\n'
+                       '    crop_size: 224\n'
+                       '    mean_value: 104  mean_value: 117  mean_value: 123\n'
+                       % ("true" if train else "false")),
+        32, "", 50, "  # 50 x test_iter 1000 = the 50,000 validation images\n")
 
 
 def inception(net, name, bottom):
@@ -208,10 +196,7 @@ def build(train):
     if train:
         net.add(data_layers())
     else:
-        net.add('layer {\n'
-                '  name: "data"  type: "Input"  top: "data"\n'
-                '  input_param { shape { dim: 10 dim: 3 dim: 224 dim: 224 } }\n'
-                '}\n')
+        net.add(prototxt_writer.deploy_input_layer(224))
     x = net.relu("conv1/relu_7x7", net.conv("conv1/7x7_s2", "data", 64, 7, stride=2, pad=3))
     x = net.pool("pool1/3x3_s2", x, "MAX", 3, 2)
     x = net.lrn("pool1/norm1", x)

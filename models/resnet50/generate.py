@@ -144,25 +144,13 @@ class NetWriter(prototxt_writer.NetWriter):
 
 
 def data_layers():
-    text = ""
-    for phase, mirror, source, batch, note in (
-            ("TRAIN", "true", "data/ilsvrc12/train_lmdb", 32,
-             "  # 32 per pass; the solver's iter_size 8 makes the paper's 256-image step\n"),
-            ("TEST", "false", "data/ilsvrc12/val_lmdb", 50,
-             "  # 50 x test_iter 1000 = the 50,000 validation images\n")):
-        text += ('layer {\n'
-                 '  name: "data"  type: "Data"\n'
-                 '  top: "data"  top: "label"\n'
-                 '  include { phase: %s }\n'
-                 '  transform_param {\n'
-                 '    mirror: %s\n'
-                 '    crop_size: 224\n'
-                 '    mean_file: "data/ilsvrc12/imagenet_mean.binaryproto"\n'
-                 '  }\n'
-                 '%s'
-                 '  data_param { source: "%s"  batch_size: %d  backend: LMDB }\n'
-                 '}\n' % (phase, mirror, note, source, batch))
-    return text
+    return prototxt_writer.ilsvrc12_data_layers(
+        lambda train: ('    mirror: %s\n'
+                       '    crop_size: 224\n'
+                       '    mean_file: "data/ilsvrc12/imagenet_mean.binaryproto"\n'
+                       % ("true" if train else "false")),
+        32, "  # 32 per pass; the solver's iter_size 8 makes the paper's 256-image step\n",
+        50, "  # 50 x test_iter 1000 = the 50,000 validation images\n")
 
 
 def build(train):
@@ -170,10 +158,7 @@ def build(train):
     if train:
         net.add(data_layers())
     else:
-        net.add('layer {\n'
-                '  name: "data"  type: "Input"  top: "data"\n'
-                '  input_param { shape { dim: 10 dim: 3 dim: 224 dim: 224 } }\n'
-                '}\n')
+        net.add(prototxt_writer.deploy_input_layer(224))
     x = net.conv("conv1", "data", 64, 7, stride=2, pad=3, bias=True)
     x = net.batch_norm_and_scale("bn_conv1", "scale_conv1", x)
     x = net.relu("conv1_relu", x)

@@ -95,24 +95,11 @@ class NetWriter(prototxt_writer.NetWriter):
 
 
 def data_layers():
-    text = ""
-    for phase, source, batch, note in (
-            ("TRAIN", "data/ilsvrc12/train_lmdb", 32,
-             "  # 32 per pass; the solver's iter_size 16 makes a 512-image step\n"),
-            ("TEST", "data/ilsvrc12/val_lmdb", 25,
-             "  # 25 x test_iter 2000 = the 50,000 validation images\n")):
-        text += ('layer {\n'
-                 '  name: "data"  type: "Data"\n'
-                 '  top: "data"  top: "label"\n'
-                 '  include { phase: %s }\n'
-                 '  transform_param {\n'
-                 '    crop_size: 227\n'
-                 '    mean_value: 104  mean_value: 117  mean_value: 123\n'
-                 '  }\n'
-                 '%s'
-                 '  data_param { source: "%s"  batch_size: %d  backend: LMDB }\n'
-                 '}\n' % (phase, note, source, batch))
-    return text
+    return prototxt_writer.ilsvrc12_data_layers(
+        lambda train: ('    crop_size: 227\n'
+                       '    mean_value: 104  mean_value: 117  mean_value: 123\n'),
+        32, "  # 32 per pass; the solver's iter_size 16 makes a 512-image step\n",
+        25, "  # 25 x test_iter 2000 = the 50,000 validation images\n")
 
 
 def build(train):
@@ -120,10 +107,7 @@ def build(train):
     if train:
         net.add(data_layers())
     else:
-        net.add('layer {\n'
-                '  name: "data"  type: "Input"  top: "data"\n'
-                '  input_param { shape { dim: 10 dim: 3 dim: 227 dim: 227 } }\n'
-                '}\n')
+        net.add(prototxt_writer.deploy_input_layer(227))
     x = net.relu("relu_conv1", net.conv("conv1", "data", 64, 3, stride=2))
     x = net.max_pool("pool1", x)
     for number, squeeze, expand in FIRES:
