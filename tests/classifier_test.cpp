@@ -1,6 +1,5 @@
 // xtrain::Classifier on tiny nets with weights set by hand, so every input
 // value and probability can be worked out on paper.
-#include "error_message.hpp"
 #include "xtrain/classifier.hpp"
 
 #include <gtest/gtest.h>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "classifier_test_model.hpp"
+#include "error_message.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/net.hpp"

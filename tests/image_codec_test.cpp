@@ -1,7 +1,6 @@
 // The image codec and image -> Datum conversion against OpenCV's own
 // decoding of the same bytes: the planar B, G, R layout, colour modes,
 // resizing, encoding, and Caffe's rules for what an encoded Datum holds.
-#include "error_message.hpp"
 #include "xtrain/image_codec.hpp"
 
 #include <gtest/gtest.h>
@@ -11,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "error_message.hpp"
 #include "image_fixtures.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/error.hpp"
