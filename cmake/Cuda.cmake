@@ -61,7 +61,7 @@ function(xtrain_add_cuda_backend target library)
   target_sources(${target} PRIVATE ${cuda_sources})
   target_compile_definitions(${target} PUBLIC XTRAIN_USE_CUDA)
   target_compile_definitions(${library} PUBLIC XTRAIN_USE_CUDA)
-  target_include_directories(${target} PRIVATE ${XTRAIN_CUDNN_INCLUDE_DIR})
+  target_include_directories(${target} SYSTEM PRIVATE ${XTRAIN_CUDNN_INCLUDE_DIR})
   # The runtime only: linking libcuda directly would bind to the driver stub.
   target_link_libraries(${target} PRIVATE CUDA::cudart CUDA::cublas
                         ${XTRAIN_CUDNN_LIBRARY})

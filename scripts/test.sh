@@ -9,11 +9,13 @@ scripts/install_deps.sh
 # too, to keep the build short; the tests need no GPU (GPU instances skip
 # without one).
 # Everything, whatever an earlier README command 1 configured (no tests, no
-# CUDA without a GPU).
+# CUDA without a GPU), with every compiler warning an error: a change that
+# warns fails here.
 if [ "${CI:-}" = "true" ]; then
-  scripts/build.sh -DXTRAIN_BUILD_TESTS=ON -DXTRAIN_USE_CUDA=AUTO -DCMAKE_CUDA_ARCHITECTURES="75;90"
+  scripts/build.sh -DXTRAIN_BUILD_TESTS=ON -DXTRAIN_USE_CUDA=AUTO -DXTRAIN_WARNINGS_AS_ERRORS=ON \
+    -DCMAKE_CUDA_ARCHITECTURES="75;90"
 else
-  scripts/build.sh -DXTRAIN_BUILD_TESTS=ON -DXTRAIN_USE_CUDA=AUTO
+  scripts/build.sh -DXTRAIN_BUILD_TESTS=ON -DXTRAIN_USE_CUDA=AUTO -DXTRAIN_WARNINGS_AS_ERRORS=ON
 fi
 (cd "${XTRAIN_BUILD_DIR:-build}" && ctest --output-on-failure -j "${XTRAIN_JOBS:-$(nproc)}")
 # Every fuzz target for a short while (its own clang + sanitizer build in

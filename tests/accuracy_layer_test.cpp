@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "device_test_support.hpp"
+#include "error_message.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -18,19 +19,12 @@
 namespace xtrain {
 namespace {
 
+using testing::error_of;
+
 std::unique_ptr<Layer> make_accuracy(const std::string& extra) {
   LayerParameter param;
   read_proto_from_text_string("name: 'acc' type: 'Accuracy' " + extra, &param);
   return testing::create_layer(param);
-}
-
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // Hand-made scores for 4 samples x 3 classes (no ties):

@@ -123,11 +123,11 @@ XTRAIN_INSTANTIATE_ON_DEVICES(
                           leaky_relu, true},
                       ActivationCase{"name: 'sigmoid' type: 'Sigmoid'", sigmoid, false},
                       ActivationCase{"name: 'tanh' type: 'TanH'", tanh_reference, false}),
-    [](const ::testing::TestParamInfo<ActivationCase>& info) {
-      return std::string(info.index == 0   ? "ReLU"
-                         : info.index == 1 ? "LeakyReLU"
-                         : info.index == 2 ? "Sigmoid"
-                                           : "TanH");
+    [](const ::testing::TestParamInfo<ActivationCase>& param_info) {
+      return std::string(param_info.index == 0   ? "ReLU"
+                         : param_info.index == 1 ? "LeakyReLU"
+                         : param_info.index == 2 ? "Sigmoid"
+                                                 : "TanH");
     });
 
 XTRAIN_DEVICE_TEST(ReLULayerTest, HandComputedValuesAndGradient) {

@@ -24,10 +24,7 @@ namespace fs = std::filesystem;
 namespace xtrain {
 namespace {
 
-using testing::kRowCount;
-using testing::kRows;
-using testing::linear_regression_net;
-using testing::scalar_net;
+using namespace testing;
 
 SolverOptions quiet() { return testing::quiet_solver_options(); }
 
@@ -391,7 +388,9 @@ XTRAIN_INSTANTIATE_ON_DEVICES(
                                adadelta_rule(0.95, 1e-6)},
                       RuleCase{"Adam", "type: 'Adam' momentum: 0.9 momentum2: 0.999 delta: 1e-8", 2,
                                adam_rule(0.9, 0.999, 1e-8)}),
-    [](const ::testing::TestParamInfo<RuleCase>& info) { return std::string(info.param.name); });
+    [](const ::testing::TestParamInfo<RuleCase>& param_info) {
+      return std::string(param_info.param.name);
+    });
 
 // ---------------------------------------------------------------------------
 // Selection and checks.

@@ -13,10 +13,7 @@
 namespace xtrain {
 namespace {
 
-using testing::data_of;
-using testing::expect_error;
-using testing::make_layer;
-using testing::set_data;
+using namespace testing;
 
 std::unique_ptr<Layer> setup_argmax(const std::string& param, Blob& bottom, Blob& top) {
   auto layer = make_layer("name: 'argmax' type: 'ArgMax' argmax_param { " + param + " }");

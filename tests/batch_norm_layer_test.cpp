@@ -17,11 +17,7 @@
 namespace xtrain {
 namespace {
 
-using testing::data_of;
-using testing::expect_error;
-using testing::fill_uniform;
-using testing::make_layer;
-using testing::set_data;
+using namespace testing;
 
 constexpr float kEps = 1e-5f;
 

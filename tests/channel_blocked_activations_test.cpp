@@ -66,8 +66,8 @@ class ChannelBlockedLayoutWidth : public ::testing::TestWithParam<int> {
 
 INSTANTIATE_TEST_SUITE_P(BothWidths, ChannelBlockedLayoutWidth,
                          ::testing::ValuesIn(testing::kChannelBlockWidths),
-                         [](const ::testing::TestParamInfo<int>& info) {
-                           return "by" + std::to_string(info.param);
+                         [](const ::testing::TestParamInfo<int>& param_info) {
+                           return "by" + std::to_string(param_info.param);
                          });
 
 TEST_P(ChannelBlockedLayoutWidth, BlobConvertsOnDemandBothWays) {

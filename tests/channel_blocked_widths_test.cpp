@@ -104,8 +104,8 @@ class ChannelBlockedWidths : public ::testing::TestWithParam<int> {};
 
 INSTANTIATE_TEST_SUITE_P(BothWidths, ChannelBlockedWidths,
                          ::testing::ValuesIn(testing::kChannelBlockWidths),
-                         [](const ::testing::TestParamInfo<int>& info) {
-                           return "by" + std::to_string(info.param);
+                         [](const ::testing::TestParamInfo<int>& param_info) {
+                           return "by" + std::to_string(param_info.param);
                          });
 
 TEST_P(ChannelBlockedWidths, EveryBlockedLayerIsBitIdenticalToPlain) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "classifier_test_model.hpp"
+#include "error_message.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/net.hpp"
@@ -128,16 +129,6 @@ TEST(Classifier, BatchesGiveTheSameAnswersAsSingleImagesAndUseLabels) {
       EXPECT_FLOAT_EQ(results[i][k].probability, alone[k].probability);
     }
   }
-}
-
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "no xtrain::Error";
-  return "";
 }
 
 TEST(Classifier, LabelFileOfTheWrongLengthNamesTheFileAndBothCounts) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "error_message.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -46,36 +47,30 @@ class ProcessGroupTest : public ::testing::Test {
 
   // The message of the error process_group_from_environment throws.
   static std::string error_message() {
-    try {
-      process_group_from_environment();
-    } catch (const Error& error) {
-      return error.what();
-    }
-    ADD_FAILURE() << "no xtrain::Error";
-    return "";
+    return testing::error_of([] { process_group_from_environment(); });
+  }
+
+  // The group the environment describes is rank of size, local_rank on its
+  // node, found through launcher.
+  static void expect_group(int rank, int size, int local_rank, const std::string& launcher) {
+    const ProcessGroup group = process_group_from_environment();
+    EXPECT_EQ(group.rank, rank);
+    EXPECT_EQ(group.size, size);
+    EXPECT_EQ(group.local_rank, local_rank);
+    EXPECT_EQ(group.launcher, launcher);
   }
 
  private:
   std::map<std::string, std::string> saved_;
 };
 
-TEST_F(ProcessGroupTest, NoLauncherIsALoneProcess) {
-  const ProcessGroup group = process_group_from_environment();
-  EXPECT_EQ(group.rank, 0);
-  EXPECT_EQ(group.size, 1);
-  EXPECT_EQ(group.local_rank, 0);
-  EXPECT_EQ(group.launcher, "none");
-}
+TEST_F(ProcessGroupTest, NoLauncherIsALoneProcess) { expect_group(0, 1, 0, "none"); }
 
 TEST_F(ProcessGroupTest, OpenMpi) {
   set("OMPI_COMM_WORLD_RANK", "5");
   set("OMPI_COMM_WORLD_SIZE", "8");
   set("OMPI_COMM_WORLD_LOCAL_RANK", "1");
-  const ProcessGroup group = process_group_from_environment();
-  EXPECT_EQ(group.rank, 5);
-  EXPECT_EQ(group.size, 8);
-  EXPECT_EQ(group.local_rank, 1);
-  EXPECT_EQ(group.launcher, "openmpi");
+  expect_group(5, 8, 1, "openmpi");
 }
 
 TEST_F(ProcessGroupTest, PmiWithItsLocalRankOrSlurms) {
@@ -83,25 +78,16 @@ TEST_F(ProcessGroupTest, PmiWithItsLocalRankOrSlurms) {
   set("PMI_SIZE", "4");
   set("MPI_LOCALRANKID", "1");
   set("SLURM_LOCALID", "0");
-  ProcessGroup group = process_group_from_environment();
-  EXPECT_EQ(group.rank, 3);
-  EXPECT_EQ(group.size, 4);
-  EXPECT_EQ(group.local_rank, 1);
-  EXPECT_EQ(group.launcher, "pmi");
+  expect_group(3, 4, 1, "pmi");
   ::unsetenv("MPI_LOCALRANKID");
-  group = process_group_from_environment();
-  EXPECT_EQ(group.local_rank, 0);
+  expect_group(3, 4, 0, "pmi");
 }
 
 TEST_F(ProcessGroupTest, Slurm) {
   set("SLURM_PROCID", "2");
   set("SLURM_NTASKS", "3");
   set("SLURM_LOCALID", "2");
-  const ProcessGroup group = process_group_from_environment();
-  EXPECT_EQ(group.rank, 2);
-  EXPECT_EQ(group.size, 3);
-  EXPECT_EQ(group.local_rank, 2);
-  EXPECT_EQ(group.launcher, "slurm");
+  expect_group(2, 3, 2, "slurm");
 }
 
 // mpirun inside a Slurm allocation: the allocation's SLURM_* stay set.
@@ -112,10 +98,7 @@ TEST_F(ProcessGroupTest, MpiVariablesWinOverSlurms) {
   set("OMPI_COMM_WORLD_RANK", "1");
   set("OMPI_COMM_WORLD_SIZE", "2");
   set("OMPI_COMM_WORLD_LOCAL_RANK", "1");
-  const ProcessGroup group = process_group_from_environment();
-  EXPECT_EQ(group.launcher, "openmpi");
-  EXPECT_EQ(group.rank, 1);
-  EXPECT_EQ(group.size, 2);
+  expect_group(1, 2, 1, "openmpi");
 }
 
 TEST_F(ProcessGroupTest, MalformedValuesNameTheVariable) {

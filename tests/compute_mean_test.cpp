@@ -21,10 +21,7 @@
 namespace xtrain {
 namespace {
 
-using testing::run_tool;
-using testing::TempDir;
-using testing::tool_path;
-using testing::ToolResult;
+using namespace testing;
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

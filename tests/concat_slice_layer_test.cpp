@@ -13,12 +13,7 @@
 namespace xtrain {
 namespace {
 
-using testing::data_of;
-using testing::diff_of;
-using testing::expect_error;
-using testing::expect_near_all;
-using testing::fill_uniform;
-using testing::make_layer;
+using namespace testing;
 
 // The value of a 4-d blob at (n, c, h, w).
 float at(const Blob& blob, int n, int c, int h, int w) {

@@ -13,11 +13,7 @@
 namespace xtrain {
 namespace {
 
-using testing::contains;
-using testing::error_of;
-using testing::fill_uniform;
-using testing::fill_values;
-using testing::make_loss_layer;
+using namespace testing;
 
 // Pair 0 is similar with a - b = (1, 0): d = 1. Pair 1 is dissimilar with
 // a - b = (-0.3, -0.4): d = 0.25, distance 0.5. Margin 1, N = 2.
@@ -141,8 +137,8 @@ TEST_P(ContrastiveVersionTest, GradientsOfBothFeatureBottoms) {
 }
 
 XTRAIN_INSTANTIATE_ON_DEVICES(ContrastiveVersionTest, ::testing::Bool(),
-                              [](const ::testing::TestParamInfo<bool>& info) {
-                                return std::string(info.param ? "Legacy" : "Current");
+                              [](const ::testing::TestParamInfo<bool>& param_info) {
+                                return std::string(param_info.param ? "Legacy" : "Current");
                               });
 
 XTRAIN_DEVICE_TEST(ContrastiveLossLayer, UserErrors) {

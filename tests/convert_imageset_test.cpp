@@ -19,17 +19,7 @@
 namespace xtrain {
 namespace {
 
-using testing::file_bytes;
-using testing::list_text;
-using testing::ListedImage;
-using testing::planar_bytes;
-using testing::read_records;
-using testing::record_key;
-using testing::run_tool;
-using testing::StoredRecord;
-using testing::TempDir;
-using testing::tool_path;
-using testing::ToolResult;
+using namespace testing;
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

@@ -18,9 +18,7 @@
 namespace xtrain {
 namespace {
 
-using testing::run_tool;
-using testing::TempDir;
-using testing::tool_path;
+using namespace testing;
 
 void append_big_endian(std::string* bytes, std::uint32_t value) {
   for (int shift = 24; shift >= 0; shift -= 8) bytes->push_back(static_cast<char>(value >> shift));

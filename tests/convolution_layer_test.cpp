@@ -8,12 +8,15 @@
 
 #include "device_test_support.hpp"
 #include "gradient_checker.hpp"
+#include "layer_test_support.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
 #include "xtrain/proto_io.hpp"
 
 namespace xtrain {
 namespace {
+
+using testing::expect_error;
 
 struct ConvSpec {
   std::vector<int> input;  // N, C, H, W
@@ -84,11 +87,6 @@ LayerParameter parse_layer(const std::string& text) {
   return param;
 }
 
-void fill_random(Blob& blob, std::uint64_t seed) {
-  RandomStream random(seed);
-  random.uniform(blob.count(), -1.0f, 1.0f, blob.mutable_cpu_data());
-}
-
 // The definition, loop by loop.
 std::vector<float> direct_convolution(const Blob& input, const Blob& weights, const Blob* bias,
                                       const ConvSpec& s) {
@@ -127,30 +125,8 @@ std::vector<float> direct_convolution(const Blob& input, const Blob& weights, co
   return out;
 }
 
-template <typename Action>
-void expect_error(Action&& action, const std::vector<std::string>& fragments) {
-  try {
-    action();
-    ADD_FAILURE() << "expected xtrain::Error";
-  } catch (const Error& error) {
-    const std::string message = error.what();
-    for (const std::string& fragment : fragments) {
-      EXPECT_NE(message.find(fragment), std::string::npos)
-          << "message lacks '" << fragment << "': " << message;
-    }
-  }
-}
-
-class ConvolutionTest : public ::testing::Test {
+class ConvolutionTest : public testing::OneInputLayerTest {
  protected:
-  std::unique_ptr<Layer> make(const LayerParameter& param, const std::vector<int>& input_shape) {
-    input_.reshape(input_shape);
-    fill_random(input_, 3);
-    auto layer = testing::create_layer(param);
-    layer->setup({&input_}, {&output_});
-    return layer;
-  }
-
   void check_forward(const ConvSpec& spec) {
     SCOPED_TRACE("input " + shape_to_string(spec.input) + " kernel " +
                  std::to_string(spec.kernel_h) + "x" + std::to_string(spec.kernel_w) + " pad " +
@@ -177,9 +153,6 @@ class ConvolutionTest : public ::testing::Test {
       ASSERT_NEAR(output_.cpu_data()[i], expected[i], 1e-4f) << "element " << i;
     }
   }
-
-  Blob input_;
-  Blob output_;
 };
 
 ConvSpec spec(std::vector<int> input, int num_output, int kernel_h, int kernel_w) {
@@ -292,9 +265,9 @@ XTRAIN_DEVICE_TEST_F(ConvolutionTest, SeveralBottomsShareTheWeights) {
   const ConvSpec s = spec({2, 2, 4, 5}, 3, 2, 3);
   Blob second_input({2, 2, 4, 5});
   Blob second_output;
-  fill_random(second_input, 99);
+  testing::fill_uniform(second_input, 99);
   input_.reshape(s.input);
-  fill_random(input_, 3);
+  testing::fill_uniform(input_, 3);
   auto layer = testing::create_layer(conv_param(s));
   layer->setup({&input_, &second_input}, {&output_, &second_output});
   layer->forward({&input_, &second_input}, {&output_, &second_output});
@@ -313,7 +286,7 @@ XTRAIN_DEVICE_TEST_F(ConvolutionTest, ChannelAxisOtherThanOne) {
   LayerParameter param = conv_param(spec({6, 2, 4, 4}, 3, 3, 3));
   param.mutable_convolution_param()->set_axis(2);
   input_.reshape({2, 3, 2, 4, 4});
-  fill_random(input_, 3);
+  testing::fill_uniform(input_, 3);
   auto layer = testing::create_layer(param);
   layer->setup({&input_}, {&output_});
   EXPECT_EQ(output_.shape(), (std::vector<int>{2, 3, 3, 2, 2}));
@@ -355,9 +328,9 @@ XTRAIN_DEVICE_TEST_F(ConvolutionTest, GradientTwoBottoms) {
   const ConvSpec s = spec({1, 2, 4, 4}, 2, 3, 3);
   Blob second_input({1, 2, 4, 4});
   Blob second_output;
-  fill_random(second_input, 17);
+  testing::fill_uniform(second_input, 17);
   input_.reshape(s.input);
-  fill_random(input_, 3);
+  testing::fill_uniform(input_, 3);
   auto layer = testing::create_layer(conv_param(s));
   layer->setup({&input_, &second_input}, {&output_, &second_output});
   testing::GradientChecker().check(*layer, {&input_, &second_input}, {&output_, &second_output});
@@ -366,7 +339,7 @@ XTRAIN_DEVICE_TEST_F(ConvolutionTest, GradientTwoBottoms) {
 XTRAIN_DEVICE_TEST_F(ConvolutionTest, ParamGradientsAccumulate) {
   auto layer = make(conv_param(spec({2, 2, 4, 4}, 2, 3, 3)), {2, 2, 4, 4});
   layer->forward({&input_}, {&output_});
-  fill_random(output_, 0);
+  testing::fill_uniform(output_, 0);
   std::copy(output_.cpu_data(), output_.cpu_data() + output_.count(), output_.mutable_cpu_diff());
   for (auto& blob : layer->blobs()) blob->scale_diff(0.0f);
   layer->backward({&output_}, {false}, {&input_});
@@ -490,7 +463,7 @@ XTRAIN_DEVICE_TEST_F(ConvolutionTest, ReshapesWithTheInput) {
   ConvSpec bigger = s;
   bigger.input = {3, 2, 7, 6};
   input_.reshape(bigger.input);
-  fill_random(input_, 8);
+  testing::fill_uniform(input_, 8);
   layer->forward({&input_}, {&output_});
   EXPECT_EQ(output_.shape(), (std::vector<int>{3, 2, 5, 4}));
   const auto expected =

@@ -320,7 +320,7 @@ TEST(CpuConvolutionOptionsTest, ParsesTheFlagsSpelling) {
   EXPECT_EQ(parse_cpu_algorithm_search("timed"), CpuAlgorithmSearch::kTimed);
   EXPECT_EQ(parse_cpu_algorithm_search("heuristic"), CpuAlgorithmSearch::kHeuristic);
   EXPECT_EQ(to_string(CpuAlgorithmSearch::kTimed), "timed");
-  const std::string message = testing::error_message([] { parse_cpu_algorithm_search("fast"); });
+  const std::string message = testing::error_of([] { parse_cpu_algorithm_search("fast"); });
   EXPECT_NE(message.find("--cpu_algorithm_search=fast"), std::string::npos) << message;
   EXPECT_NE(message.find("'timed'"), std::string::npos) << message;
   EXPECT_NE(message.find("'heuristic'"), std::string::npos) << message;

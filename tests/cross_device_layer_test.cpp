@@ -20,12 +20,7 @@
 namespace xtrain {
 namespace {
 
-using testing::BottomSpec;
-using testing::constant_input;
-using testing::CrossDeviceCase;
-using testing::fixed;
-using testing::labels;
-using testing::uniform;
+using namespace testing;
 
 // Tolerances: element-wise layers compute the same formula on both devices
 // (shared functors), so only libm vs CUDA intrinsics differ; layers that sum
@@ -496,8 +491,8 @@ TEST_P(CrossDeviceLayerTest, MatchesTheCpu) {
 }
 
 XTRAIN_INSTANTIATE_ON_DEVICES(CrossDeviceLayerTest, ::testing::ValuesIn(all_cases()),
-                              [](const ::testing::TestParamInfo<CrossDeviceCase>& info) {
-                                return info.param.name;
+                              [](const ::testing::TestParamInfo<CrossDeviceCase>& param_info) {
+                                return param_info.param.name;
                               });
 
 TEST(CrossDeviceHarness, CoversEveryComputingLayerType) {

@@ -24,12 +24,7 @@
 namespace xtrain {
 namespace {
 
-using testing::decode_bytes;
-using testing::encode_mat;
-using testing::encoded_datum;
-using testing::pattern_mat;
-using testing::planar_floats;
-using testing::TempDir;
+using namespace testing;
 
 TransformationParameter transform_param(const std::string& text) {
   TransformationParameter param;

@@ -28,11 +28,7 @@
 namespace xtrain {
 namespace {
 
-using testing::decode_bytes;
-using testing::encode_mat;
-using testing::pattern_mat;
-using testing::planar_floats;
-using testing::TempDir;
+using namespace testing;
 using Clock = std::chrono::steady_clock;
 
 using namespace data_layer_fixture;

@@ -13,10 +13,7 @@
 namespace xtrain {
 namespace {
 
-using testing::data_of;
-using testing::expect_error;
-using testing::fill_uniform;
-using testing::make_layer;
+using namespace testing;
 
 struct DeconvSpec {
   std::vector<int> input;  // N, C, H, W

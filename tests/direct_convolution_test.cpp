@@ -73,8 +73,8 @@ TEST_P(DirectConvolutionTest, EveryWidthAtEveryLevelMatchesTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Geometries, DirectConvolutionTest,
                          ::testing::ValuesIn(direct_geometries()),
-                         [](const ::testing::TestParamInfo<Geometry>& info) {
-                           return std::string(info.param.name);
+                         [](const ::testing::TestParamInfo<Geometry>& param_info) {
+                           return std::string(param_info.param.name);
                          });
 
 TEST(DirectConvolutionShapesTest, DeclinesWhatItDoesNotComputeAndSaysWhy) {

@@ -21,9 +21,7 @@
 namespace xtrain {
 namespace {
 
-using testing::data_of;
-using testing::expect_error;
-using testing::make_layer;
+using namespace testing;
 
 TEST(DummyDataLayerTest, ZerosInTheGivenShapes) {
   Blob a, b;

@@ -14,11 +14,7 @@
 namespace xtrain {
 namespace {
 
-using testing::data_of;
-using testing::diff_of;
-using testing::expect_close;
-using testing::fill_uniform;
-using testing::make_layer;
+using namespace testing;
 
 using Values = std::vector<std::vector<float>>;
 

@@ -14,12 +14,7 @@
 namespace xtrain {
 namespace {
 
-using testing::data_of;
-using testing::diff_of;
-using testing::expect_error;
-using testing::make_layer;
-using testing::set_data;
-using testing::set_diff;
+using namespace testing;
 
 const char* const kEmbed =
     "name: 'embed' type: 'Embed' bottom: 'words' embed_param { num_output: 3 input_dim: 4 "

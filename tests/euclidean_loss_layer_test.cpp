@@ -10,11 +10,7 @@
 namespace xtrain {
 namespace {
 
-using testing::contains;
-using testing::error_of;
-using testing::fill_uniform;
-using testing::fill_values;
-using testing::make_loss_layer;
+using namespace testing;
 
 XTRAIN_DEVICE_TEST(EuclideanLossLayer, ByHand) {
   // a - b = (1, 0, 2, 3): sum of squares 14, N = 2 -> loss 14 / 4 = 3.5;

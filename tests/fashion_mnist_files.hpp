@@ -9,9 +9,15 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+
+#include "xtrain/datum_io.hpp"
+#include "xtrain/idx_file.hpp"
+#include "xtrain/lmdb_database.hpp"
 
 namespace xtrain::testing {
 
@@ -31,6 +37,24 @@ inline std::string fashion_mnist_missing_reason() {
     }
   }
   return "";
+}
+
+// The first `count` images of a split ("train" or "t10k") as an LMDB in
+// Caffe's format (keys %08d, one Datum each).
+inline void write_fashion_mnist_subset(const std::string& prefix, std::size_t count,
+                                       const std::string& db_path) {
+  const IdxDataset dataset =
+      read_idx_dataset(fashion_mnist_dir() + "/" + prefix + "-images-idx3-ubyte.gz",
+                       fashion_mnist_dir() + "/" + prefix + "-labels-idx1-ubyte.gz");
+  LmdbWriter writer(LmdbDatabase::open_for_writing(db_path));
+  const DatumShape shape{1, dataset.images.rows, dataset.images.cols};
+  for (std::size_t i = 0; i < count; ++i) {
+    char key[16];
+    std::snprintf(key, sizeof(key), "%08d", static_cast<int>(i));
+    writer.put(key,
+               make_datum(shape, dataset.images.image(i), dataset.labels[i]).SerializeAsString());
+  }
+  writer.commit();
 }
 
 }  // namespace xtrain::testing

@@ -13,12 +13,7 @@
 namespace xtrain {
 namespace {
 
-using testing::data_of;
-using testing::diff_of;
-using testing::expect_error;
-using testing::make_layer;
-using testing::set_data;
-using testing::set_diff;
+using namespace testing;
 
 const char* kFilter = "name: 'keep' type: 'Filter' bottom: 'x' bottom: 'y' bottom: 'selector'";
 

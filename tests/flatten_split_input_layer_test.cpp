@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "device_test_support.hpp"
+#include "error_message.hpp"
 #include "gradient_checker.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/error.hpp"
@@ -19,19 +20,12 @@
 namespace xtrain {
 namespace {
 
+using testing::error_of;
+
 std::unique_ptr<Layer> make_layer(const std::string& text) {
   LayerParameter param;
   read_proto_from_text_string(text, &param);
   return testing::create_layer(param);
-}
-
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 void fill_uniform(Blob& blob, std::uint64_t seed) {

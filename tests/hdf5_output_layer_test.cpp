@@ -17,10 +17,7 @@
 namespace xtrain {
 namespace {
 
-using testing::expect_error;
-using testing::make_layer;
-using testing::set_data;
-using testing::TempDir;
+using namespace testing;
 
 std::string output_layer(const std::string& file) {
   return "name: 'out' type: 'HDF5Output' bottom: 'data' bottom: 'label' "

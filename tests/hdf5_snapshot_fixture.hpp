@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/hdf5_snapshot.hpp"
+#include "error_message.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/error.hpp"
 
@@ -94,16 +95,7 @@ inline void expect_same_weights(const NetParameter& expected, const NetParameter
   }
 }
 
-template <typename Action>
-inline std::string error_of(const Action& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "expected xtrain::Error";
-  return "";
-}
+using testing::error_of;
 
 inline std::vector<std::string> files_in(const std::string& directory) {
   std::vector<std::string> names;

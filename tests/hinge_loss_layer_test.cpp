@@ -12,11 +12,7 @@
 namespace xtrain {
 namespace {
 
-using testing::contains;
-using testing::error_of;
-using testing::fill_uniform;
-using testing::fill_values;
-using testing::make_loss_layer;
+using namespace testing;
 
 // Scores (N = 2, K = 3) and labels (0, 2). Margins max(0, 1 -/+ s):
 //   sample 0: true class 0: 1 - 0.5 = 0.5;  1 - 2 -> 0;  1 + 0.2 = 1.2

@@ -15,10 +15,7 @@
 namespace xtrain {
 namespace {
 
-using testing::run_tool;
-using testing::TempDir;
-using testing::tool_path;
-using testing::ToolResult;
+using namespace testing;
 
 const char* kClasses = "tshirt_top,trouser,pullover,dress,coat,sandal,shirt,sneaker,bag,ankle_boot";
 

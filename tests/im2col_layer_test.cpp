@@ -14,12 +14,7 @@
 namespace xtrain {
 namespace {
 
-using testing::data_of;
-using testing::diff_of;
-using testing::expect_error;
-using testing::make_layer;
-using testing::set_data;
-using testing::set_diff;
+using namespace testing;
 
 std::string im2col(const std::string& settings) {
   return "name: 'cols' type: 'Im2col' convolution_param { " + settings + " }";

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "error_message.hpp"
 #include "image_fixtures.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/error.hpp"
@@ -18,9 +19,7 @@
 namespace xtrain {
 namespace {
 
-using testing::colour_pattern;
-using testing::planar_bytes;
-using testing::TempDir;
+using namespace testing;
 
 std::string encode_with_opencv(const cv::Mat& mat, const std::string& extension) {
   std::vector<std::uint8_t> buffer;
@@ -30,16 +29,6 @@ std::string encode_with_opencv(const cv::Mat& mat, const std::string& extension)
 
 std::string pixels_of(const Image& image) {
   return std::string(image.pixels.begin(), image.pixels.end());
-}
-
-template <typename Function>
-std::string error_of(Function function) {
-  try {
-    function();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(no error)";
 }
 
 TEST(ImageCodec, ColourIsPlanarInBlueGreenRedOrder) {

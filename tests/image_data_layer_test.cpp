@@ -23,9 +23,7 @@
 namespace xtrain {
 namespace {
 
-using testing::pattern_mat;
-using testing::planar_floats;
-using testing::TempDir;
+using namespace testing;
 
 using testing::error_of;
 

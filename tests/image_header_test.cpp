@@ -64,7 +64,7 @@ TEST(ImageHeader, ImagesClaimingTooManyPixelsAreRefused) {
     png[at + 3] = static_cast<char>(0xA0);
   }
   const std::string message =
-      testing::error_message([&] { decode_image(png, ColorMode::kColor, "image 'huge.png'"); });
+      testing::error_of([&] { decode_image(png, ColorMode::kColor, "image 'huge.png'"); });
   EXPECT_EQ(message,
             "image 'huge.png' claims 100000x100000 pixels in its header, more than can be "
             "decoded (2^30): the file is damaged, or far too large for a training image "

@@ -19,11 +19,7 @@ namespace fs = std::filesystem;
 namespace xtrain {
 namespace {
 
-using testing::contains;
-using testing::error_of;
-using testing::fill_uniform;
-using testing::fill_values;
-using testing::make_loss_layer;
+using namespace testing;
 
 // Writes H (rows x cols) as a binary BlobProto and removes it afterwards.
 class MatrixFile {
@@ -160,8 +156,8 @@ XTRAIN_INSTANTIATE_ON_DEVICES(
         NormalizationCase{"BatchSize", "loss_param { normalization: BATCH_SIZE ignore_label: 3 }",
                           3, three},
         NormalizationCase{"None", "loss_param { normalization: NONE }", -100, one}),
-    [](const ::testing::TestParamInfo<NormalizationCase>& info) {
-      return std::string(info.param.name);
+    [](const ::testing::TestParamInfo<NormalizationCase>& param_info) {
+      return std::string(param_info.param.name);
     });
 
 XTRAIN_DEVICE_TEST(InfogainLossLayer, IdentityMatrixIsSoftmaxWithLoss) {

@@ -9,11 +9,14 @@
 
 #include "device_test_support.hpp"
 #include "gradient_checker.hpp"
+#include "layer_test_support.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
 
 namespace xtrain {
 namespace {
+
+using testing::expect_error;
 
 LayerParameter ip_param(int num_output, int axis = 1, bool transpose = false, bool bias = true) {
   LayerParameter param;
@@ -29,11 +32,6 @@ LayerParameter ip_param(int num_output, int axis = 1, bool transpose = false, bo
   ip->mutable_weight_filler()->set_max(1);
   ip->mutable_bias_filler()->set_type("gaussian");
   return param;
-}
-
-void fill_random(Blob& blob, std::uint64_t seed) {
-  RandomStream random(seed);
-  random.uniform(blob.count(), -1.0f, 1.0f, blob.mutable_cpu_data());
 }
 
 // top[m][n] = sum_k x[m][k] * W(n, k) + b[n], W(n, k) read from either layout.
@@ -57,30 +55,8 @@ std::vector<float> direct_product(const Blob& input, int axis, const Blob& weigh
   return out;
 }
 
-template <typename Action>
-void expect_error(Action&& action, const std::vector<std::string>& fragments) {
-  try {
-    action();
-    ADD_FAILURE() << "expected xtrain::Error";
-  } catch (const Error& error) {
-    const std::string message = error.what();
-    for (const std::string& fragment : fragments) {
-      EXPECT_NE(message.find(fragment), std::string::npos)
-          << "message lacks '" << fragment << "': " << message;
-    }
-  }
-}
-
-class InnerProductTest : public ::testing::Test {
+class InnerProductTest : public testing::OneInputLayerTest {
  protected:
-  std::unique_ptr<Layer> make(const LayerParameter& param, const std::vector<int>& input_shape) {
-    input_.reshape(input_shape);
-    fill_random(input_, 3);
-    auto layer = testing::create_layer(param);
-    layer->setup({&input_}, {&output_});
-    return layer;
-  }
-
   void check_forward(const LayerParameter& param, const std::vector<int>& input_shape,
                      const std::vector<int>& expected_top, const std::vector<int>& weight_shape) {
     SCOPED_TRACE("input " + shape_to_string(input_shape) + ", " + param.ShortDebugString());
@@ -98,9 +74,6 @@ class InnerProductTest : public ::testing::Test {
       ASSERT_NEAR(output_.cpu_data()[i], expected[i], 1e-4f) << "element " << i;
     }
   }
-
-  Blob input_;
-  Blob output_;
 };
 
 XTRAIN_DEVICE_TEST_F(InnerProductTest, ForwardFlattensFromAxisOne) {
@@ -153,7 +126,7 @@ XTRAIN_DEVICE_TEST_F(InnerProductTest, GradientAxisTwoWithoutBias) {
 XTRAIN_DEVICE_TEST_F(InnerProductTest, ParamGradientsAccumulate) {
   auto layer = make(ip_param(3), {2, 4});
   layer->forward({&input_}, {&output_});
-  fill_random(output_, 5);
+  testing::fill_uniform(output_, 5);
   std::copy(output_.cpu_data(), output_.cpu_data() + output_.count(), output_.mutable_cpu_diff());
   for (auto& blob : layer->blobs()) blob->scale_diff(0.0f);
   layer->backward({&output_}, {true}, {&input_});
@@ -173,7 +146,7 @@ XTRAIN_DEVICE_TEST_F(InnerProductTest, ParamGradientsAccumulate) {
 XTRAIN_DEVICE_TEST_F(InnerProductTest, ReshapeKeepsKAndFollowsTheBatch) {
   auto layer = make(ip_param(3), {2, 3, 2});
   input_.reshape({5, 6});
-  fill_random(input_, 9);
+  testing::fill_uniform(input_, 9);
   layer->forward({&input_}, {&output_});
   EXPECT_EQ(output_.shape(), (std::vector<int>{5, 3}));
   const auto expected =
@@ -194,7 +167,7 @@ TEST_F(InnerProductTest, PreloadedWeights) {
   // Legacy 4-d shapes (1, 1, N, K) and (1, 1, 1, N) are accepted.
   LayerParameter param = ip_param(2);
   Blob weights({1, 1, 2, 3});
-  fill_random(weights, 4);
+  testing::fill_uniform(weights, 4);
   Blob bias({1, 1, 1, 2});
   weights.to_proto(param.add_blobs());
   bias.to_proto(param.add_blobs());

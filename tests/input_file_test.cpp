@@ -22,7 +22,7 @@ TEST(InputFile, ReadsAFileWhole) {
 TEST(InputFile, MissingFileNamesWhatWasExpected) {
   testing::TempDir dir("input_file_missing");
   const std::string message =
-      testing::error_message([&] { read_input_file(dir.file("nope.txt"), "the labels file"); });
+      testing::error_of([&] { read_input_file(dir.file("nope.txt"), "the labels file"); });
   EXPECT_EQ(message, "cannot open the labels file '" + dir.file("nope.txt") +
                          "': No such file or directory");
 }
@@ -30,14 +30,14 @@ TEST(InputFile, MissingFileNamesWhatWasExpected) {
 TEST(InputFile, DirectoryIsNotAFile) {
   testing::TempDir dir("input_file_dir");
   for (const std::string& what : {std::string("the image list"), std::string()}) {
-    const std::string message = testing::error_message([&] { open_input_file(dir.path(), what); });
+    const std::string message = testing::error_of([&] { open_input_file(dir.path(), what); });
     const std::string named = what.empty() ? "'" + dir.path() + "'" : what + " '" + dir.path() + "'";
     EXPECT_EQ(message, named + " is a directory, not a file; give the file's path");
   }
 }
 
 TEST(InputFile, EmptyPathSaysNoneWasGiven) {
-  EXPECT_EQ(testing::error_message([] { check_input_file("", "the weights"); }),
+  EXPECT_EQ(testing::error_of([] { check_input_file("", "the weights"); }),
             "no path given for the weights");
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "device_test_support.hpp"
+#include "error_message.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
@@ -86,17 +87,59 @@ inline void expect_near_all(const std::vector<float>& actual, const std::vector<
   }
 }
 
-// Runs `call`, which must throw xtrain::Error; returns its message so the
-// test can check what it says.
-template <typename Call>
-std::string error_message(Call&& call) {
-  try {
-    call();
-  } catch (const Error& error) {
-    return error.what();
+// A fixture for a layer with one bottom and one top: make() builds the layer
+// `param` describes on an input of `input_shape`, filled from U(-1, 1).
+class OneInputLayerTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Layer> make(const LayerParameter& param, const std::vector<int>& input_shape) {
+    input_.reshape(input_shape);
+    fill_uniform(input_, 3);
+    auto layer = create_layer(param);
+    layer->setup({&input_}, {&output_});
+    return layer;
   }
-  ADD_FAILURE() << "expected an xtrain::Error";
-  return "";
+
+  Blob input_;
+  Blob output_;
+};
+
+// Runs the layer `prototxt` describes on `input` into a top of its own, then
+// another one in place (top == bottom) with the same parameters: both must
+// give the same top and, for `top_diff`, the same bottom and parameter
+// gradients (a layer whose gradient reads x must have kept it).
+inline void expect_in_place_matches_separate(const std::string& prototxt, const Blob& input,
+                                             const Blob& top_diff) {
+  auto clear_parameter_diffs = [](Layer& layer) {
+    for (auto& blob : layer.blobs()) set_diff(*blob, std::vector<float>(blob->count(), 0.0f));
+  };
+  Blob bottom;
+  bottom.reshape_like(input);
+  set_data(bottom, data_of(input));
+  Blob top;
+  auto separate = make_layer(prototxt);
+  separate->setup({&bottom}, {&top});
+  separate->forward({&bottom}, {&top});
+  set_diff(top, data_of(top_diff));
+  clear_parameter_diffs(*separate);
+  separate->backward({&top}, {true}, {&bottom});
+
+  Blob shared;
+  shared.reshape_like(input);
+  set_data(shared, data_of(input));
+  auto in_place = make_layer(prototxt);
+  in_place->setup({&shared}, {&shared});
+  for (std::size_t i = 0; i < in_place->blobs().size(); ++i) {
+    set_data(*in_place->blobs()[i], data_of(*separate->blobs()[i]));
+  }
+  in_place->forward({&shared}, {&shared});
+  EXPECT_EQ(data_of(shared), data_of(top));
+  set_diff(shared, data_of(top_diff));
+  clear_parameter_diffs(*in_place);
+  in_place->backward({&shared}, {true}, {&shared});
+  EXPECT_EQ(diff_of(shared), diff_of(bottom));
+  for (std::size_t i = 0; i < in_place->blobs().size(); ++i) {
+    EXPECT_EQ(diff_of(*in_place->blobs()[i]), diff_of(*separate->blobs()[i])) << "parameter " << i;
+  }
 }
 
 // Expects `call` (a lambda or a std::function) to throw xtrain::Error whose

@@ -14,11 +14,7 @@
 namespace xtrain {
 namespace {
 
-using testing::data_of;
-using testing::expect_error;
-using testing::fill_uniform;
-using testing::make_layer;
-using testing::set_data;
+using namespace testing;
 
 struct LrnSettings {
   int size = 5;

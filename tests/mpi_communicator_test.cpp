@@ -12,10 +12,7 @@
 namespace xtrain {
 namespace {
 
-using testing::have_mpirun;
-using testing::mpirun;
-using testing::run_tool;
-using testing::ToolResult;
+using namespace testing;
 
 #ifdef XTRAIN_COMM_PROBE
 #define SKIP_WITHOUT_MPIRUN() \

@@ -11,11 +11,7 @@
 namespace xtrain {
 namespace {
 
-using testing::contains;
-using testing::error_of;
-using testing::fill_uniform;
-using testing::fill_values;
-using testing::make_loss_layer;
+using namespace testing;
 
 XTRAIN_DEVICE_TEST(MultinomialLogisticLossLayer, ByHand) {
   // p[label] = 0.8, 0.5, 0.1: loss = -(ln 0.8 + ln 0.5 + ln 0.1) / 3;

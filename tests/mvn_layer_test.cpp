@@ -14,11 +14,7 @@
 namespace xtrain {
 namespace {
 
-using testing::data_of;
-using testing::diff_of;
-using testing::make_layer;
-using testing::set_data;
-using testing::set_diff;
+using namespace testing;
 
 struct MVNCase {
   bool normalize_variance;
@@ -84,37 +80,17 @@ TEST_P(MVNLayerTest, InPlaceGivesTheSameResults) {
   Blob top_diff({2, 3, 4});
   testing::fill_uniform(top_diff, 64);
 
-  Blob bottom;
-  bottom.reshape_like(input);
-  set_data(bottom, data_of(input));
-  Blob top;
-  auto separate = make_layer(prototxt_of(GetParam()));
-  separate->setup({&bottom}, {&top});
-  separate->forward({&bottom}, {&top});
-  set_diff(top, data_of(top_diff));
-  separate->backward({&top}, {true}, {&bottom});
-
-  Blob shared;
-  shared.reshape_like(input);
-  set_data(shared, data_of(input));
-  auto in_place = make_layer(prototxt_of(GetParam()));
-  in_place->setup({&shared}, {&shared});
-  in_place->forward({&shared}, {&shared});
-  EXPECT_EQ(data_of(shared), data_of(top));
-  set_diff(shared, data_of(top_diff));
-  in_place->backward({&shared}, {true}, {&shared});
-  EXPECT_EQ(diff_of(shared), diff_of(bottom));
+  testing::expect_in_place_matches_separate(prototxt_of(GetParam()), input, top_diff);
 }
 
-XTRAIN_INSTANTIATE_ON_DEVICES(MVNLayerTest,
-                              ::testing::Values(MVNCase{true, false}, MVNCase{true, true},
-                                                MVNCase{false, false}, MVNCase{false, true}),
-                              [](const ::testing::TestParamInfo<MVNCase>& info) {
-                                return std::string(info.param.normalize_variance ? "Variance"
-                                                                                 : "MeanOnly") +
-                                       (info.param.across_channels ? "AcrossChannels"
-                                                                   : "PerChannel");
-                              });
+XTRAIN_INSTANTIATE_ON_DEVICES(
+    MVNLayerTest,
+    ::testing::Values(MVNCase{true, false}, MVNCase{true, true}, MVNCase{false, false},
+                      MVNCase{false, true}),
+    [](const ::testing::TestParamInfo<MVNCase>& param_info) {
+      return std::string(param_info.param.normalize_variance ? "Variance" : "MeanOnly") +
+             (param_info.param.across_channels ? "AcrossChannels" : "PerChannel");
+    });
 
 XTRAIN_DEVICE_TEST(MVNLayerTest2, EpsIsAddedToTheStandardDeviation) {
   // One group {0, 2}: mean 1, std 1; with eps 1 the divisor is 2 (not sqrt(2)).

@@ -11,6 +11,7 @@
 
 #include "comm/collective_messages.hpp"
 #include "device_test_support.hpp"
+#include "error_message.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/comm.hpp"
 #include "xtrain/error.hpp"
@@ -21,6 +22,8 @@
 
 namespace xtrain {
 namespace {
+
+using testing::error_of;
 
 TEST(CommunicatorMessages, TimeoutNamesRankCollectiveCountAndRemedy) {
   EXPECT_EQ(comm_messages::timeout(comm_messages::where(0, 2, "allreduce", 431080), 30),
@@ -38,15 +41,6 @@ TEST(CommunicatorDeviceMemory, HostBackendsTakeHostPointers) {
 }
 
 #ifdef XTRAIN_USE_CUDA
-
-std::string error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
-}
 
 TEST(NcclCommunicator, WithoutAGpuSetUpThrowsAnError) {
   if (testing::gpu_unavailable_reason().empty()) {

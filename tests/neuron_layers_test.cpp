@@ -16,13 +16,7 @@
 namespace xtrain {
 namespace {
 
-using testing::data_of;
-using testing::diff_of;
-using testing::expect_error;
-using testing::fill_away_from;
-using testing::make_layer;
-using testing::set_data;
-using testing::set_diff;
+using namespace testing;
 
 struct NeuronCase {
   std::string label;
@@ -85,30 +79,14 @@ TEST_P(NeuronLayerTest, InPlaceGivesTheSameResultsOrIsRefused) {
   Blob top_diff({3, 7});
   testing::fill_uniform(top_diff, 24);
 
-  Blob shared;
-  shared.reshape_like(input);
-  set_data(shared, data_of(input));
-  auto in_place = make_layer(c.prototxt);
   if (!c.in_place_allowed) {
+    Blob shared;
+    shared.reshape_like(input);
+    auto in_place = make_layer(c.prototxt);
     expect_error([&] { in_place->setup({&shared}, {&shared}); }, {"in place", c.label});
     return;
   }
-  Blob bottom;
-  bottom.reshape_like(input);
-  set_data(bottom, data_of(input));
-  Blob top;
-  auto separate = make_layer(c.prototxt);
-  separate->setup({&bottom}, {&top});
-  separate->forward({&bottom}, {&top});
-  set_diff(top, data_of(top_diff));
-  separate->backward({&top}, {true}, {&bottom});
-
-  in_place->setup({&shared}, {&shared});
-  in_place->forward({&shared}, {&shared});
-  EXPECT_EQ(data_of(shared), data_of(top));
-  set_diff(shared, data_of(top_diff));
-  in_place->backward({&shared}, {true}, {&shared});
-  EXPECT_EQ(diff_of(shared), diff_of(bottom));
+  testing::expect_in_place_matches_separate(c.prototxt, input, top_diff);
 }
 
 TEST_P(NeuronLayerTest, NoPropagateDownLeavesTheBottomDiffAlone) {
@@ -157,7 +135,7 @@ XTRAIN_INSTANTIATE_ON_DEVICES(
                    true, true},
         NeuronCase{"ELUNegativeAlpha", "name: 'elu' type: 'ELU' elu_param { alpha: -0.5 }",
                    elu_minus, -3, 3, true, true}),
-    [](const ::testing::TestParamInfo<NeuronCase>& info) { return info.param.label; });
+    [](const ::testing::TestParamInfo<NeuronCase>& param_info) { return param_info.param.label; });
 
 // Runs a 1-d layer on `x` with top diff `dy`; returns (y, dx).
 std::pair<std::vector<float>, std::vector<float>> run(const std::string& prototxt,

@@ -81,8 +81,8 @@ TEST_P(OnednnConvolutionTest, MatchesGemmReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Geometries, OnednnConvolutionTest, ::testing::ValuesIn(geometries()),
-                         [](const ::testing::TestParamInfo<Geometry>& info) {
-                           return std::string(info.param.name);
+                         [](const ::testing::TestParamInfo<Geometry>& param_info) {
+                           return std::string(param_info.param.name);
                          });
 
 // The measured exception in onednn_convolution.cpp takes effect: a first
@@ -238,7 +238,7 @@ TEST(ConvolutionEngineChoiceTest, ForceNdIm2colKeepsGemm) {
 
 TEST(ConvolutionEngineChoiceTest, RejectsUnknownEngine) {
   testing::ScopedConvImpl bad("mkl");
-  const std::string message = testing::error_message([] { engine_chosen(); });
+  const std::string message = testing::error_of([] { engine_chosen(); });
   EXPECT_NE(message.find("XTRAIN_CONV_IMPL=mkl"), std::string::npos) << message;
   EXPECT_NE(message.find("'gemm'"), std::string::npos) << message;
   EXPECT_NE(message.find("'onednn'"), std::string::npos) << message;

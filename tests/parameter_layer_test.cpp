@@ -12,11 +12,7 @@
 namespace xtrain {
 namespace {
 
-using testing::data_of;
-using testing::diff_of;
-using testing::make_layer;
-using testing::set_data;
-using testing::set_diff;
+using namespace testing;
 
 const char* kParameter = "name: 'w' type: 'Parameter' parameter_param { shape { dim: 2 dim: 3 } }";
 

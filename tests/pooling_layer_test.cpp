@@ -12,12 +12,15 @@
 
 #include "device_test_support.hpp"
 #include "gradient_checker.hpp"
+#include "layer_test_support.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
 #include "xtrain/proto_io.hpp"
 
 namespace xtrain {
 namespace {
+
+using testing::expect_error;
 
 struct PoolSpec {
   bool max = true;
@@ -124,20 +127,6 @@ Reference reference_pooling(const Blob& input, const PoolSpec& s) {
     }
   }
   return result;
-}
-
-template <typename Action>
-void expect_error(Action&& action, const std::vector<std::string>& fragments) {
-  try {
-    action();
-    ADD_FAILURE() << "expected xtrain::Error";
-  } catch (const Error& error) {
-    const std::string message = error.what();
-    for (const std::string& fragment : fragments) {
-      EXPECT_NE(message.find(fragment), std::string::npos)
-          << "message lacks '" << fragment << "': " << message;
-    }
-  }
 }
 
 class PoolingTest : public ::testing::Test {

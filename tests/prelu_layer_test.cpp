@@ -12,13 +12,7 @@
 namespace xtrain {
 namespace {
 
-using testing::data_of;
-using testing::diff_of;
-using testing::expect_error;
-using testing::fill_away_from;
-using testing::make_layer;
-using testing::set_data;
-using testing::set_diff;
+using namespace testing;
 
 TEST(PReLULayerTest, DefaultSlopesAreAQuarterPerChannel) {
   Blob bottom({2, 3, 2});
@@ -91,8 +85,8 @@ TEST_P(PReLUGradientTest, BottomAndSlopesMatchFiniteDifferences) {
 }
 
 XTRAIN_INSTANTIATE_ON_DEVICES(PReLUGradientTest, ::testing::Values(false, true),
-                              [](const ::testing::TestParamInfo<bool>& info) {
-                                return std::string(info.param ? "Shared" : "PerChannel");
+                              [](const ::testing::TestParamInfo<bool>& param_info) {
+                                return std::string(param_info.param ? "Shared" : "PerChannel");
                               });
 
 XTRAIN_DEVICE_TEST(PReLULayerTest, InPlaceKeepsTheInputForBackward) {
@@ -103,31 +97,7 @@ XTRAIN_DEVICE_TEST(PReLULayerTest, InPlaceKeepsTheInputForBackward) {
   const std::string prototxt =
       "name: 'prelu' type: 'PReLU' prelu_param { filler { type: 'uniform' min: -1 max: 1 } }";
 
-  Blob bottom;
-  bottom.reshape_like(input);
-  set_data(bottom, data_of(input));
-  Blob top;
-  auto separate = make_layer(prototxt);
-  separate->setup({&bottom}, {&top});
-  separate->forward({&bottom}, {&top});
-  set_diff(top, data_of(top_diff));
-  separate->backward({&top}, {true}, {&bottom});
-
-  Blob shared;
-  shared.reshape_like(input);
-  set_data(shared, data_of(input));
-  auto in_place = make_layer(prototxt);
-  in_place->setup({&shared}, {&shared});
-  set_data(*in_place->blobs()[0], data_of(*separate->blobs()[0]));
-  in_place->forward({&shared}, {&shared});
-  EXPECT_EQ(data_of(shared), data_of(top));
-  set_diff(shared, data_of(top_diff));
-  set_diff(*in_place->blobs()[0], std::vector<float>(3, 0.0f));
-  set_diff(*separate->blobs()[0], std::vector<float>(3, 0.0f));
-  separate->backward({&top}, {true}, {&bottom});
-  in_place->backward({&shared}, {true}, {&shared});
-  EXPECT_EQ(diff_of(shared), diff_of(bottom));
-  EXPECT_EQ(diff_of(*in_place->blobs()[0]), diff_of(*separate->blobs()[0]));
+  testing::expect_in_place_matches_separate(prototxt, input, top_diff);
 }
 
 TEST(PReLULayerTest, NeedsAChannelAxis) {

@@ -13,11 +13,7 @@
 namespace xtrain {
 namespace {
 
-using testing::data_of;
-using testing::expect_error;
-using testing::fill_away_from;
-using testing::make_layer;
-using testing::set_data;
+using namespace testing;
 
 struct ReductionCase {
   std::string operation;  // SUM, ASUM, SUMSQ, MEAN
@@ -81,10 +77,10 @@ XTRAIN_INSTANTIATE_ON_DEVICES(
                       ReductionCase{"ASUM", 2, 1}, ReductionCase{"ASUM", 0, 0.5f},
                       ReductionCase{"SUMSQ", 1, 1}, ReductionCase{"SUMSQ", -1, 3},
                       ReductionCase{"MEAN", 0, 1}, ReductionCase{"MEAN", 3, 2}),
-    [](const ::testing::TestParamInfo<ReductionCase>& info) {
-      return info.param.operation + "Axis" +
-             std::to_string(info.param.axis < 0 ? 10 : info.param.axis) + "Case" +
-             std::to_string(info.index);
+    [](const ::testing::TestParamInfo<ReductionCase>& param_info) {
+      return param_info.param.operation + "Axis" +
+             std::to_string(param_info.param.axis < 0 ? 10 : param_info.param.axis) + "Case" +
+             std::to_string(param_info.index);
     });
 
 XTRAIN_DEVICE_TEST(ReductionLayerTest2, HandComputedValues) {

@@ -13,11 +13,7 @@
 namespace xtrain {
 namespace {
 
-using testing::data_of;
-using testing::diff_of;
-using testing::expect_close;
-using testing::fill_uniform;
-using testing::make_layer;
+using namespace testing;
 
 struct Axes {
   std::size_t outer, dim, inner;

@@ -13,13 +13,7 @@
 namespace xtrain {
 namespace {
 
-using testing::data_of;
-using testing::diff_of;
-using testing::expect_error;
-using testing::expect_near_all;
-using testing::fill_uniform;
-using testing::make_layer;
-using testing::set_data;
+using namespace testing;
 
 // y[j] = x[j] * scale[d] + bias[d], d = the operand index of j: the operand's
 // axes start at `axis` of the input. Written with plain index arithmetic.

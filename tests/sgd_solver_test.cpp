@@ -15,9 +15,7 @@
 namespace xtrain {
 namespace {
 
-using testing::kRowCount;
-using testing::kRows;
-using testing::linear_regression_net;
+using namespace testing;
 
 SolverParameter make_solver(const NetParameter& net, const std::string& extra) {
   return testing::solver_param(net, extra);

@@ -14,11 +14,7 @@
 namespace xtrain {
 namespace {
 
-using testing::contains;
-using testing::error_of;
-using testing::fill_uniform;
-using testing::fill_values;
-using testing::make_loss_layer;
+using namespace testing;
 
 double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 
@@ -154,8 +150,8 @@ XTRAIN_INSTANTIATE_ON_DEVICES(
         NormalizationCase{"LegacyNormalizeFalse", "loss_param { normalize: false }", -1, batch},
         NormalizationCase{"NormalizationWinsOverNormalize",
                           "loss_param { normalize: true normalization: NONE }", -1, one}),
-    [](const ::testing::TestParamInfo<NormalizationCase>& info) {
-      return std::string(info.param.name);
+    [](const ::testing::TestParamInfo<NormalizationCase>& param_info) {
+      return std::string(param_info.param.name);
     });
 
 XTRAIN_DEVICE_TEST(SigmoidCrossEntropyLossLayer, AllIgnoredGivesZeroLossAndGradient) {

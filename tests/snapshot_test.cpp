@@ -23,9 +23,7 @@ namespace fs = std::filesystem;
 namespace xtrain {
 namespace {
 
-using testing::linear_regression_net;
-using testing::quiet_solver_options;
-using testing::scalar_net;
+using namespace testing;
 
 // A fresh directory per test, removed afterwards.
 class Snapshot : public ::testing::Test {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "device_test_support.hpp"
+#include "error_message.hpp"
 #include "gradient_checker.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/error.hpp"
@@ -22,6 +23,8 @@
 
 namespace xtrain {
 namespace {
+
+using testing::error_of;
 
 // Scores are N=3 x C=4 x 1 x 2: outer = 3, inner = 2, six labelled positions.
 constexpr int kNum = 3;
@@ -152,8 +155,8 @@ XTRAIN_INSTANTIATE_ON_DEVICES(
                           1, valid_count},
         NormalizationCase{"NormalizationWinsOverNormalize",
                           "loss_param { normalize: false normalization: FULL }", -100, six}),
-    [](const ::testing::TestParamInfo<NormalizationCase>& info) {
-      return std::string(info.param.name);
+    [](const ::testing::TestParamInfo<NormalizationCase>& param_info) {
+      return std::string(param_info.param.name);
     });
 
 XTRAIN_DEVICE_TEST(SoftmaxWithLossLayerTest, HandComputedTwoClassLoss) {
@@ -242,15 +245,6 @@ XTRAIN_DEVICE_TEST(SoftmaxWithLossLayerTest, SoftmaxAxisIsHonoured) {
   testing::GradientCheckOptions options;
   options.bottoms_to_check = {0};
   testing::GradientChecker(options).check(*layer, {&scores, &labels}, {&loss});
-}
-
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 XTRAIN_DEVICE_TEST(SoftmaxWithLossLayerTest, LabelOutOfRangeNamesLayerLabelAndClasses) {

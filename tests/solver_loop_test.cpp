@@ -18,10 +18,7 @@
 namespace xtrain {
 namespace {
 
-using testing::linear_regression_net;
-using testing::quiet_solver_options;
-using testing::scalar_net;
-using testing::solve_and_capture_log;
+using namespace testing;
 
 // The net given once as net_param: it is the train net and, once per
 // test_iter entry, a test net.

@@ -17,11 +17,7 @@
 namespace xtrain {
 namespace {
 
-using testing::data_of;
-using testing::expect_error;
-using testing::expect_near_all;
-using testing::fill_uniform;
-using testing::make_layer;
+using namespace testing;
 
 std::string spp_text(int height, bool max) {
   return "name: 'spp' type: 'SPP' spp_param { pyramid_height: " + std::to_string(height) +

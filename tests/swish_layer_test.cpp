@@ -13,12 +13,7 @@
 namespace xtrain {
 namespace {
 
-using testing::data_of;
-using testing::diff_of;
-using testing::expect_near_all;
-using testing::make_layer;
-using testing::set_data;
-using testing::set_diff;
+using namespace testing;
 
 double swish(double x, double beta) { return x / (1 + std::exp(-beta * x)); }
 double swish_gradient(double x, double beta) {
@@ -69,28 +64,11 @@ XTRAIN_DEVICE_TEST(SwishLayerTest, GradientMatchesFiniteDifferences) {
 
 XTRAIN_DEVICE_TEST(SwishLayerTest, InPlaceGivesTheSameResults) {
   const char* prototxt = "name: 'swish' type: 'Swish' swish_param { beta: 0.7 }";
-  Blob bottom({3, 5});
-  Blob top;
-  testing::fill_uniform(bottom, 33, -3.0f, 3.0f);
-  Blob shared;
-  shared.reshape_like(bottom);
-  set_data(shared, data_of(bottom));
+  Blob input({3, 5});
+  testing::fill_uniform(input, 33, -3.0f, 3.0f);
   Blob top_diff({3, 5});
   testing::fill_uniform(top_diff, 34);
-
-  auto separate = make_layer(prototxt);
-  separate->setup({&bottom}, {&top});
-  separate->forward({&bottom}, {&top});
-  set_diff(top, data_of(top_diff));
-  separate->backward({&top}, {true}, {&bottom});
-
-  auto in_place = make_layer(prototxt);
-  in_place->setup({&shared}, {&shared});
-  in_place->forward({&shared}, {&shared});
-  EXPECT_EQ(data_of(shared), data_of(top));
-  set_diff(shared, data_of(top_diff));
-  in_place->backward({&shared}, {true}, {&shared});
-  EXPECT_EQ(diff_of(shared), diff_of(bottom));
+  testing::expect_in_place_matches_separate(prototxt, input, top_diff);
 }
 
 }  // namespace

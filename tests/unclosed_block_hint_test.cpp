@@ -35,7 +35,7 @@ TEST(UnclosedBlockHint, NothingOpenNoHint) {
 
 TEST(UnclosedBlockHint, ParseErrorsOfAMissingBraceCarryIt) {
   NetParameter net;
-  const std::string message = testing::error_message(
+  const std::string message = testing::error_of(
       [&] { read_proto_from_text_string(kNet, &net, "net.prototxt"); });
   EXPECT_NE(message.find("net.prototxt:8:"), std::string::npos) << message;
   EXPECT_NE(message.find("is a '}' missing between line 2 and line 8?"), std::string::npos)
@@ -44,7 +44,7 @@ TEST(UnclosedBlockHint, ParseErrorsOfAMissingBraceCarryIt) {
 
 TEST(UnclosedBlockHint, OtherParseErrorsDoNot) {
   NetParameter net;
-  const std::string message = testing::error_message([&] {
+  const std::string message = testing::error_of([&] {
     read_proto_from_text_string("layer {\n  nmae: 'x'\n}\n", &net, "net.prototxt");
   });
   EXPECT_NE(message.find("net.prototxt:2:"), std::string::npos) << message;

@@ -237,16 +237,7 @@ void compute_mean(const std::string& db_path, const std::string& output_path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (xtrain::tools::parse_flags_or_answer_help(&argc, &argv, kUsage, __FILE__)) return 0;
-  if (argc < 2 || argc > 3) {
-    std::fputs(xtrain::tools::single_file_tool_help(kUsage, __FILE__).c_str(), stderr);
-    return 1;
-  }
-  try {
-    compute_mean(argv[1], argc == 3 ? argv[2] : "");
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "compute_mean: error: %s\n", error.what());
-    return 1;
-  }
-  return 0;
+  return xtrain::tools::run_single_file_tool(
+      argc, argv, kUsage, __FILE__, 1, 2,
+      [](int count, char** args) { compute_mean(args[1], count == 3 ? args[2] : ""); });
 }

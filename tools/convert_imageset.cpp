@@ -236,17 +236,9 @@ Counts convert(const std::string& root_folder, const std::string& list_path,
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (xtrain::tools::parse_flags_or_answer_help(&argc, &argv, kUsage, __FILE__)) return 0;
-  if (argc != 4) {
-    std::fputs(xtrain::tools::single_file_tool_help(kUsage, __FILE__).c_str(), stderr);
-    return 1;
-  }
-  try {
-    const Counts counts = convert(argv[1], argv[2], argv[3]);
-    std::printf("convert_imageset: %s\n", counts.summary().c_str());
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "convert_imageset: error: %s\n", error.what());
-    return 1;
-  }
-  return 0;
+  return xtrain::tools::run_single_file_tool(
+      argc, argv, kUsage, __FILE__, 3, 3, [](int, char** args) {
+        const Counts counts = convert(args[1], args[2], args[3]);
+        std::printf("convert_imageset: %s\n", counts.summary().c_str());
+      });
 }

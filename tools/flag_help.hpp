@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -93,6 +94,30 @@ inline bool parse_flags_or_answer_help(int* argc, char*** argv, const std::strin
   if (!help_requested()) return false;
   std::fputs(single_file_tool_help(usage, source_file).c_str(), stdout);
   return true;
+}
+
+// The main() of a single-file tool named after its source file (e.g.
+// convert_imageset.cpp): answers --help (exit 0); with fewer than
+// `min_arguments` or more than `max_arguments` arguments prints the help to
+// stderr (exit 1); else runs `run(argc, argv)`, reporting an exception as
+// "<tool>: error: <what>" (exit 1).
+template <typename Run>
+int run_single_file_tool(int argc, char** argv, const std::string& usage,
+                         const std::string& source_file, int min_arguments, int max_arguments,
+                         const Run& run) {
+  if (parse_flags_or_answer_help(&argc, &argv, usage, source_file)) return 0;
+  if (argc - 1 < min_arguments || argc - 1 > max_arguments) {
+    std::fputs(single_file_tool_help(usage, source_file).c_str(), stderr);
+    return 1;
+  }
+  try {
+    run(argc, argv);
+  } catch (const std::exception& error) {
+    const std::string name = base_name(source_file);
+    std::fprintf(stderr, "%s: error: %s\n", name.substr(0, name.rfind('.')).c_str(), error.what());
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace xtrain::tools

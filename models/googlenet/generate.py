@@ -13,7 +13,8 @@ whose losses are weighted 0.3.
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import prototxt_writer  # noqa: E402  (models/prototxt_writer.py)
 
 # (name, 1x1, 3x3 reduce, 3x3, 5x5 reduce, 5x5, pool projection) from table 1
 # of Szegedy et al.; a module's output has 1x1 + 3x3 + 5x5 + pool-proj channels.
@@ -78,16 +79,7 @@ DEPLOY_HEADER = """\
 """
 
 
-class NetWriter:
-    """Collects layer text; `train` adds learning-rate specs and fillers."""
-
-    def __init__(self, train):
-        self.train = train
-        self.parts = []
-
-    def add(self, text):
-        self.parts.append(text)
-
+class NetWriter(prototxt_writer.NetWriter):
     def learnable(self, bias_value):
         """ParamSpecs and fillers shared by convolutions and inner products."""
         if not self.train:
@@ -100,22 +92,8 @@ class NetWriter:
 
     def conv(self, name, bottom, num_output, kernel, stride=1, pad=0, bias_value=0.2):
         specs, fillers = self.learnable(bias_value)
-        shape = "num_output: %d" % num_output
-        if pad:
-            shape += "  pad: %d" % pad
-        shape += "  kernel_size: %d" % kernel
-        if stride != 1:
-            shape += "  stride: %d" % stride
-        self.add('layer {\n'
-                 '  name: "%s"  type: "Convolution"\n'
-                 '  bottom: "%s"  top: "%s"\n'
-                 '%s'
-                 '  convolution_param {\n'
-                 '    %s\n'
-                 '%s'
-                 '  }\n'
-                 '}\n' % (name, bottom, name, specs, shape, fillers))
-        return name
+        shape = self.conv_shape(num_output, kernel, stride, pad)
+        return self.conv_layer(name, bottom, specs, shape, fillers)
 
     def inner_product(self, name, bottom, num_output, bias_value):
         specs, fillers = self.learnable(bias_value)
@@ -129,16 +107,6 @@ class NetWriter:
                  '  }\n'
                  '}\n' % (name, bottom, name, specs, num_output, fillers))
         return name
-
-    def relu(self, name, blob):
-        line = 'layer { name: "%s"  type: "ReLU"  bottom: "%s"  top: "%s" }\n' % (name, blob, blob)
-        if len(line) > 100:
-            line = ('layer {\n'
-                    '  name: "%s"  type: "ReLU"\n'
-                    '  bottom: "%s"  top: "%s"\n'
-                    '}\n' % (name, blob, blob))
-        self.add(line)
-        return blob
 
     def pool(self, name, bottom, method, kernel, stride, pad=0):
         shape = "pool: %s  kernel_size: %d  stride: %d" % (method, kernel, stride)
@@ -188,29 +156,15 @@ class NetWriter:
                      '%s'
                      '}\n' % (prefix, k, scores, prefix, k, top_k))
 
-    def text(self):
-        return "".join(self.parts)
 
 
 def data_layers():
-    text = ""
-    for phase, mirror, source, batch, note in (
-            ("TRAIN", "true", "data/ilsvrc12/train_lmdb", 32, ""),
-            ("TEST", "false", "data/ilsvrc12/val_lmdb", 50,
-             "  # 50 x test_iter 1000 = the 50,000 validation images\n")):
-        text += ('layer {\n'
-                 '  name: "data"  type: "Data"\n'
-                 '  top: "data"  top: "label"\n'
-                 '  include { phase: %s }\n'
-                 '  transform_param {\n'
-                 '    mirror: %s\n'
-                 '    crop_size: 224\n'
-                 '    mean_value: 104  mean_value: 117  mean_value: 123\n'
-                 '  }\n'
-                 '%s'
-                 '  data_param { source: "%s"  batch_size: %d  backend: LMDB }\n'
-                 '}\n' % (phase, mirror, note, source, batch))
-    return text
+    return prototxt_writer.ilsvrc12_data_layers(
+        lambda train: ('    mirror: %s\n'
+                       '    crop_size: 224\n'
+                       '    mean_value: 104  mean_value: 117  mean_value: 123\n'
+                       % ("true" if train else "false")),
+        32, "", 50, "  # 50 x test_iter 1000 = the 50,000 validation images\n")
 
 
 def inception(net, name, bottom):
@@ -242,10 +196,7 @@ def build(train):
     if train:
         net.add(data_layers())
     else:
-        net.add('layer {\n'
-                '  name: "data"  type: "Input"  top: "data"\n'
-                '  input_param { shape { dim: 10 dim: 3 dim: 224 dim: 224 } }\n'
-                '}\n')
+        net.add(prototxt_writer.deploy_input_layer(224))
     x = net.relu("conv1/relu_7x7", net.conv("conv1/7x7_s2", "data", 64, 7, stride=2, pad=3))
     x = net.pool("pool1/3x3_s2", x, "MAX", 3, 2)
     x = net.lrn("pool1/norm1", x)
@@ -277,18 +228,5 @@ def build(train):
     return (TRAIN_HEADER if train else DEPLOY_HEADER) + 'name: "GoogleNet"\n' + net.text()
 
 
-def main():
-    outputs = {"train_val.prototxt": build(train=True), "deploy.prototxt": build(train=False)}
-    if "--check" in sys.argv[1:]:
-        stale = [n for n, t in outputs.items()
-                 if not (HERE / n).exists() or (HERE / n).read_text() != t]
-        for name in stale:
-            print("%s is out of date; run %s" % (HERE / name, Path(__file__).name))
-        return 1 if stale else 0
-    for name, text in outputs.items():
-        (HERE / name).write_text(text)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(prototxt_writer.main(__file__, build))

@@ -14,7 +14,8 @@ fine-tuning.
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import prototxt_writer  # noqa: E402  (models/prototxt_writer.py)
 
 # Stages conv2_x..conv5_x: (stage number, bottleneck blocks, bottleneck width).
 # Each block maps to 4 x width channels; blocks are lettered a, b, c, ...
@@ -85,23 +86,9 @@ DEPLOY_HEADER = """\
 """
 
 
-class NetWriter:
-    """Collects layer text; `train` adds ParamSpecs and fillers."""
-
-    def __init__(self, train):
-        self.train = train
-        self.parts = []
-
-    def add(self, text):
-        self.parts.append(text)
-
+class NetWriter(prototxt_writer.NetWriter):
     def conv(self, name, bottom, num_output, kernel, stride=1, pad=0, bias=False):
-        shape = "num_output: %d" % num_output
-        if pad:
-            shape += "  pad: %d" % pad
-        shape += "  kernel_size: %d" % kernel
-        if stride != 1:
-            shape += "  stride: %d" % stride
+        shape = self.conv_shape(num_output, kernel, stride, pad)
         specs = fillers = ""
         if self.train:
             specs = "  param { lr_mult: 1  decay_mult: 1 }\n"
@@ -111,16 +98,7 @@ class NetWriter:
                 fillers += '    bias_filler { type: "constant"  value: 0 }\n'
         if not bias:
             shape += "  bias_term: false"
-        self.add('layer {\n'
-                 '  name: "%s"  type: "Convolution"\n'
-                 '  bottom: "%s"  top: "%s"\n'
-                 '%s'
-                 '  convolution_param {\n'
-                 '    %s\n'
-                 '%s'
-                 '  }\n'
-                 '}\n' % (name, bottom, name, specs, shape, fillers))
-        return name
+        return self.conv_layer(name, bottom, specs, shape, fillers)
 
     def batch_norm_and_scale(self, bn_name, scale_name, blob):
         if self.train:
@@ -137,16 +115,6 @@ class NetWriter:
                  '  name: "%s"  type: "Scale"  bottom: "%s"  top: "%s"%s\n'
                  '  scale_param { bias_term: true }\n'
                  '}\n' % (scale_name, blob, blob, specs))
-        return blob
-
-    def relu(self, name, blob):
-        line = 'layer { name: "%s"  type: "ReLU"  bottom: "%s"  top: "%s" }\n' % (name, blob, blob)
-        if len(line) > 100:
-            line = ('layer {\n'
-                    '  name: "%s"  type: "ReLU"\n'
-                    '  bottom: "%s"  top: "%s"\n'
-                    '}\n' % (name, blob, blob))
-        self.add(line)
         return blob
 
     def conv_bn(self, block, branch, bottom, num_output, kernel, stride=1, pad=0):
@@ -173,30 +141,16 @@ class NetWriter:
                  '}\n' % (out, shortcut, x, out))
         return self.relu(out + "_relu", out)
 
-    def text(self):
-        return "".join(self.parts)
 
 
 def data_layers():
-    text = ""
-    for phase, mirror, source, batch, note in (
-            ("TRAIN", "true", "data/ilsvrc12/train_lmdb", 32,
-             "  # 32 per pass; the solver's iter_size 8 makes the paper's 256-image step\n"),
-            ("TEST", "false", "data/ilsvrc12/val_lmdb", 50,
-             "  # 50 x test_iter 1000 = the 50,000 validation images\n")):
-        text += ('layer {\n'
-                 '  name: "data"  type: "Data"\n'
-                 '  top: "data"  top: "label"\n'
-                 '  include { phase: %s }\n'
-                 '  transform_param {\n'
-                 '    mirror: %s\n'
-                 '    crop_size: 224\n'
-                 '    mean_file: "data/ilsvrc12/imagenet_mean.binaryproto"\n'
-                 '  }\n'
-                 '%s'
-                 '  data_param { source: "%s"  batch_size: %d  backend: LMDB }\n'
-                 '}\n' % (phase, mirror, note, source, batch))
-    return text
+    return prototxt_writer.ilsvrc12_data_layers(
+        lambda train: ('    mirror: %s\n'
+                       '    crop_size: 224\n'
+                       '    mean_file: "data/ilsvrc12/imagenet_mean.binaryproto"\n'
+                       % ("true" if train else "false")),
+        32, "  # 32 per pass; the solver's iter_size 8 makes the paper's 256-image step\n",
+        50, "  # 50 x test_iter 1000 = the 50,000 validation images\n")
 
 
 def build(train):
@@ -204,10 +158,7 @@ def build(train):
     if train:
         net.add(data_layers())
     else:
-        net.add('layer {\n'
-                '  name: "data"  type: "Input"  top: "data"\n'
-                '  input_param { shape { dim: 10 dim: 3 dim: 224 dim: 224 } }\n'
-                '}\n')
+        net.add(prototxt_writer.deploy_input_layer(224))
     x = net.conv("conv1", "data", 64, 7, stride=2, pad=3, bias=True)
     x = net.batch_norm_and_scale("bn_conv1", "scale_conv1", x)
     x = net.relu("conv1_relu", x)
@@ -262,18 +213,5 @@ def build(train):
     return (TRAIN_HEADER if train else DEPLOY_HEADER) + 'name: "ResNet-50"\n' + net.text()
 
 
-def main():
-    outputs = {"train_val.prototxt": build(train=True), "deploy.prototxt": build(train=False)}
-    if "--check" in sys.argv[1:]:
-        stale = [n for n, t in outputs.items()
-                 if not (HERE / n).exists() or (HERE / n).read_text() != t]
-        for name in stale:
-            print("%s is out of date; run %s" % (HERE / name, Path(__file__).name))
-        return 1 if stale else 0
-    for name, text in outputs.items():
-        (HERE / name).write_text(text)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(prototxt_writer.main(__file__, build))

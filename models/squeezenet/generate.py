@@ -11,7 +11,8 @@ The net is SqueezeNet v1.1 as DeepScale published it for Caffe.
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import prototxt_writer  # noqa: E402  (models/prototxt_writer.py)
 
 # Fire modules in order: (number, squeeze 1x1 filters, filters in each of the
 # expand 1x1 and expand 3x3 halves). A fire module outputs 2 x expand channels.
@@ -67,41 +68,11 @@ DEPLOY_HEADER = """\
 """
 
 
-class NetWriter:
-    def __init__(self, train):
-        self.train = train
-        self.parts = []
-
-    def add(self, text):
-        self.parts.append(text)
-
+class NetWriter(prototxt_writer.NetWriter):
     def conv(self, name, bottom, num_output, kernel, stride=1, pad=0, filler='type: "xavier"'):
-        shape = "num_output: %d" % num_output
-        if pad:
-            shape += "  pad: %d" % pad
-        shape += "  kernel_size: %d" % kernel
-        if stride != 1:
-            shape += "  stride: %d" % stride
+        shape = self.conv_shape(num_output, kernel, stride, pad)
         fill = "    weight_filler { %s }\n" % filler if self.train else ""
-        self.add('layer {\n'
-                 '  name: "%s"  type: "Convolution"\n'
-                 '  bottom: "%s"  top: "%s"\n'
-                 '  convolution_param {\n'
-                 '    %s\n'
-                 '%s'
-                 '  }\n'
-                 '}\n' % (name, bottom, name, shape, fill))
-        return name
-
-    def relu(self, name, blob):
-        line = 'layer { name: "%s"  type: "ReLU"  bottom: "%s"  top: "%s" }\n' % (name, blob, blob)
-        if len(line) > 100:
-            line = ('layer {\n'
-                    '  name: "%s"  type: "ReLU"\n'
-                    '  bottom: "%s"  top: "%s"\n'
-                    '}\n' % (name, blob, blob))
-        self.add(line)
-        return blob
+        return self.conv_layer(name, bottom, "", shape, fill)
 
     def max_pool(self, name, bottom):
         self.add('layer {\n'
@@ -121,29 +92,14 @@ class NetWriter:
                  '}\n' % (p, e1, e3, p))
         return p + "/concat"
 
-    def text(self):
-        return "".join(self.parts)
 
 
 def data_layers():
-    text = ""
-    for phase, source, batch, note in (
-            ("TRAIN", "data/ilsvrc12/train_lmdb", 32,
-             "  # 32 per pass; the solver's iter_size 16 makes a 512-image step\n"),
-            ("TEST", "data/ilsvrc12/val_lmdb", 25,
-             "  # 25 x test_iter 2000 = the 50,000 validation images\n")):
-        text += ('layer {\n'
-                 '  name: "data"  type: "Data"\n'
-                 '  top: "data"  top: "label"\n'
-                 '  include { phase: %s }\n'
-                 '  transform_param {\n'
-                 '    crop_size: 227\n'
-                 '    mean_value: 104  mean_value: 117  mean_value: 123\n'
-                 '  }\n'
-                 '%s'
-                 '  data_param { source: "%s"  batch_size: %d  backend: LMDB }\n'
-                 '}\n' % (phase, note, source, batch))
-    return text
+    return prototxt_writer.ilsvrc12_data_layers(
+        lambda train: ('    crop_size: 227\n'
+                       '    mean_value: 104  mean_value: 117  mean_value: 123\n'),
+        32, "  # 32 per pass; the solver's iter_size 16 makes a 512-image step\n",
+        25, "  # 25 x test_iter 2000 = the 50,000 validation images\n")
 
 
 def build(train):
@@ -151,10 +107,7 @@ def build(train):
     if train:
         net.add(data_layers())
     else:
-        net.add('layer {\n'
-                '  name: "data"  type: "Input"  top: "data"\n'
-                '  input_param { shape { dim: 10 dim: 3 dim: 227 dim: 227 } }\n'
-                '}\n')
+        net.add(prototxt_writer.deploy_input_layer(227))
     x = net.relu("relu_conv1", net.conv("conv1", "data", 64, 3, stride=2))
     x = net.max_pool("pool1", x)
     for number, squeeze, expand in FIRES:
@@ -192,18 +145,5 @@ def build(train):
     return (TRAIN_HEADER if train else DEPLOY_HEADER) + 'name: "SqueezeNet_v1.1"\n' + net.text()
 
 
-def main():
-    outputs = {"train_val.prototxt": build(train=True), "deploy.prototxt": build(train=False)}
-    if "--check" in sys.argv[1:]:
-        stale = [n for n, t in outputs.items()
-                 if not (HERE / n).exists() or (HERE / n).read_text() != t]
-        for name in stale:
-            print("%s is out of date; run %s" % (HERE / name, Path(__file__).name))
-        return 1 if stale else 0
-    for name, text in outputs.items():
-        (HERE / name).write_text(text)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(prototxt_writer.main(__file__, build))

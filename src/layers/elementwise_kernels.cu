@@ -71,19 +71,6 @@ void sigmoid_forward(const float* x, float* y, std::size_t n, cudaStream_t strea
   apply(n, on_thread_stream(stream), ops::SigmoidForward{}, y, x);
 }
 
-void sigmoid_backward(const float* y, const float* dy, float* dx, std::size_t n,
-                      cudaStream_t stream) {
-  apply(n, on_thread_stream(stream), ops::SigmoidBackward{}, dx, y, dy);
-}
-
-void tanh_forward(const float* x, float* y, std::size_t n, cudaStream_t stream) {
-  apply(n, on_thread_stream(stream), ops::TanhForward{}, y, x);
-}
-
-void tanh_backward(const float* y, const float* dy, float* dx, std::size_t n, cudaStream_t stream) {
-  apply(n, on_thread_stream(stream), ops::TanhBackward{}, dx, y, dy);
-}
-
 void dropout_forward(const float* x, const unsigned* mask, float* y, std::size_t n, float scale,
                      cudaStream_t stream) {
   apply(n, on_thread_stream(stream), ops::DropoutForward{scale}, y, x, mask);
@@ -130,15 +117,6 @@ void softmax_backward(const float* y, const float* dy, float* dx, std::size_t ou
 
 // --- The model zoo's neuron layers -------------------------------------------
 
-void absval_forward(const float* x, float* y, std::size_t n, cudaStream_t stream) {
-  apply(n, on_thread_stream(stream), ops::AbsForward{}, y, x);
-}
-
-void absval_backward(const float* x, const float* dy, float* dx, std::size_t n,
-                     cudaStream_t stream) {
-  apply(n, on_thread_stream(stream), ops::AbsBackward{}, dx, x, dy);
-}
-
 void power_forward(const float* x, float* y, std::size_t n, float power, float scale, float shift,
                    cudaStream_t stream) {
   apply(n, on_thread_stream(stream), ops::PowerForward{power, scale, shift}, y, x);
@@ -147,34 +125,6 @@ void power_forward(const float* x, float* y, std::size_t n, float power, float s
 void power_backward(const float* x, const float* y, const float* dy, float* dx, std::size_t n,
                     float power, float scale, float shift, cudaStream_t stream) {
   apply(n, on_thread_stream(stream), ops::PowerBackward{power, scale, shift}, dx, x, y, dy);
-}
-
-void exp_forward(const float* x, float* y, std::size_t n, float inner_scale, float outer_scale,
-                 cudaStream_t stream) {
-  apply(n, on_thread_stream(stream), ops::ExpForward{inner_scale, outer_scale}, y, x);
-}
-
-void exp_backward(const float* y, const float* dy, float* dx, std::size_t n, float inner_scale,
-                  cudaStream_t stream) {
-  apply(n, on_thread_stream(stream), ops::ExpBackward{inner_scale}, dx, y, dy);
-}
-
-void log_forward(const float* x, float* y, std::size_t n, float scale, float shift,
-                 float base_scale, cudaStream_t stream) {
-  apply(n, on_thread_stream(stream), ops::LogForward{scale, shift, base_scale}, y, x);
-}
-
-void log_backward(const float* x, const float* dy, float* dx, std::size_t n, float scale,
-                  float shift, float backward_scale, cudaStream_t stream) {
-  apply(n, on_thread_stream(stream), ops::LogBackward{scale, shift, backward_scale}, dx, x, dy);
-}
-
-void bnll_forward(const float* x, float* y, std::size_t n, cudaStream_t stream) {
-  apply(n, on_thread_stream(stream), ops::BnllForward{}, y, x);
-}
-
-void bnll_backward(const float* x, const float* dy, float* dx, std::size_t n, cudaStream_t stream) {
-  apply(n, on_thread_stream(stream), ops::BnllBackward{}, dx, x, dy);
 }
 
 void threshold_forward(const float* x, float* y, std::size_t n, float threshold,

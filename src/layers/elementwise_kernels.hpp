@@ -1,5 +1,7 @@
-// CUDA launchers for the elementwise layers (ReLU, Sigmoid, TanH, Dropout,
-// Split) and the per-position Softmax. Each applies the functor of
+// CUDA launchers for the elementwise layers (ReLU, Dropout, Split, the
+// sigmoid of SigmoidCrossEntropyLoss) and the per-position Softmax. (Sigmoid,
+// TanH, BNLL, AbsVal, Exp and Log run through cuda::apply:
+// layers/elementwise_neuron_layer.hpp.) Each applies the functor of
 // src/core/elementwise_ops.hpp that the CPU path also uses. All pointers are
 // device pointers; `out` may alias an input. Each runs on `stream`, by default
 // (nullptr) the calling thread's stream, cuda::stream() of
@@ -20,13 +22,6 @@ void relu_backward(const float* x, const float* dy, float* dx, std::size_t n, fl
                    cudaStream_t stream = nullptr);
 
 void sigmoid_forward(const float* x, float* y, std::size_t n, cudaStream_t stream = nullptr);
-// dx from the top data y.
-void sigmoid_backward(const float* y, const float* dy, float* dx, std::size_t n,
-                      cudaStream_t stream = nullptr);
-
-void tanh_forward(const float* x, float* y, std::size_t n, cudaStream_t stream = nullptr);
-void tanh_backward(const float* y, const float* dy, float* dx, std::size_t n,
-                   cudaStream_t stream = nullptr);
 
 // y = x * mask * scale (forward) and dx = dy * mask * scale (backward).
 void dropout_forward(const float* x, const unsigned* mask, float* y, std::size_t n, float scale,
@@ -55,24 +50,10 @@ void softmax_backward(const float* y, const float* dy, float* dx, std::size_t ou
 
 // The model zoo's neuron layers (functors in src/core/elementwise_ops.hpp).
 // x: bottom data, y: top data, dy: top diff, dx: bottom diff.
-void absval_forward(const float* x, float* y, std::size_t n, cudaStream_t stream = nullptr);
-void absval_backward(const float* x, const float* dy, float* dx, std::size_t n,
-                     cudaStream_t stream = nullptr);
 void power_forward(const float* x, float* y, std::size_t n, float power, float scale, float shift,
                    cudaStream_t stream = nullptr);
 void power_backward(const float* x, const float* y, const float* dy, float* dx, std::size_t n,
                     float power, float scale, float shift, cudaStream_t stream = nullptr);
-void exp_forward(const float* x, float* y, std::size_t n, float inner_scale, float outer_scale,
-                 cudaStream_t stream = nullptr);
-void exp_backward(const float* y, const float* dy, float* dx, std::size_t n, float inner_scale,
-                  cudaStream_t stream = nullptr);
-void log_forward(const float* x, float* y, std::size_t n, float scale, float shift,
-                 float base_scale, cudaStream_t stream = nullptr);
-void log_backward(const float* x, const float* dy, float* dx, std::size_t n, float scale,
-                  float shift, float backward_scale, cudaStream_t stream = nullptr);
-void bnll_forward(const float* x, float* y, std::size_t n, cudaStream_t stream = nullptr);
-void bnll_backward(const float* x, const float* dy, float* dx, std::size_t n,
-                   cudaStream_t stream = nullptr);
 void threshold_forward(const float* x, float* y, std::size_t n, float threshold,
                        cudaStream_t stream = nullptr);
 void elu_forward(const float* x, float* y, std::size_t n, float alpha,

@@ -27,30 +27,15 @@ namespace {
 constexpr int kTrainImages = 2000;
 constexpr int kTestImages = 1000;
 
-// The first `count` images of a split, as an LMDB in Caffe's format.
-void write_subset(const std::string& prefix, std::size_t count, const std::string& db_path) {
-  const IdxDataset dataset =
-      read_idx_dataset(fashion_mnist_dir() + "/" + prefix + "-images-idx3-ubyte.gz",
-                       fashion_mnist_dir() + "/" + prefix + "-labels-idx1-ubyte.gz");
-  LmdbWriter writer(LmdbDatabase::open_for_writing(db_path));
-  const DatumShape shape{1, dataset.images.rows, dataset.images.cols};
-  for (std::size_t i = 0; i < count; ++i) {
-    char key[16];
-    std::snprintf(key, sizeof(key), "%08d", static_cast<int>(i));
-    writer.put(key,
-               make_datum(shape, dataset.images.image(i), dataset.labels[i]).SerializeAsString());
-  }
-  writer.commit();
-}
-
 class LenetFashionMnist : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!fashion_mnist_missing_reason().empty()) return;
     if (suite_skips_for_lack_of_gpu()) return;
     workdir_ = std::make_unique<TempDir>("lenet_e2e");
-    write_subset("train", kTrainImages, workdir_->file("data/fashion_mnist/train_lmdb"));
-    write_subset("t10k", kTestImages, workdir_->file("data/fashion_mnist/test_lmdb"));
+    write_fashion_mnist_subset("train", kTrainImages,
+                               workdir_->file("data/fashion_mnist/train_lmdb"));
+    write_fashion_mnist_subset("t10k", kTestImages, workdir_->file("data/fashion_mnist/test_lmdb"));
   }
   static void TearDownTestSuite() { workdir_.reset(); }
   // Runs after the device check: a GPU instance without a GPU skips (or fails

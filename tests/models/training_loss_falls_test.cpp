@@ -75,23 +75,6 @@ void write_mean(const std::vector<FixtureImage>& images, int channels, int heigh
   write_proto_to_binary_file(mean, path);
 }
 
-// The first `count` images of a Fashion-MNIST split as an LMDB.
-void write_fashion_mnist_subset(const std::string& prefix, std::size_t count,
-                                const std::string& db_path) {
-  const IdxDataset dataset =
-      read_idx_dataset(fashion_mnist_dir() + "/" + prefix + "-images-idx3-ubyte.gz",
-                       fashion_mnist_dir() + "/" + prefix + "-labels-idx1-ubyte.gz");
-  LmdbWriter writer(LmdbDatabase::open_for_writing(db_path));
-  const DatumShape shape{1, dataset.images.rows, dataset.images.cols};
-  for (std::size_t i = 0; i < count; ++i) {
-    char key[16];
-    std::snprintf(key, sizeof(key), "%08d", static_cast<int>(i));
-    writer.put(key,
-               make_datum(shape, dataset.images.image(i), dataset.labels[i]).SerializeAsString());
-  }
-  writer.commit();
-}
-
 // The model's solver with its net read in and pointed at `source`, (and at
 // `mean_file` if the net subtracts one), training for `iterations` without
 // tests, snapshots or display.

@@ -197,7 +197,9 @@ INSTANTIATE_TEST_SUITE_P(
                       ResumeCase{"ShuffledHdf5", Source::kHdf5, false},
                       ResumeCase{"ImageDataWithFixedSeed", Source::kImageData, true},
                       ResumeCase{"LmdbWithHdf5Snapshots", Source::kLmdb, false, true}),
-    [](const ::testing::TestParamInfo<ResumeCase>& info) { return std::string(info.param.name); });
+    [](const ::testing::TestParamInfo<ResumeCase>& param_info) {
+      return std::string(param_info.param.name);
+    });
 
 }  // namespace
 }  // namespace xtrain::testing

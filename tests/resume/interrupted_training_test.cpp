@@ -103,8 +103,8 @@ TEST_P(SchedulerSignal, SnapshotsExitsWithTheResubmitCodeAndTheResubmissionConti
 }
 
 INSTANTIATE_TEST_SUITE_P(Signals, SchedulerSignal, ::testing::Values(SIGTERM, SIGUSR1, SIGINT),
-                         [](const ::testing::TestParamInfo<int>& info) {
-                           return std::string(sigabbrev_np(info.param));
+                         [](const ::testing::TestParamInfo<int>& param_info) {
+                           return std::string(sigabbrev_np(param_info.param));
                          });
 
 TEST_F(InterruptedTraining, KilledAtRandomInstantsAlwaysResumesFromAnIntactSnapshot) {

@@ -225,7 +225,9 @@ INSTANTIATE_TEST_SUITE_P(
                       SingleFileTool{"compute_mean", "INPUT_DB [OUTPUT_FILE]"},
                       SingleFileTool{"convert_mnist_data", "IMAGES LABELS DB"},
                       SingleFileTool{"idx_to_images", "IMAGES LABELS OUTPUT_DIR"}),
-    [](const ::testing::TestParamInfo<SingleFileTool>& info) { return info.param.name; });
+    [](const ::testing::TestParamInfo<SingleFileTool>& param_info) {
+      return param_info.param.name;
+    });
 
 }  // namespace
 }  // namespace xtrain::testing
