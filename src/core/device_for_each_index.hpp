@@ -10,8 +10,13 @@
 
 #include <cstdint>
 
-#include "core/parallel_loop.hpp"
 #include "xtrain/device.hpp"
+
+// The kernels' files (nvcc) need only the declaration below; the CPU loop
+// and its OpenMP pragmas are for the host compiler.
+#ifndef __CUDACC__
+#include "core/parallel_loop.hpp"
+#endif
 
 namespace xtrain {
 
@@ -22,6 +27,7 @@ void for_each_index(std::int64_t n, const Op& op);
 }  // namespace cuda
 #endif
 
+#ifndef __CUDACC__
 namespace ops {
 
 template <typename Op>
@@ -37,4 +43,6 @@ void for_each_index_on(const Device& device, std::int64_t n, const Op& op) {
 }
 
 }  // namespace ops
+#endif
+
 }  // namespace xtrain
