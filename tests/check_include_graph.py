@@ -58,6 +58,7 @@ CUDA_FILES_OF_OTHER_MODULES = {
     "loss_reduce.cuh": "layers",
     "lrn_gpu_kernels.cu": "layers",
     "lrn_gpu_kernels.hpp": "layers",
+    "neuron_kernels.cu": "layers",
     "pooling_gpu_kernels.cu": "layers",
     "pooling_gpu_kernels.hpp": "layers",
     "random_kernels.cu": "layers",
