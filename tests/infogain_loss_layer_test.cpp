@@ -111,16 +111,7 @@ double reference_sum(const Blob& scores, int ignore, int* valid) {
   return sum;
 }
 
-struct NormalizationCase {
-  const char* name;
-  std::string loss_param;
-  int ignore;  // -100: none
-  double (*normalizer)(int valid);
-};
-
 class InfogainNormalizationTest : public testing::DeviceTestWithParam<NormalizationCase> {};
-
-void PrintTo(const NormalizationCase& c, std::ostream* out) { *out << c.name; }
 
 TEST_P(InfogainNormalizationTest, LossMatchesTheReference) {
   Fixture f;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -44,5 +45,17 @@ inline void fill_values(Blob& blob, const std::vector<float>& values) {
 inline bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
+
+// A case of a loss's normalization test: its loss_param, the label it
+// ignores (one no position has, when it ignores none), and the normalizer
+// the loss must divide by, from the number of valid positions.
+struct NormalizationCase {
+  const char* name;
+  std::string loss_param;
+  int ignore;
+  double (*normalizer)(int valid);
+};
+
+inline void PrintTo(const NormalizationCase& c, std::ostream* out) { *out << c.name; }
 
 }  // namespace xtrain::testing

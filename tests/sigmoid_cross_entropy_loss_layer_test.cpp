@@ -88,17 +88,8 @@ double reference_sum(const Blob& x, const Blob& t, int ignore, int* valid) {
   return sum;
 }
 
-struct NormalizationCase {
-  const char* name;
-  std::string loss_param;
-  int ignore;  // -1: none
-  double (*normalizer)(int valid);
-};
-
 class SigmoidCrossEntropyNormalizationTest
     : public testing::DeviceTestWithParam<NormalizationCase> {};
-
-void PrintTo(const NormalizationCase& c, std::ostream* out) { *out << c.name; }
 
 TEST_P(SigmoidCrossEntropyNormalizationTest, LossMatchesTheReference) {
   Fixture f;

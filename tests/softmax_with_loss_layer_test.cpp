@@ -15,6 +15,7 @@
 #include "device_test_support.hpp"
 #include "error_message.hpp"
 #include "gradient_checker.hpp"
+#include "loss_layer_test_helpers.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -25,6 +26,7 @@ namespace xtrain {
 namespace {
 
 using testing::error_of;
+using testing::NormalizationCase;
 
 // Scores are N=3 x C=4 x 1 x 2: outer = 3, inner = 2, six labelled positions.
 constexpr int kNum = 3;
@@ -74,14 +76,6 @@ double naive_loss_sum(const Blob& scores, int ignore, int* valid) {
   return sum;
 }
 
-struct NormalizationCase {
-  const char* name;
-  std::string loss_param;
-  int ignore_label;  // -100: none
-  // The normaliser the case must use, from the number of valid positions.
-  double (*normaliser)(int valid);
-};
-
 class SoftmaxWithLossNormalizationTest : public testing::DeviceTestWithParam<NormalizationCase> {};
 
 TEST_P(SoftmaxWithLossNormalizationTest, LossMatchesHandComputation) {
@@ -90,8 +84,8 @@ TEST_P(SoftmaxWithLossNormalizationTest, LossMatchesHandComputation) {
   layer->setup(f.bottom(), f.top());
   const float weighted = layer->forward(f.bottom(), f.top());
   int valid = 0;
-  const double sum = naive_loss_sum(f.scores, GetParam().ignore_label, &valid);
-  const double expected = sum / GetParam().normaliser(valid);
+  const double sum = naive_loss_sum(f.scores, GetParam().ignore, &valid);
+  const double expected = sum / GetParam().normalizer(valid);
   EXPECT_EQ(f.loss.count(), 1u);
   EXPECT_EQ(f.loss.num_axes(), 0);
   EXPECT_NEAR(f.loss.cpu_data()[0], expected, 1e-5 * std::max(1.0, expected));
@@ -117,7 +111,7 @@ TEST_P(SoftmaxWithLossNormalizationTest, OnlyIgnoredPositionsGetNoGradient) {
   layer->backward(f.top(), {true, false}, f.bottom());
   for (int n = 0; n < kNum; ++n) {
     for (int i = 0; i < kInner; ++i) {
-      const bool ignored = kLabels[n * kInner + i] == GetParam().ignore_label;
+      const bool ignored = kLabels[n * kInner + i] == GetParam().ignore;
       double magnitude = 0;
       for (int c = 0; c < kClasses; ++c) {
         magnitude += std::fabs(f.scores.cpu_diff()[(n * kClasses + c) * kInner + i]);
@@ -132,8 +126,6 @@ TEST_P(SoftmaxWithLossNormalizationTest, OnlyIgnoredPositionsGetNoGradient) {
 }
 
 // gtest prints parameters in test listings (and CTest names); show the name.
-void PrintTo(const NormalizationCase& c, std::ostream* out) { *out << c.name; }
-
 double six(int) { return 6; }
 double valid_count(int valid) { return std::max(1, valid); }
 double three(int) { return 3; }
