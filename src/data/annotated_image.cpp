@@ -6,22 +6,11 @@
 #include <opencv2/imgproc.hpp>
 
 #include "xtrain/datum_io.hpp"
+#include "data/imdecode_flags.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
 namespace {
-
-int imdecode_flags(ColorMode mode) {
-  switch (mode) {
-    case ColorMode::kColor:
-      return cv::IMREAD_COLOR;
-    case ColorMode::kGray:
-      return cv::IMREAD_GRAYSCALE;
-    case ColorMode::kAsStored:
-      return cv::IMREAD_ANYCOLOR;
-  }
-  XTRAIN_ASSERT(false, "unknown ColorMode");
-}
 
 cv::Mat datum_pixels(const Datum& datum, ColorMode mode) {
   if (datum.encoded()) {

@@ -6,26 +6,11 @@
 #include <utility>
 
 #include "data/image_header.hpp"
+#include "data/imdecode_flags.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
 namespace {
-
-// The flags image_codec.cpp's decode_image uses for each mode (a test checks
-// that both decode alike): force_color and force_gray as Caffe's
-// DecodeDatumToCVMat, "as stored" as its DecodeDatumToCVMatNative (1 or 3
-// channels of 8 bits).
-int imdecode_flags(ColorMode mode) {
-  switch (mode) {
-    case ColorMode::kColor:
-      return cv::IMREAD_COLOR;
-    case ColorMode::kGray:
-      return cv::IMREAD_GRAYSCALE;
-    case ColorMode::kAsStored:
-      return cv::IMREAD_ANYCOLOR;
-  }
-  XTRAIN_ASSERT(false, "unknown ColorMode");
-}
 
 // One output row: target[w] (or target[width - 1 - w] when mirrored) =
 // (source[w] - mean) * scale, with the mean a row of the mean file or one

@@ -13,25 +13,12 @@
 #include <vector>
 
 #include "data/image_header.hpp"
+#include "data/imdecode_flags.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/input_file.hpp"
 
 namespace xtrain {
 namespace {
-
-int imread_flags(ColorMode mode) {
-  switch (mode) {
-    case ColorMode::kColor:
-      return cv::IMREAD_COLOR;
-    case ColorMode::kGray:
-      return cv::IMREAD_GRAYSCALE;
-    case ColorMode::kAsStored:
-      // What Caffe's DecodeDatumNative asks for: 1 or 3 channels of 8 bits
-      // (alpha dropped, 16-bit samples scaled down).
-      return cv::IMREAD_ANYCOLOR;
-  }
-  XTRAIN_ASSERT(false, "unknown ColorMode");
-}
 
 // The planes of `image` as OpenCV single-channel images over its pixels,
 // so cv::split / cv::merge (vectorised) convert between the layouts.
@@ -86,7 +73,7 @@ cv::Mat decode_to_mat(const std::string& bytes, ColorMode mode, const std::strin
                         const_cast<char*>(bytes.data()));
   cv::Mat decoded;
   try {
-    decoded = cv::imdecode(encoded, imread_flags(mode));
+    decoded = cv::imdecode(encoded, imdecode_flags(mode));
   } catch (const cv::Exception& error) {
     // error.err is OpenCV's message without its source location.
     XTRAIN_CHECK(false, what, " could not be decoded (OpenCV: ", error.err,
