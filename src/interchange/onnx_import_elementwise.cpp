@@ -1,0 +1,244 @@
+// Caffe layers for ONNX's elementwise and shape operators: the activations,
+// arithmetic with a constant (Power, Scale, Bias) or between values
+// (Eltwise), Softmax, Concat, Split, Flatten, Reshape, Dropout, Identity
+// and ArgMax.
+#include <algorithm>
+#include <map>
+
+#include "interchange/onnx_node_import.hpp"
+#include "interchange/onnx_tensor.hpp"
+#include "xtrain/error.hpp"
+
+namespace xtrain::interchange {
+namespace {
+
+LayerParameter& one_to_one(NodeImport& node, const std::string& type) {
+  return node.add_layer(type, {node.node.input(0)}, {node.node.output(0)});
+}
+
+void import_relu(NodeImport& node) { one_to_one(node, "ReLU"); }
+void import_sigmoid(NodeImport& node) { one_to_one(node, "Sigmoid"); }
+void import_tanh(NodeImport& node) { one_to_one(node, "TanH"); }
+void import_abs(NodeImport& node) { one_to_one(node, "AbsVal"); }
+void import_exp(NodeImport& node) { one_to_one(node, "Exp"); }
+void import_log(NodeImport& node) { one_to_one(node, "Log"); }
+void import_softplus(NodeImport& node) { one_to_one(node, "BNLL"); }
+void import_dropout(NodeImport& node) { one_to_one(node, "Dropout"); }
+// Identity: a Split with one top (Caffe has no identity layer of its own).
+void import_identity(NodeImport& node) { one_to_one(node, "Split"); }
+
+void import_leaky_relu(NodeImport& node) {
+  one_to_one(node, "ReLU").mutable_relu_param()->set_negative_slope(
+      node.float_attribute("alpha", 0.01f));
+}
+
+void import_elu(NodeImport& node) {
+  one_to_one(node, "ELU").mutable_elu_param()->set_alpha(node.float_attribute("alpha", 1.0f));
+}
+
+void import_sqrt(NodeImport& node) { one_to_one(node, "Power").mutable_power_param()->set_power(0.5f); }
+
+// PRelu with one slope (channel_shared) or one per channel (axis 1).
+void import_prelu(NodeImport& node) {
+  const onnx::TensorProto& slope = node.required_constant(1, "slope");
+  const std::int64_t count = element_count(slope);
+  LayerParameter& layer = one_to_one(node, "PReLU");
+  if (count == 1) layer.mutable_prelu_param()->set_channel_shared(true);
+  node.add_blob(layer, {count}, float_values(slope));
+}
+
+// Where a constant of `dims` broadcasts against a value of `rank` axes: the
+// axes [axis, axis + num_axes) its non-unit dims cover (Caffe's Scale/Bias
+// parameters), or false when they are not one contiguous run.
+bool broadcast_axes(const std::vector<std::int64_t>& dims, int rank, int* axis, int* num_axes) {
+  const int offset = rank - static_cast<int>(dims.size());
+  int first = -1, last = -1;
+  for (int i = 0; i < static_cast<int>(dims.size()); ++i) {
+    if (dims[i] != 1) {
+      if (first < 0) first = i;
+      last = i;
+    }
+  }
+  if (offset < 0 || first < 0) return false;
+  *axis = offset + first;
+  *num_axes = last - first + 1;
+  return true;
+}
+
+// A Mul by a constant (rows, columns) right after an AveragePool: the
+// divisor factors of our exports (onnx_export_layers.cpp), folded into the
+// pooling layer, whose divisors are checked with them (onnx_import.cpp).
+bool fold_divisor_factors(NodeImport& node) {
+  const onnx::TensorProto* constant = node.constant(1);
+  const auto pool = node.state.average_pools.find(node.node.input(0));
+  if (node.node.op_type() != "Mul" || constant == nullptr ||
+      pool == node.state.average_pools.end() || constant->dims_size() != 2) {
+    return false;
+  }
+  PoolingCheck& check = node.state.pooling_checks[pool->second];
+  check.factors = float_values(*constant);
+  for (LayerParameter& layer : *node.state.net.mutable_layer()) {
+    if (layer.name() == check.layer) layer.set_top(0, node.node.output(0));
+  }
+  node.state.average_pools.erase(pool);
+  return true;
+}
+
+// Add, Sub, Mul, Div with a constant: Power for one value, else Scale or
+// Bias over the axes the constant covers. Between values: Eltwise (SUM,
+// SUM with coefficients 1 and -1, PROD).
+void import_arithmetic(NodeImport& node) {
+  if (fold_divisor_factors(node)) return;
+  const std::string& op = node.node.op_type();
+  const bool constant_first = node.constant(0) != nullptr;
+  const onnx::TensorProto* constant = constant_first ? node.constant(0) : node.constant(1);
+  if (constant == nullptr) {
+    XTRAIN_CHECK(op != "Div", node.where(), ": division of two computed values is not imported");
+    LayerParameter& layer = node.add_layer("Eltwise", {node.node.input(0), node.node.input(1)},
+                                           {node.node.output(0)});
+    EltwiseParameter* eltwise = layer.mutable_eltwise_param();
+    eltwise->set_operation(op == "Mul" ? EltwiseParameter::PROD : EltwiseParameter::SUM);
+    if (op == "Sub") {
+      eltwise->add_coeff(1.0f);
+      eltwise->add_coeff(-1.0f);
+    }
+    return;
+  }
+  XTRAIN_CHECK(!constant_first || op == "Add" || op == "Mul", node.where(),
+               ": a constant first operand of ", op, " is not imported");
+  const std::string& input = node.node.input(constant_first ? 1 : 0);
+  std::vector<float> values = float_values(*constant);
+  const bool multiply = op == "Mul" || op == "Div";
+  for (float& value : values) {
+    if (op == "Sub") value = -value;
+    if (op == "Div") value = 1.0f / value;
+  }
+  if (values.size() == 1) {
+    LayerParameter& layer = node.add_layer("Power", {input}, {node.node.output(0)});
+    if (multiply) {
+      layer.mutable_power_param()->set_scale(values[0]);
+    } else {
+      layer.mutable_power_param()->set_shift(values[0]);
+    }
+    node.state.ranks[node.node.output(0)] = node.input_rank(constant_first ? 1 : 0);
+    return;
+  }
+  const std::vector<std::int64_t> dims(constant->dims().begin(), constant->dims().end());
+  int axis = 0, num_axes = 0;
+  const int rank = node.input_rank(constant_first ? 1 : 0);
+  XTRAIN_CHECK(rank >= 0 && broadcast_axes(dims, rank, &axis, &num_axes), node.where(),
+               ": the constant's non-unit axes must be one run inside the other operand's (a "
+               "per-channel scale or bias)");
+  LayerParameter& layer =
+      node.add_layer(multiply ? "Scale" : "Bias", {input}, {node.node.output(0)});
+  if (multiply) {
+    layer.mutable_scale_param()->set_axis(axis);
+    layer.mutable_scale_param()->set_num_axes(num_axes);
+  } else {
+    layer.mutable_bias_param()->set_axis(axis);
+    layer.mutable_bias_param()->set_num_axes(num_axes);
+  }
+  std::vector<std::int64_t> blob_dims;
+  for (std::int64_t dim : dims) {
+    if (blob_dims.size() < static_cast<std::size_t>(num_axes) && (dim != 1 || !blob_dims.empty())) {
+      blob_dims.push_back(dim);
+    }
+  }
+  node.add_blob(layer, blob_dims, values);
+  node.state.ranks[node.node.output(0)] = rank;
+}
+
+// Sum and Max of several values: Eltwise SUM and MAX.
+void import_variadic(NodeImport& node) {
+  std::vector<std::string> bottoms(node.node.input().begin(), node.node.input().end());
+  for (int i = 0; i < node.node.input_size(); ++i) {
+    XTRAIN_CHECK(node.constant(i) == nullptr, node.where(), ": constant operands are not imported");
+  }
+  LayerParameter& layer = node.add_layer("Eltwise", bottoms, {node.node.output(0)});
+  layer.mutable_eltwise_param()->set_operation(node.node.op_type() == "Max" ? EltwiseParameter::MAX
+                                                                           : EltwiseParameter::SUM);
+}
+
+// Softmax along `axis`. Before opset 13 ONNX flattened the input to 2-d at
+// `axis` first, which is Caffe's softmax only along the last axis.
+void import_softmax(NodeImport& node) {
+  const int rank = node.input_rank(0);
+  std::int64_t axis = node.int_attribute("axis", node.state.opset >= 13 ? -1 : 1);
+  if (rank >= 0 && axis < 0) axis += rank;
+  XTRAIN_CHECK(node.state.opset >= 13 || (rank >= 0 && axis == rank - 1), node.where(),
+               ": before opset 13, Softmax flattens its input first; re-export with opset 13 or "
+               "later, or a softmax over the last axis");
+  one_to_one(node, "Softmax").mutable_softmax_param()->set_axis(static_cast<int>(axis));
+}
+
+void import_concat(NodeImport& node) {
+  std::vector<std::string> bottoms(node.node.input().begin(), node.node.input().end());
+  LayerParameter& layer = node.add_layer("Concat", bottoms, {node.node.output(0)});
+  layer.mutable_concat_param()->set_axis(static_cast<int>(node.int_attribute("axis", 0)));
+}
+
+// Split: Caffe's Slice at the running sums of the sizes (equal parts when
+// none are given).
+void import_split(NodeImport& node) {
+  std::vector<std::int64_t> sizes = node.ints_attribute("split");
+  if (node.constant(1) != nullptr) sizes = int64_values(*node.constant(1));
+  std::vector<std::string> tops(node.node.output().begin(), node.node.output().end());
+  LayerParameter& layer = node.add_layer("Slice", {node.node.input(0)}, tops);
+  SliceParameter* slice = layer.mutable_slice_param();
+  slice->set_axis(static_cast<int>(node.int_attribute("axis", 0)));
+  std::int64_t point = 0;
+  for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
+    point += sizes[i];
+    slice->add_slice_point(static_cast<std::uint32_t>(point));
+  }
+}
+
+// Flatten at axis 1: Caffe's Flatten (which keeps axes before `axis` apart,
+// so only axis 1 means the same).
+void import_flatten(NodeImport& node) {
+  XTRAIN_CHECK(node.int_attribute("axis", 1) == 1, node.where(), ": only Flatten at axis 1 is "
+               "imported");
+  one_to_one(node, "Flatten");
+  node.state.ranks[node.node.output(0)] = 2;
+}
+
+// Reshape to a constant shape: 0 copies the input's axis and -1 is
+// inferred, as in Caffe's Reshape.
+void import_reshape(NodeImport& node) {
+  XTRAIN_CHECK(node.int_attribute("allowzero", 0) == 0, node.where(),
+               ": allowzero is not imported");
+  const std::vector<std::int64_t> shape = int64_values(node.required_constant(1, "shape"));
+  LayerParameter& layer = one_to_one(node, "Reshape");
+  for (std::int64_t dim : shape) layer.mutable_reshape_param()->mutable_shape()->add_dim(dim);
+  node.state.ranks[node.node.output(0)] = static_cast<int>(shape.size());
+}
+
+// ArgMax with keepdims: Caffe's ArgMax along the axis, top_k 1 (the indices
+// come out as floats).
+void import_argmax(NodeImport& node) {
+  XTRAIN_CHECK(node.int_attribute("keepdims", 1) == 1 &&
+                   node.int_attribute("select_last_index", 0) == 0,
+               node.where(), ": only keepdims 1 and the first index of ties are imported");
+  one_to_one(node, "ArgMax").mutable_argmax_param()->set_axis(
+      static_cast<int>(node.int_attribute("axis", 0)));
+}
+
+}  // namespace
+
+NodeImporter find_elementwise_importer(const std::string& op_type) {
+  static const std::map<std::string, NodeImporter> kImporters = {
+      {"Relu", import_relu},         {"LeakyRelu", import_leaky_relu}, {"PRelu", import_prelu},
+      {"Elu", import_elu},           {"Sigmoid", import_sigmoid},      {"Tanh", import_tanh},
+      {"Abs", import_abs},           {"Exp", import_exp},              {"Log", import_log},
+      {"Softplus", import_softplus}, {"Sqrt", import_sqrt},            {"Add", import_arithmetic},
+      {"Sub", import_arithmetic},    {"Mul", import_arithmetic},       {"Div", import_arithmetic},
+      {"Sum", import_variadic},      {"Max", import_variadic},         {"Softmax", import_softmax},
+      {"Concat", import_concat},     {"Split", import_split},          {"Flatten", import_flatten},
+      {"Reshape", import_reshape},   {"Dropout", import_dropout},      {"Identity", import_identity},
+      {"ArgMax", import_argmax},
+  };
+  const auto found = kImporters.find(op_type);
+  return found == kImporters.end() ? nullptr : found->second;
+}
+
+}  // namespace xtrain::interchange
