@@ -3,11 +3,11 @@
 // the importer, and the one-line errors naming a layer or a node. The
 // comparisons with ONNX Runtime and PyTorch are tests/onnx/ (pytest).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "error_message.hpp"
 #include "interchange/onnx.pb.h"
@@ -81,7 +81,7 @@ TEST_F(OnnxInterchange, PoolingGetsCaffesEndPadAndAverageItsClippedDivisors) {
   EXPECT_EQ(ints(*average, "pads"), (std::vector<std::int64_t>{1, 1, 2, 2}));
   EXPECT_EQ(ints(*max, "pads"), (std::vector<std::int64_t>{1, 1, 2, 2}));
   EXPECT_EQ(factors->input(0), average->output(0));
-  const std::vector<float> expected = {1, 1, 1, 1.5f, 1, 1, 1, 1.5f,
+  const std::vector<float> expected = {1, 1, 1, 1.5f, 1,    1,    1,    1.5f,
                                        1, 1, 1, 1.5f, 1.5f, 1.5f, 1.5f, 2.25f};
   EXPECT_EQ(initializer(model, factors->input(1)), expected);
   EXPECT_EQ(model.graph().output_size(), 2);
@@ -93,7 +93,8 @@ TEST_F(OnnxInterchange, BatchNormFoldsItsScaleFactorAndTheFollowingScale) {
     layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 1 dim: 2 dim: 3 dim: 3 } } }
     layer { name: "bn" type: "BatchNorm" bottom: "data" top: "bn" batch_norm_param { eps: 0.001 } }
     layer { name: "scale" type: "Scale" bottom: "bn" top: "bn" scale_param { bias_term: true } }
-  )", "bn");
+  )",
+                                                       "bn");
   Net net(param);
   const auto set = [](Blob& blob, std::vector<float> values) {
     std::memcpy(blob.mutable_cpu_data(), values.data(), values.size() * sizeof(float));
@@ -148,7 +149,8 @@ TEST_F(OnnxInterchange, ALayerWithoutAnOnnxFormIsNamedWithItsType) {
     layer { name: "data" type: "Input" top: "data" top: "label"
             input_param { shape { dim: 2 dim: 3 } shape { dim: 2 } } }
     layer { name: "loss" type: "SoftmaxWithLoss" bottom: "data" bottom: "label" top: "loss" }
-  )", "train");
+  )",
+                                                       "train");
   const std::string message = testing::error_of([&] { export_onnx(param, "", path("x.onnx")); });
   EXPECT_NE(message.find("layer 'loss' (SoftmaxWithLoss) has no ONNX equivalent"),
             std::string::npos)

@@ -60,11 +60,19 @@ std::int64_t ir_version_for(int opset) { return opset == 13 ? 7 : 8; }
 
 OnnxExportSummary export_onnx(const NetParameter& deploy, const std::string& weights_path,
                               const std::string& onnx_path, const OnnxExportOptions& options) {
-  XTRAIN_CHECK(options.opset >= kMinOpset && options.opset <= kMaxOpset, "--opset ",
-               options.opset, " is not one xtrain writes; choose ", kMinOpset, " to ", kMaxOpset);
+  XTRAIN_CHECK(options.opset >= kMinOpset && options.opset <= kMaxOpset, "--opset ", options.opset,
+               " is not one xtrain writes; choose ", kMinOpset, " to ", kMaxOpset);
   NetParameter param = deploy;
   param.mutable_state()->set_phase(TEST);
   const NetParameter layers = filter_net(param);
+  // Before building the Net, which would open a data layer's database.
+  for (const LayerParameter& layer : layers.layer()) {
+    XTRAIN_CHECK(
+        layer.type() == "Input" || interchange::find_layer_exporter(layer.type()) != nullptr,
+        "layer '", layer.name(), "' (", layer.type(),
+        ") has no ONNX equivalent; export a deploy net (Input layers, no data, loss or "
+        "accuracy layers) whose layers docs/onnx.md lists");
+  }
   NetOptions net_options;
   net_options.verbose = false;
   net_options.fuse_layers = false;
@@ -98,8 +106,8 @@ OnnxExportSummary export_onnx(const NetParameter& deploy, const std::string& wei
   }
   for (const auto& [blob, writer] : last_writer) builder.reserve_name(blob);
   auto value_name = [&](const std::string& top, int writer, const std::string& layer_name) {
-    if (last_writer[top] == writer && (inputs.count(top) == 0 ||
-                                       layers.layer(writer).type() == "Input")) {
+    if (last_writer[top] == writer &&
+        (inputs.count(top) == 0 || layers.layer(writer).type() == "Input")) {
       return top;
     }
     return builder.unique_name(top + "@" + layer_name);
@@ -111,15 +119,12 @@ OnnxExportSummary export_onnx(const NetParameter& deploy, const std::string& wei
     if (layer.type() == "Input") {
       for (const std::string& top : layer.top()) {
         current[top] = top;
-        interchange::set_float_value_info(graph->add_input(), top,
-                                          value_dims(*net.blob_by_name(top), options.dynamic_batch));
+        interchange::set_float_value_info(
+            graph->add_input(), top, value_dims(*net.blob_by_name(top), options.dynamic_batch));
       }
       continue;
     }
     const interchange::LayerExporter exporter = interchange::find_layer_exporter(layer.type());
-    XTRAIN_CHECK(exporter != nullptr, "layer '", layer.name(), "' (", layer.type(),
-                 ") has no ONNX equivalent; export a deploy net (Input layers, no data, loss or "
-                 "accuracy layers) whose layers docs/onnx.md lists");
     const bool fold = layer.type() == "BatchNorm" && folds_scale(layers, i);
     const LayerParameter& last = fold ? layers.layer(i + 1) : layer;
     LayerExport context{layer, *net.layer_by_name(layer.name()), {}, {}, {}, {}, builder};
@@ -160,8 +165,7 @@ OnnxExportSummary export_onnx(const NetParameter& deploy, const std::string& wei
 
 OnnxExportSummary export_onnx(const std::string& deploy_path, const std::string& weights_path,
                               const std::string& onnx_path, const OnnxExportOptions& options) {
-  return export_onnx(read_net_params_from_text_file(deploy_path), weights_path, onnx_path,
-                     options);
+  return export_onnx(read_net_params_from_text_file(deploy_path), weights_path, onnx_path, options);
 }
 
 }  // namespace xtrain

@@ -129,10 +129,9 @@ void export_eltwise(LayerExport& layer) {
     layer.node("Max", layer.inputs, layer.outputs);
     return;
   }
-  XTRAIN_CHECK(eltwise.coeff_size() == 0 ||
-                   eltwise.coeff_size() == static_cast<int>(layer.inputs.size()),
-               layer.where(), ": ", eltwise.coeff_size(), " coeff for ", layer.inputs.size(),
-               " bottoms");
+  XTRAIN_CHECK(
+      eltwise.coeff_size() == 0 || eltwise.coeff_size() == static_cast<int>(layer.inputs.size()),
+      layer.where(), ": ", eltwise.coeff_size(), " coeff for ", layer.inputs.size(), " bottoms");
   std::vector<std::string> terms;
   for (std::size_t i = 0; i < layer.inputs.size(); ++i) {
     const float coeff = eltwise.coeff_size() == 0 ? 1.0f : eltwise.coeff(static_cast<int>(i));
@@ -151,11 +150,11 @@ void export_identity(LayerExport& layer) {
 
 LayerExporter find_elementwise_exporter(const std::string& type) {
   static const std::map<std::string, LayerExporter> kExporters = {
-      {"ReLU", export_relu},       {"Sigmoid", export_sigmoid}, {"TanH", export_tanh},
-      {"AbsVal", export_absval},   {"BNLL", export_bnll},       {"ELU", export_elu},
-      {"Power", export_power},     {"Exp", export_exp},         {"Log", export_log},
-      {"Threshold", export_threshold}, {"Eltwise", export_eltwise},
-      {"Dropout", export_identity}, {"Split", export_identity},
+      {"ReLU", export_relu},           {"Sigmoid", export_sigmoid}, {"TanH", export_tanh},
+      {"AbsVal", export_absval},       {"BNLL", export_bnll},       {"ELU", export_elu},
+      {"Power", export_power},         {"Exp", export_exp},         {"Log", export_log},
+      {"Threshold", export_threshold}, {"Eltwise", export_eltwise}, {"Dropout", export_identity},
+      {"Split", export_identity},
   };
   const auto found = kExporters.find(type);
   return found == kExporters.end() ? nullptr : found->second;

@@ -57,11 +57,11 @@ void export_convolution(LayerExport& layer) {
   const int axes = layer.layer.blobs()[0]->num_axes() - 2;
   std::vector<std::int64_t> kernel = to_int64(layer.layer.blobs()[0]->shape());
   kernel.erase(kernel.begin(), kernel.begin() + 2);
-  const std::vector<std::int64_t> pad =
-      spatial(conv.pad(), conv.has_pad_h() || conv.has_pad_w(), conv.pad_h(), conv.pad_w(), axes, 0);
-  const std::vector<std::int64_t> stride = spatial(
-      conv.stride(), conv.has_stride_h() || conv.has_stride_w(), conv.stride_h(), conv.stride_w(),
-      axes, 1);
+  const std::vector<std::int64_t> pad = spatial(conv.pad(), conv.has_pad_h() || conv.has_pad_w(),
+                                                conv.pad_h(), conv.pad_w(), axes, 0);
+  const std::vector<std::int64_t> stride =
+      spatial(conv.stride(), conv.has_stride_h() || conv.has_stride_w(), conv.stride_h(),
+              conv.stride_w(), axes, 1);
   const std::vector<std::int64_t> dilation = spatial(conv.dilation(), false, 0, 0, axes, 1);
   std::vector<std::string> inputs = {layer.inputs[0], layer.blob(0, "weights")};
   if (conv.bias_term()) inputs.push_back(layer.blob(1, "bias"));
@@ -106,10 +106,10 @@ void export_pooling(LayerExport& layer) {
     const PoolingAxis axis{in[2 + i], kernel[i], stride[i], pad[i], layer_pads};
     pads[i] = pad[i];
     pads[2 + i] = onnx_end_pad(axis, pad[i], 0);
-    XTRAIN_ASSERT(onnx_pooled_length(in[2 + i], kernel[i], stride[i], pad[i],
-                                     static_cast<int>(pads[2 + i]), false) ==
-                      layer.output_shapes[0][2 + i],
-                  layer.where(), ": ONNX pooling length differs from Caffe's on axis ", 2 + i);
+    XTRAIN_ASSERT(
+        onnx_pooled_length(in[2 + i], kernel[i], stride[i], pad[i], static_cast<int>(pads[2 + i]),
+                           false) == layer.output_shapes[0][2 + i],
+        layer.where(), ": ONNX pooling length differs from Caffe's on axis ", 2 + i);
     divisors[i] = caffe_average_divisors(axis);
     for (int divisor : divisors[i]) clipped |= divisor != kernel[i];
   }
@@ -131,8 +131,9 @@ void export_pooling(LayerExport& layer) {
                                  static_cast<float>(divisors[0][r] * divisors[1][c]);
     }
   }
-  layer.node("Mul", {pooled, layer.graph.add_floats(layer.param.name() + "/divisor_factors",
-                                                    {rows, columns}, factors)},
+  layer.node("Mul",
+             {pooled, layer.graph.add_floats(layer.param.name() + "/divisor_factors",
+                                             {rows, columns}, factors)},
              layer.outputs);
 }
 
@@ -163,8 +164,8 @@ void export_lrn(LayerExport& layer) {
   layer.node("Mul", {mean, layer.graph.add_scalar(layer.param.name() + "/alpha", lrn.alpha())},
              {scaled}, "alpha");
   const std::string shifted = layer.local("shifted");
-  layer.node("Add", {scaled, layer.graph.add_scalar(layer.param.name() + "/one", 1.0f)},
-             {shifted}, "shift");
+  layer.node("Add", {scaled, layer.graph.add_scalar(layer.param.name() + "/one", 1.0f)}, {shifted},
+             "shift");
   const std::string factor = layer.local("factor");
   layer.node("Pow", {shifted, layer.graph.add_scalar(layer.param.name() + "/beta", -lrn.beta())},
              {factor}, "power");
@@ -205,9 +206,11 @@ void export_inner_product(LayerExport& layer) {
   std::vector<std::int64_t> shape(axis, 0);
   shape.push_back(-1);
   const std::string flat = layer.local("flat");
-  layer.node("Reshape", {layer.inputs[0], layer.graph.add_int64s(layer.param.name() + "/shape", shape)},
+  layer.node("Reshape",
+             {layer.inputs[0], layer.graph.add_int64s(layer.param.name() + "/shape", shape)},
              {flat}, "flatten");
-  const std::string w = layer.graph.add_floats(layer.param.name() + "/weights", {k, outputs}, k_by_out);
+  const std::string w =
+      layer.graph.add_floats(layer.param.name() + "/weights", {k, outputs}, k_by_out);
   if (!ip.bias_term()) {
     layer.node("MatMul", {flat, w}, layer.outputs);
     return;
@@ -254,13 +257,13 @@ void export_batch_norm(LayerExport& layer) {
     }
   }
   const std::string& name = layer.param.name();
-  onnx::NodeProto& node = layer.node(
-      "BatchNormalization",
-      {layer.inputs[0], layer.graph.add_floats(name + "/gamma", {channels}, gamma),
-       layer.graph.add_floats(name + "/beta", {channels}, beta),
-       layer.graph.add_floats(name + "/mean", {channels}, mean),
-       layer.graph.add_floats(name + "/variance", {channels}, variance)},
-      layer.outputs);
+  onnx::NodeProto& node =
+      layer.node("BatchNormalization",
+                 {layer.inputs[0], layer.graph.add_floats(name + "/gamma", {channels}, gamma),
+                  layer.graph.add_floats(name + "/beta", {channels}, beta),
+                  layer.graph.add_floats(name + "/mean", {channels}, mean),
+                  layer.graph.add_floats(name + "/variance", {channels}, variance)},
+                 layer.outputs);
   set_attribute(node, "epsilon", bn.eps());
 }
 
@@ -277,7 +280,8 @@ void export_scale_or_bias(LayerExport& layer) {
   std::string factor;
   if (layer.inputs.size() > 1) {
     factor = layer.local("factor");
-    layer.node("Reshape", {layer.inputs[1], layer.graph.add_int64s(layer.param.name() + "/shape", dims)},
+    layer.node("Reshape",
+               {layer.inputs[1], layer.graph.add_int64s(layer.param.name() + "/shape", dims)},
                {factor}, "reshape");
   } else {
     factor = layer.blob(0, is_scale ? "scale" : "bias", dims);
@@ -295,9 +299,9 @@ void export_scale_or_bias(LayerExport& layer) {
 
 // PReLU: y = max(0, x) + a min(0, x), a per channel (axis 1) or one shared.
 void export_prelu(LayerExport& layer) {
-  const std::vector<std::int64_t> dims =
-      layer.param.prelu_param().channel_shared() ? std::vector<std::int64_t>{1}
-                                                 : broadcast_dims(layer.input_shapes[0], 1, 1);
+  const std::vector<std::int64_t> dims = layer.param.prelu_param().channel_shared()
+                                             ? std::vector<std::int64_t>{1}
+                                             : broadcast_dims(layer.input_shapes[0], 1, 1);
   layer.node("PRelu", {layer.inputs[0], layer.blob(0, "slope", dims)}, layer.outputs);
 }
 
@@ -305,10 +309,14 @@ void export_prelu(LayerExport& layer) {
 
 LayerExporter find_layer_exporter(const std::string& type) {
   static const std::map<std::string, LayerExporter> kExporters = {
-      {"Convolution", export_convolution}, {"Deconvolution", export_convolution},
-      {"Pooling", export_pooling},         {"LRN", export_lrn},
-      {"InnerProduct", export_inner_product}, {"BatchNorm", export_batch_norm},
-      {"Scale", export_scale_or_bias},     {"Bias", export_scale_or_bias},
+      {"Convolution", export_convolution},
+      {"Deconvolution", export_convolution},
+      {"Pooling", export_pooling},
+      {"LRN", export_lrn},
+      {"InnerProduct", export_inner_product},
+      {"BatchNorm", export_batch_norm},
+      {"Scale", export_scale_or_bias},
+      {"Bias", export_scale_or_bias},
       {"PReLU", export_prelu},
   };
   const auto found = kExporters.find(type);

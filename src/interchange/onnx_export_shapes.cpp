@@ -18,9 +18,9 @@ std::vector<std::int64_t> axes_from(int first, int rank) {
 }
 
 void export_softmax(LayerExport& layer) {
-  set_attribute(layer.node("Softmax", {layer.inputs[0]}, layer.outputs), "axis",
-                std::int64_t{canonical_axis(layer, layer.param.softmax_param().axis(),
-                                            rank_of(layer))});
+  set_attribute(
+      layer.node("Softmax", {layer.inputs[0]}, layer.outputs), "axis",
+      std::int64_t{canonical_axis(layer, layer.param.softmax_param().axis(), rank_of(layer))});
 }
 
 void export_concat(LayerExport& layer) {
@@ -35,11 +35,11 @@ void export_concat(LayerExport& layer) {
 // Slice: the parts between the slice points (or equal parts), ONNX's Split.
 void export_slice(LayerExport& layer) {
   const SliceParameter& slice = layer.param.slice_param();
-  const int axis = canonical_axis(
-      layer,
-      slice.has_axis() || !slice.has_slice_dim() ? slice.axis()
-                                                 : static_cast<int>(slice.slice_dim()),
-      rank_of(layer));
+  const int axis = canonical_axis(layer,
+                                  slice.has_axis() || !slice.has_slice_dim()
+                                      ? slice.axis()
+                                      : static_cast<int>(slice.slice_dim()),
+                                  rank_of(layer));
   std::vector<std::int64_t> sizes;
   for (const std::vector<int>& shape : layer.output_shapes) sizes.push_back(shape[axis]);
   onnx::NodeProto& node = layer.node(
@@ -148,8 +148,7 @@ void export_argmax(LayerExport& layer) {
     layer.node("Identity", {values}, layer.outputs);
     return;
   }
-  const std::string float_indices =
-      has_axis ? layer.outputs[0] : layer.local("float_indices");
+  const std::string float_indices = has_axis ? layer.outputs[0] : layer.local("float_indices");
   set_attribute(layer.node("Cast", {indices}, {float_indices}, has_axis ? "" : "cast"), "to",
                 std::int64_t{onnx::TensorProto::FLOAT});
   if (has_axis) return;
@@ -181,9 +180,10 @@ void export_reduction(LayerExport& layer) {
   onnx::NodeProto* node = nullptr;
   switch (reduction.operation()) {
     case ReductionParameter::SUM:  // axes are an input from opset 13 on
-      node = &layer.node("ReduceSum",
-                         {layer.inputs[0], layer.graph.add_int64s(layer.param.name() + "/axes", axes)},
-                         {reduced}, scaled ? "reduce" : "");
+      node =
+          &layer.node("ReduceSum",
+                      {layer.inputs[0], layer.graph.add_int64s(layer.param.name() + "/axes", axes)},
+                      {reduced}, scaled ? "reduce" : "");
       break;
     case ReductionParameter::ASUM:
       node = &layer.node("ReduceL1", {layer.inputs[0]}, {reduced}, scaled ? "reduce" : "");

@@ -84,8 +84,9 @@ void import_node(ImportState& state, const onnx::NodeProto& node, int index) {
       if (rank != state.ranks.end()) state.ranks[output] = rank->second;
     }
   }
-  NodeImport context{node, state,
-                     node.name().empty() ? node.op_type() + "_" + std::to_string(index) : node.name()};
+  NodeImport context{
+      node, state,
+      node.name().empty() ? node.op_type() + "_" + std::to_string(index) : node.name()};
   importer(context);
 }
 
@@ -96,9 +97,9 @@ bool same_divisors(const interchange::PoolingCheck& check,
   std::vector<int> onnx[2], caffe[2];
   for (int i = 0; i < 2; ++i) {
     onnx[i] = interchange::onnx_average_divisors(axes[i]);
-    caffe[i] = interchange::caffe_average_divisors(
-        {axes[i].input, axes[i].kernel, axes[i].stride,
-         axes[i].begin_pad + axes[i].pre_padding, layer_pads});
+    caffe[i] =
+        interchange::caffe_average_divisors({axes[i].input, axes[i].kernel, axes[i].stride,
+                                             axes[i].begin_pad + axes[i].pre_padding, layer_pads});
     if (onnx[i].size() != caffe[i].size()) return false;
   }
   const std::size_t rows = caffe[0].size(), columns = caffe[1].size();
@@ -126,8 +127,8 @@ void check_pooling_windows(const ImportState& state, const std::string& path) {
     const LayerParameter& layer = net.layer_by_name(check.layer)->layer_param();
     const std::vector<int>& shape = net.blob_by_name(layer.bottom(0))->shape();
     interchange::OnnxPoolingAxis axes[2] = {check.axes[0], check.axes[1]};
-    const bool layer_pads = axes[0].begin_pad + axes[0].pre_padding > 0 ||
-                            axes[1].begin_pad + axes[1].pre_padding > 0;
+    const bool layer_pads =
+        axes[0].begin_pad + axes[0].pre_padding > 0 || axes[1].begin_pad + axes[1].pre_padding > 0;
     bool same = true;
     for (int i = 0; i < 2; ++i) {
       axes[i].input = shape[2 + i];

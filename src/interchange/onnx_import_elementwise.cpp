@@ -28,15 +28,29 @@ void import_dropout(NodeImport& node) { one_to_one(node, "Dropout"); }
 void import_identity(NodeImport& node) { one_to_one(node, "Split"); }
 
 void import_leaky_relu(NodeImport& node) {
-  one_to_one(node, "ReLU").mutable_relu_param()->set_negative_slope(
-      node.float_attribute("alpha", 0.01f));
+  one_to_one(node, "ReLU")
+      .mutable_relu_param()
+      ->set_negative_slope(node.float_attribute("alpha", 0.01f));
 }
 
 void import_elu(NodeImport& node) {
   one_to_one(node, "ELU").mutable_elu_param()->set_alpha(node.float_attribute("alpha", 1.0f));
 }
 
-void import_sqrt(NodeImport& node) { one_to_one(node, "Power").mutable_power_param()->set_power(0.5f); }
+void import_sqrt(NodeImport& node) {
+  one_to_one(node, "Power").mutable_power_param()->set_power(0.5f);
+}
+
+// Pow by a constant scalar exponent: Power.
+void import_pow(NodeImport& node) {
+  const onnx::TensorProto& exponent = node.required_constant(1, "exponent");
+  XTRAIN_CHECK(element_count(exponent) == 1, node.where(),
+               ": only one exponent for all values "
+               "is imported");
+  node.add_layer("Power", {node.node.input(0)}, {node.node.output(0)})
+      .mutable_power_param()
+      ->set_power(float_values(exponent)[0]);
+}
 
 // PRelu with one slope (channel_shared) or one per channel (axis 1).
 void import_prelu(NodeImport& node) {
@@ -94,8 +108,8 @@ void import_arithmetic(NodeImport& node) {
   const onnx::TensorProto* constant = constant_first ? node.constant(0) : node.constant(1);
   if (constant == nullptr) {
     XTRAIN_CHECK(op != "Div", node.where(), ": division of two computed values is not imported");
-    LayerParameter& layer = node.add_layer("Eltwise", {node.node.input(0), node.node.input(1)},
-                                           {node.node.output(0)});
+    LayerParameter& layer =
+        node.add_layer("Eltwise", {node.node.input(0), node.node.input(1)}, {node.node.output(0)});
     EltwiseParameter* eltwise = layer.mutable_eltwise_param();
     eltwise->set_operation(op == "Mul" ? EltwiseParameter::PROD : EltwiseParameter::SUM);
     if (op == "Sub") {
@@ -155,8 +169,8 @@ void import_variadic(NodeImport& node) {
     XTRAIN_CHECK(node.constant(i) == nullptr, node.where(), ": constant operands are not imported");
   }
   LayerParameter& layer = node.add_layer("Eltwise", bottoms, {node.node.output(0)});
-  layer.mutable_eltwise_param()->set_operation(node.node.op_type() == "Max" ? EltwiseParameter::MAX
-                                                                           : EltwiseParameter::SUM);
+  layer.mutable_eltwise_param()->set_operation(
+      node.node.op_type() == "Max" ? EltwiseParameter::MAX : EltwiseParameter::SUM);
 }
 
 // Softmax along `axis`. Before opset 13 ONNX flattened the input to 2-d at
@@ -196,7 +210,8 @@ void import_split(NodeImport& node) {
 // Flatten at axis 1: Caffe's Flatten (which keeps axes before `axis` apart,
 // so only axis 1 means the same).
 void import_flatten(NodeImport& node) {
-  XTRAIN_CHECK(node.int_attribute("axis", 1) == 1, node.where(), ": only Flatten at axis 1 is "
+  XTRAIN_CHECK(node.int_attribute("axis", 1) == 1, node.where(),
+               ": only Flatten at axis 1 is "
                "imported");
   one_to_one(node, "Flatten");
   node.state.ranks[node.node.output(0)] = 2;
@@ -216,26 +231,31 @@ void import_reshape(NodeImport& node) {
 // ArgMax with keepdims: Caffe's ArgMax along the axis, top_k 1 (the indices
 // come out as floats).
 void import_argmax(NodeImport& node) {
-  XTRAIN_CHECK(node.int_attribute("keepdims", 1) == 1 &&
-                   node.int_attribute("select_last_index", 0) == 0,
-               node.where(), ": only keepdims 1 and the first index of ties are imported");
-  one_to_one(node, "ArgMax").mutable_argmax_param()->set_axis(
-      static_cast<int>(node.int_attribute("axis", 0)));
+  XTRAIN_CHECK(
+      node.int_attribute("keepdims", 1) == 1 && node.int_attribute("select_last_index", 0) == 0,
+      node.where(), ": only keepdims 1 and the first index of ties are imported");
+  one_to_one(node, "ArgMax")
+      .mutable_argmax_param()
+      ->set_axis(static_cast<int>(node.int_attribute("axis", 0)));
 }
 
 }  // namespace
 
 NodeImporter find_elementwise_importer(const std::string& op_type) {
   static const std::map<std::string, NodeImporter> kImporters = {
-      {"Relu", import_relu},         {"LeakyRelu", import_leaky_relu}, {"PRelu", import_prelu},
-      {"Elu", import_elu},           {"Sigmoid", import_sigmoid},      {"Tanh", import_tanh},
-      {"Abs", import_abs},           {"Exp", import_exp},              {"Log", import_log},
-      {"Softplus", import_softplus}, {"Sqrt", import_sqrt},            {"Add", import_arithmetic},
-      {"Sub", import_arithmetic},    {"Mul", import_arithmetic},       {"Div", import_arithmetic},
-      {"Sum", import_variadic},      {"Max", import_variadic},         {"Softmax", import_softmax},
-      {"Concat", import_concat},     {"Split", import_split},          {"Flatten", import_flatten},
-      {"Reshape", import_reshape},   {"Dropout", import_dropout},      {"Identity", import_identity},
-      {"ArgMax", import_argmax},
+      {"Relu", import_relu},         {"LeakyRelu", import_leaky_relu},
+      {"PRelu", import_prelu},       {"Elu", import_elu},
+      {"Sigmoid", import_sigmoid},   {"Tanh", import_tanh},
+      {"Abs", import_abs},           {"Exp", import_exp},
+      {"Log", import_log},           {"Softplus", import_softplus},
+      {"Sqrt", import_sqrt},         {"Pow", import_pow},
+      {"Add", import_arithmetic},    {"Sub", import_arithmetic},
+      {"Mul", import_arithmetic},    {"Div", import_arithmetic},
+      {"Sum", import_variadic},      {"Max", import_variadic},
+      {"Softmax", import_softmax},   {"Concat", import_concat},
+      {"Split", import_split},       {"Flatten", import_flatten},
+      {"Reshape", import_reshape},   {"Dropout", import_dropout},
+      {"Identity", import_identity}, {"ArgMax", import_argmax},
   };
   const auto found = kImporters.find(op_type);
   return found == kImporters.end() ? nullptr : found->second;

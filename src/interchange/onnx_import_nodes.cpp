@@ -50,7 +50,8 @@ const onnx::TensorProto& NodeImport::required_constant(int index, const char* wh
   const onnx::TensorProto* tensor = constant(index);
   XTRAIN_CHECK(tensor != nullptr, where(), ": input ", index, " (", what,
                ") must be a constant (an initializer or a Constant node) to become a Caffe "
-               "layer's ", what);
+               "layer's ",
+               what);
   return *tensor;
 }
 
@@ -108,8 +109,8 @@ void check_no_auto_pad(const NodeImport& node) {
 // Caffe's repeated field: one value when all axes agree, else one each.
 template <typename Field>
 void set_per_axis(Field* field, const std::vector<std::int64_t>& values) {
-  const bool same = std::all_of(values.begin(), values.end(),
-                                [&](std::int64_t v) { return v == values[0]; });
+  const bool same =
+      std::all_of(values.begin(), values.end(), [&](std::int64_t v) { return v == values[0]; });
   for (std::size_t i = 0; i < (same ? 1 : values.size()); ++i) {
     field->Add(static_cast<std::uint32_t>(values[i]));
   }
@@ -176,9 +177,10 @@ void import_pad(NodeImport& node) {
                                              : node.ints_attribute("pads");
   float value = node.float_attribute("value", 0.0f);
   if (node.constant(2) != nullptr) value = float_values(*node.constant(2)).at(0);
-  XTRAIN_CHECK(value == 0.0f && pads.size() == 8 && pads[0] == 0 && pads[1] == 0 &&
-                   pads[4] == 0 && pads[5] == 0 && pads[2] == pads[6] && pads[3] == pads[7],
-               node.where(), ": only a zero Pad of the two spatial axes, alike at both ends, in "
+  XTRAIN_CHECK(value == 0.0f && pads.size() == 8 && pads[0] == 0 && pads[1] == 0 && pads[4] == 0 &&
+                   pads[5] == 0 && pads[2] == pads[6] && pads[3] == pads[7],
+               node.where(),
+               ": only a zero Pad of the two spatial axes, alike at both ends, in "
                "front of an AveragePool is imported (Caffe's pooling pad)");
   PendingPad pending;
   pending.source = node.node.input(0);
@@ -197,8 +199,8 @@ void import_pooling(NodeImport& node) {
   XTRAIN_CHECK(node.node.output_size() == 1 || node.node.output(1).empty(), node.where(),
                ": the indices output is not imported");
   std::vector<std::int64_t> kernel = node.ints_attribute("kernel_shape");
-  XTRAIN_CHECK(kernel.size() == 2, node.where(), ": only 2-d pooling is imported (kernel_shape has ",
-               kernel.size(), " axes)");
+  XTRAIN_CHECK(kernel.size() == 2, node.where(),
+               ": only 2-d pooling is imported (kernel_shape has ", kernel.size(), " axes)");
   for (std::int64_t d : node.ints_attribute("dilations")) {
     XTRAIN_CHECK(d == 1, node.where(), ": dilated pooling is not imported");
   }
@@ -256,9 +258,8 @@ void import_pooling(NodeImport& node) {
 
 void import_global_pooling(NodeImport& node) {
   LayerParameter& layer = node.add_layer("Pooling", {node.node.input(0)}, {node.node.output(0)});
-  layer.mutable_pooling_param()->set_pool(node.node.op_type() == "GlobalMaxPool"
-                                              ? PoolingParameter::MAX
-                                              : PoolingParameter::AVE);
+  layer.mutable_pooling_param()->set_pool(
+      node.node.op_type() == "GlobalMaxPool" ? PoolingParameter::MAX : PoolingParameter::AVE);
   layer.mutable_pooling_param()->set_global_pooling(true);
 }
 
@@ -314,9 +315,11 @@ void import_gemm(NodeImport& node) {
   const onnx::TensorProto& b = node.required_constant(1, "weights");
   XTRAIN_CHECK(b.dims_size() == 2, node.where(), ": weights of ", b.dims_size(), " axes");
   const bool trans_b = node.int_attribute("transB", 0) != 0;
-  const float alpha = node.float_attribute("alpha", 1.0f), beta = node.float_attribute("beta", 1.0f);
+  const float alpha = node.float_attribute("alpha", 1.0f),
+              beta = node.float_attribute("beta", 1.0f);
   const std::int64_t outputs = trans_b ? b.dims(0) : b.dims(1);
-  LayerParameter& layer = node.add_layer("InnerProduct", {node.node.input(0)}, {node.node.output(0)});
+  LayerParameter& layer =
+      node.add_layer("InnerProduct", {node.node.input(0)}, {node.node.output(0)});
   InnerProductParameter* ip = layer.mutable_inner_product_param();
   ip->set_num_output(static_cast<std::uint32_t>(outputs));
   ip->set_transpose(!trans_b);
@@ -341,7 +344,8 @@ void import_matmul(NodeImport& node) {
   const int rank = node.input_rank(0);
   XTRAIN_CHECK(b.dims_size() == 2 && rank >= 2, node.where(),
                ": only a product of a value of known rank >= 2 by a constant matrix is imported");
-  LayerParameter& layer = node.add_layer("InnerProduct", {node.node.input(0)}, {node.node.output(0)});
+  LayerParameter& layer =
+      node.add_layer("InnerProduct", {node.node.input(0)}, {node.node.output(0)});
   InnerProductParameter* ip = layer.mutable_inner_product_param();
   ip->set_num_output(static_cast<std::uint32_t>(b.dims(1)));
   ip->set_transpose(true);

@@ -19,7 +19,7 @@ namespace xtrain::interchange {
 
 struct LayerExport {
   const LayerParameter& param;
-  const Layer& layer;  // its learned blobs (weights, biases, statistics)
+  const Layer& layer;               // its learned blobs (weights, biases, statistics)
   std::vector<std::string> inputs;  // ONNX values of the bottoms
   std::vector<std::vector<int>> input_shapes;
   std::vector<std::string> outputs;  // ONNX values to write, one per top
@@ -36,8 +36,8 @@ struct LayerExport {
   // A node named after the layer (a helper node: after the layer and `suffix`).
   onnx::NodeProto& node(const std::string& op_type, const std::vector<std::string>& in,
                         const std::vector<std::string>& out, const std::string& suffix = "") {
-    return graph.add_node(op_type, suffix.empty() ? param.name() : param.name() + "/" + suffix,
-                          in, out);
+    return graph.add_node(op_type, suffix.empty() ? param.name() : param.name() + "/" + suffix, in,
+                          out);
   }
   // A learned blob as a constant, reshaped to `dims` (its own shape if empty).
   std::string blob(int index, const std::string& suffix, std::vector<std::int64_t> dims = {}) const;

@@ -25,7 +25,7 @@ namespace xtrain::interchange {
 struct PendingPad {
   std::string source;  // the value padded
   int pad[2] = {0, 0};
-  std::string node;    // for messages
+  std::string node;  // for messages
 };
 
 // An imported pooling layer's ONNX windows, checked against Caffe's once

@@ -49,8 +49,8 @@ std::vector<float> float_values(const onnx::TensorProto& tensor) {
       return std::vector<float>(values.begin(), values.end());
     }
     default:
-      XTRAIN_CHECK(false, "ONNX tensor '", tensor.name(), "' holds data type ",
-                   tensor.data_type(), " where floats are expected (FLOAT = 1 or DOUBLE = 11)");
+      XTRAIN_CHECK(false, "ONNX tensor '", tensor.name(), "' holds data type ", tensor.data_type(),
+                   " where floats are expected (FLOAT = 1 or DOUBLE = 11)");
   }
   return {};
 }
@@ -67,8 +67,8 @@ std::vector<std::int64_t> int64_values(const onnx::TensorProto& tensor) {
       return std::vector<std::int64_t>(values.begin(), values.end());
     }
     default:
-      XTRAIN_CHECK(false, "ONNX tensor '", tensor.name(), "' holds data type ",
-                   tensor.data_type(), " where integers are expected (INT64 = 7 or INT32 = 6)");
+      XTRAIN_CHECK(false, "ONNX tensor '", tensor.name(), "' holds data type ", tensor.data_type(),
+                   " where integers are expected (INT64 = 7 or INT32 = 6)");
   }
   return {};
 }

@@ -19,14 +19,14 @@ int export_command() {
   OnnxExportOptions options;
   options.opset = FLAGS_opset;
   options.dynamic_batch = FLAGS_dynamic_batch;
-  const OnnxExportSummary summary =
-      export_onnx(FLAGS_model, FLAGS_weights, FLAGS_output, options);
+  const OnnxExportSummary summary = export_onnx(FLAGS_model, FLAGS_weights, FLAGS_output, options);
   std::string inputs, outputs;
   for (const std::string& name : summary.inputs) inputs += (inputs.empty() ? "" : ", ") + name;
   for (const std::string& name : summary.outputs) outputs += (outputs.empty() ? "" : ", ") + name;
-  std::printf("Wrote '%s': opset %d, %d nodes, %d initializers, %lld bytes; inputs %s; outputs %s\n",
-              FLAGS_output.c_str(), options.opset, summary.nodes, summary.initializers,
-              static_cast<long long>(summary.file_bytes), inputs.c_str(), outputs.c_str());
+  std::printf(
+      "Wrote '%s': opset %d, %d nodes, %d initializers, %lld bytes; inputs %s; outputs %s\n",
+      FLAGS_output.c_str(), options.opset, summary.nodes, summary.initializers,
+      static_cast<long long>(summary.file_bytes), inputs.c_str(), outputs.c_str());
   return 0;
 }
 
