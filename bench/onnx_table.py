@@ -8,7 +8,7 @@ between xtrain's outputs and PyTorch's).
   scripts/onnx_test_env.sh build/onnx-venv bench/onnx_table.py [WORKDIR]
 
 with PYTHONPATH=build/python and XTRAIN_TOOLS_DIR=build/bin (as CTest's
-OnnxInterchange sets them); prints Markdown."""
+OnnxRuntimeAndPyTorch sets them); prints Markdown."""
 import os
 import platform
 import resource

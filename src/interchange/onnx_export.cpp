@@ -106,10 +106,7 @@ OnnxExportSummary export_onnx(const NetParameter& deploy, const std::string& wei
   }
   for (const auto& [blob, writer] : last_writer) builder.reserve_name(blob);
   auto value_name = [&](const std::string& top, int writer, const std::string& layer_name) {
-    if (last_writer[top] == writer &&
-        (inputs.count(top) == 0 || layers.layer(writer).type() == "Input")) {
-      return top;
-    }
+    if (last_writer[top] == writer && inputs.count(top) == 0) return top;
     return builder.unique_name(top + "@" + layer_name);
   };
 

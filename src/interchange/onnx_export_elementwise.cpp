@@ -32,49 +32,42 @@ void export_elu(LayerExport& layer) {
                 layer.param.elu_param().alpha());
 }
 
-// shift + scale * x as nodes (none where scale is 1 and shift 0); the value
-// it is in.
-std::string affine(LayerExport& layer, const std::string& x, float scale, float shift) {
+// Writes shift + scale * x to `out`: no Mul where scale is 1, no Add where
+// shift is 0, an Identity where both are left out.
+void write_affine(LayerExport& layer, const std::string& x, float scale, float shift,
+                  const std::string& out) {
+  const bool multiply = scale != 1.0f, add = shift != 0.0f;
+  if (!multiply && !add) {
+    layer.node("Identity", {x}, {out});
+    return;
+  }
   std::string value = x;
-  if (scale != 1.0f) {
-    const std::string scaled = layer.local("scaled");
-    layer.node("Mul", {value, layer.graph.add_scalar(layer.param.name() + "/scale", scale)},
-               {scaled}, "scale");
-    value = scaled;
+  if (multiply) {
+    value = add ? layer.local("scaled") : out;
+    layer.node("Mul", {x, layer.graph.add_scalar(layer.param.name() + "/scale", scale)}, {value},
+               add ? "scale" : "");
   }
-  if (shift != 0.0f) {
-    const std::string shifted = layer.local("shifted");
-    layer.node("Add", {value, layer.graph.add_scalar(layer.param.name() + "/shift", shift)},
-               {shifted}, "shift");
-    value = shifted;
+  if (add) {
+    layer.node("Add", {value, layer.graph.add_scalar(layer.param.name() + "/shift", shift)}, {out});
   }
-  return value;
 }
 
-// The last node of a layer writes its top; an affine map that is the
-// identity still needs one node that does.
-void finish(LayerExport& layer, const std::string& value) {
-  if (value == layer.inputs[0]) {
-    layer.node("Identity", {value}, layer.outputs);
-  } else {
-    // Rename the producer's output to the top.
-    onnx::GraphProto& graph = layer.graph.graph();
-    for (int i = graph.node_size() - 1; i >= 0; --i) {
-      onnx::NodeProto* node = graph.mutable_node(i);
-      if (node->output_size() == 1 && node->output(0) == value) {
-        node->set_output(0, layer.outputs[0]);
-        return;
-      }
-    }
-    XTRAIN_ASSERT(false, layer.where(), ": no node writes '", value, "'");
-  }
+// shift + scale * x in a value of its own, or x itself for the identity.
+std::string affine(LayerExport& layer, const std::string& x, float scale, float shift) {
+  if (scale == 1.0f && shift == 0.0f) return x;
+  const std::string out = layer.local("affine");
+  write_affine(layer, x, scale, shift, out);
+  return out;
 }
 
 // Power: (shift + scale x)^power.
 void export_power(LayerExport& layer) {
   const PowerParameter& power = layer.param.power_param();
+  if (power.power() == 1.0f) {
+    write_affine(layer, layer.inputs[0], power.scale(), power.shift(), layer.outputs[0]);
+    return;
+  }
   const std::string base = affine(layer, layer.inputs[0], power.scale(), power.shift());
-  if (power.power() == 1.0f) return finish(layer, base);
   layer.node("Pow", {base, layer.graph.add_scalar(layer.param.name() + "/power", power.power())},
              layer.outputs);
 }

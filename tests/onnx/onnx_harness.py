@@ -64,7 +64,7 @@ def at_batch_one(deploy_path, output_path):
 
 
 def weights_from_fillers(deploy_path, weights_path, seed=1, random_statistics=False):
-    """The net's filler values saved as a .caffemodel. BatchNorm's stored
+    """The net's filler values saved as a .caffemodel; returns the net. BatchNorm's stored
     statistics start at 0 (scale factor 0: mean 0, variance 0, so x divided
     by sqrt(eps)), which blows up through 50 layers; they are set to mean
     0, variance 1, factor 1 instead, or (random_statistics) to sums of
@@ -84,7 +84,7 @@ def weights_from_fillers(deploy_path, weights_path, seed=1, random_statistics=Fa
                 variance.data[...] = 1
                 factor.data[...] = 1
     net.save(weights_path)
-    return weights_path
+    return net
 
 
 def random_inputs(session, seed=0):
@@ -112,9 +112,10 @@ def run_onnx(session, inputs, names=None):
     return dict(zip(names, session.run(names, inputs)))
 
 
-def run_xtrain(deploy_path, weights_path, inputs, blobs=()):
-    """{output or blob name: values} of an xtrain forward pass."""
-    net = xtrain.Net(deploy_path, weights_path, xtrain.TEST)
+def run_xtrain(deploy_path, weights_path, inputs, blobs=(), net=None):
+    """{output or blob name: values} of an xtrain forward pass (of `net`, if
+    given, which has those weights already)."""
+    net = net or xtrain.Net(deploy_path, weights_path, xtrain.TEST)
     outputs = net.forward(**inputs)
     result = {name: np.array(values) for name, values in outputs.items()}
     for name in blobs:
@@ -154,8 +155,8 @@ def export_and_compare(deploy, workdir, stem, random_statistics=False, export_fl
     Runtime's outputs (and the scores before each softmax) with xtrain's.
     Returns (export seconds, ONNX path, checker verdict, largest relative
     difference, {output: difference})."""
-    weights = weights_from_fillers(deploy, os.path.join(workdir, f"{stem}.caffemodel"),
-                                   random_statistics=random_statistics)
+    weights = os.path.join(workdir, f"{stem}.caffemodel")
+    net = weights_from_fillers(deploy, weights, random_statistics=random_statistics)
     onnx_path = os.path.join(workdir, f"{stem}.onnx")
     seconds = xtrain_tool("export", f"--model={deploy}", f"--weights={weights}",
                           f"--output={onnx_path}", *export_flags)
@@ -163,7 +164,7 @@ def export_and_compare(deploy, workdir, stem, random_statistics=False, export_fl
     scores = softmax_bottoms(deploy)
     session = session_of(onnx_path, scores)
     inputs = random_inputs(session)
-    expected = run_xtrain(deploy, weights, inputs, scores)
+    expected = run_xtrain(deploy, weights, inputs, scores, net=net)
     actual = run_onnx(session, inputs)
     differences = {key: relative_difference(actual[key], expected[key]) for key in expected}
     return seconds, onnx_path, verdict, max(differences.values()), differences

@@ -1,6 +1,6 @@
 """ONNX out and in, checked against ONNX Runtime and PyTorch (docs/onnx.md).
 
-Run by CTest as OnnxInterchange through scripts/onnx_test_env.sh, which
+Run by CTest as OnnxRuntimeAndPyTorch through scripts/onnx_test_env.sh, which
 makes the virtual environment with onnx and onnxruntime (torch: Debian's
 python3-torch, seen through --system-site-packages)."""
 import os
@@ -27,6 +27,17 @@ def test_layer_exports_with_caffes_arithmetic(case, tmp_path):
                                                        random_statistics=True)
     assert verdict == "ok"
     assert max(differences.values()) <= TOLERANCE, differences
+
+
+@pytest.mark.parametrize("case", ["pooling_average", "reduction_mvn", "concat_slice_split"])
+def test_highest_opset_reads_the_same(case, tmp_path):
+    """Opset 17, the last before Split and the reductions change their
+    inputs, with the operators whose form differs across 13..17."""
+    deploy = tmp_path / f"{case}.prototxt"
+    deploy.write_text(layer_cases.prototxt(case))
+    _, _, verdict, worst, _ = export_and_compare(str(deploy), str(tmp_path), case,
+                                                 export_flags=["--opset=17"])
+    assert verdict == "ok" and worst <= TOLERANCE
 
 
 @pytest.mark.parametrize("name", list(ZOO))
