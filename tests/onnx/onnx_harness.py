@@ -49,15 +49,41 @@ def xtrain_tool(*arguments):
     return elapsed
 
 
-def at_batch_one(deploy_path, output_path):
-    """The deploy net with each Input's first axis 1."""
+def train_val_of(deploy_path):
+    """The training net beside a zoo deploy net (its fillers)."""
+    folder = os.path.dirname(deploy_path)
+    for name in ("train_val.prototxt", "lenet_train_test.prototxt"):
+        if os.path.exists(os.path.join(folder, name)):
+            return os.path.join(folder, name)
+    raise FileNotFoundError(f"no training net beside {deploy_path}")
+
+
+def read_net(path):
     net = xtrain_pb2.NetParameter()
-    with open(deploy_path) as file:
+    with open(path) as file:
         text_format.Merge(file.read(), net)
+    return net
+
+
+def zoo_deploy_for_test(deploy_path, output_path):
+    """The deploy net with each Input's first axis 1, and the weight and bias
+    fillers of the training net's layers of the same names (deploy nets
+    have none: their weights would all be 0, and every comparison vacuous)."""
+    net = read_net(deploy_path)
+    trained = {layer.name: layer for layer in read_net(train_val_of(deploy_path)).layer}
     for layer in net.layer:
         if layer.type == "Input":
             for shape in layer.input_param.shape:
                 shape.dim[0] = 1
+        source = trained.get(layer.name)
+        if source is None or source.type != layer.type:
+            continue
+        for field in ("convolution_param", "inner_product_param"):
+            if source.HasField(field):
+                for filler in ("weight_filler", "bias_filler"):
+                    if getattr(source, field).HasField(filler):
+                        getattr(getattr(layer, field), filler).CopyFrom(
+                            getattr(getattr(source, field), filler))
     with open(output_path, "w") as file:
         file.write(text_format.MessageToString(net))
     return output_path
@@ -135,10 +161,7 @@ def relative_difference(actual, expected):
 def softmax_bottoms(deploy_path):
     """The blobs that Softmax layers read (the scores before them, which the
     comparison checks too: probabilities near 1/1000 say little)."""
-    net = xtrain_pb2.NetParameter()
-    with open(deploy_path) as file:
-        text_format.Merge(file.read(), net)
-    return [layer.bottom[0] for layer in net.layer if layer.type == "Softmax"]
+    return [layer.bottom[0] for layer in read_net(deploy_path).layer if layer.type == "Softmax"]
 
 
 def check_model(onnx_path):
@@ -167,15 +190,17 @@ def export_and_compare(deploy, workdir, stem, random_statistics=False, export_fl
     expected = run_xtrain(deploy, weights, inputs, scores, net=net)
     actual = run_onnx(session, inputs)
     differences = {key: relative_difference(actual[key], expected[key]) for key in expected}
+    for key in scores:  # all-equal scores would make the comparison say nothing
+        assert np.ptp(expected[key]) > 0, f"{stem}: the scores '{key}' are all equal"
     return seconds, onnx_path, verdict, max(differences.values()), differences
 
 
 def compare_export(name, workdir, log=print):
-    """Zoo net `name` at batch 1 through export_and_compare. Returns a row:
+    """Zoo net `name` (zoo_deploy_for_test) through export_and_compare. Returns a row:
     name, export seconds, file bytes, checker verdict, largest relative
     difference."""
-    deploy = at_batch_one(os.path.join(SOURCE_DIR, ZOO[name]),
-                          os.path.join(workdir, f"{name}_deploy.prototxt"))
+    deploy = zoo_deploy_for_test(os.path.join(SOURCE_DIR, ZOO[name]),
+                                 os.path.join(workdir, f"{name}_deploy.prototxt"))
     seconds, onnx_path, verdict, worst, _ = export_and_compare(deploy, workdir, name)
     size = os.path.getsize(onnx_path)
     log(f"{name}: export {seconds:.2f} s, {size} bytes, checker {verdict}, "
