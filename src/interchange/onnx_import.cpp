@@ -7,6 +7,7 @@
 // built from the result gives the blob shapes.
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "interchange/onnx_node_import.hpp"
@@ -165,7 +166,20 @@ ImportedNet import_onnx(const std::string& onnx_path) {
                  output.name(), "' is a constant, which a Caffe net cannot output");
   }
   check_pooling_windows(state, onnx_path);
-  return {state.net, state.weights};
+  // Every layer in the weights, in the net's order (as a saved net has
+  // them), with its blobs if it learns any.
+  std::map<std::string, const LayerParameter*> learned;
+  for (const LayerParameter& layer : state.weights.layer()) learned[layer.name()] = &layer;
+  NetParameter weights;
+  weights.set_name(state.net.name());
+  for (const LayerParameter& layer : state.net.layer()) {
+    LayerParameter* entry = weights.add_layer();
+    entry->set_name(layer.name());
+    entry->set_type(layer.type());
+    const auto found = learned.find(layer.name());
+    if (found != learned.end()) *entry->mutable_blobs() = found->second->blobs();
+  }
+  return {state.net, weights};
 }
 
 void import_onnx(const std::string& onnx_path, const std::string& net_path,

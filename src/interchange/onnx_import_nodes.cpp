@@ -1,6 +1,6 @@
 // Caffe layers for ONNX's learned and windowed operators: Conv,
 // ConvTranspose, MaxPool, AveragePool (with a Pad in front), the global
-// pools, BatchNormalization, Gemm, MatMul, LRN and a spatial ReduceMean.
+// pools, BatchNormalization, Gemm, MatMul, LRN, the reductions and Tile.
 #include <algorithm>
 #include <map>
 
@@ -263,24 +263,62 @@ void import_global_pooling(NodeImport& node) {
   layer.mutable_pooling_param()->set_global_pooling(true);
 }
 
-// ReduceMean over the two spatial axes of a 4-d value: global AVE pooling
-// (then a Flatten when the axes are dropped).
-void import_reduce_mean(NodeImport& node) {
+// ReduceSum, ReduceL1, ReduceSumSquare, ReduceMean over the axes from one
+// on, dropped: Caffe's Reduction; a ReduceMean over the spatial axes of a
+// 4-d value: global AVE pooling (then a Flatten when the axes are dropped).
+void import_reduce(NodeImport& node) {
+  const std::string& op = node.node.op_type();
+  const int rank = node.input_rank(0);
   std::vector<std::int64_t> axes = node.ints_attribute("axes");
   if (axes.empty() && node.constant(1) != nullptr) axes = int64_values(*node.constant(1));
-  for (std::int64_t& axis : axes) axis = axis < 0 ? axis + 4 : axis;
+  for (std::int64_t& axis : axes) axis = axis < 0 ? axis + rank : axis;
   std::sort(axes.begin(), axes.end());
-  XTRAIN_CHECK(node.input_rank(0) == 4 && axes == std::vector<std::int64_t>({2, 3}), node.where(),
-               ": only a mean over the spatial axes (2, 3) of a 4-d value is imported");
   const bool keep = node.int_attribute("keepdims", 1) != 0;
-  const std::string pooled = keep ? node.node.output(0) : node.node.output(0) + "/pooled";
-  LayerParameter& layer = node.add_layer("Pooling", {node.node.input(0)}, {pooled});
-  layer.mutable_pooling_param()->set_pool(PoolingParameter::AVE);
-  layer.mutable_pooling_param()->set_global_pooling(true);
-  if (!keep) {
-    node.add_layer("Flatten", {pooled}, {node.node.output(0)}, node.name + "/flatten");
-    node.state.ranks[node.node.output(0)] = 2;
+  const std::string& top = node.node.output(0);
+  if (op == "ReduceMean" && rank == 4 && axes == std::vector<std::int64_t>({2, 3})) {
+    const std::string pooled = keep ? top : top + "/pooled";
+    LayerParameter& layer = node.add_layer("Pooling", {node.node.input(0)}, {pooled});
+    layer.mutable_pooling_param()->set_pool(PoolingParameter::AVE);
+    layer.mutable_pooling_param()->set_global_pooling(true);
+    if (!keep) {
+      node.add_layer("Flatten", {pooled}, {top}, node.name + "/flatten");
+      node.state.ranks[top] = 2;
+    }
+    return;
   }
+  bool trailing = rank > 0 && !keep && !axes.empty();
+  for (std::size_t i = 0; trailing && i < axes.size(); ++i) {
+    trailing = axes[i] == rank - static_cast<std::int64_t>(axes.size() - i);
+  }
+  XTRAIN_CHECK(trailing, node.where(),
+               ": only a reduction over the last axes of a value of "
+               "known rank with keepdims 0 (Caffe's Reduction), or a mean over the spatial "
+               "axes of a 4-d value, is imported");
+  static const std::map<std::string, ReductionParameter::ReductionOp> kOperations = {
+      {"ReduceSum", ReductionParameter::SUM},
+      {"ReduceL1", ReductionParameter::ASUM},
+      {"ReduceSumSquare", ReductionParameter::SUMSQ},
+      {"ReduceMean", ReductionParameter::MEAN}};
+  LayerParameter& layer = node.add_layer("Reduction", {node.node.input(0)}, {top});
+  layer.mutable_reduction_param()->set_operation(kOperations.at(op));
+  layer.mutable_reduction_param()->set_axis(static_cast<int>(axes.front()));
+  node.state.ranks[top] = static_cast<int>(axes.front());
+}
+
+// Tile along one axis: Caffe's Tile.
+void import_tile(NodeImport& node) {
+  const std::vector<std::int64_t> repeats = int64_values(node.required_constant(1, "repeats"));
+  int axis = -1;
+  for (int i = 0; i < static_cast<int>(repeats.size()); ++i) {
+    if (repeats[i] == 1) continue;
+    XTRAIN_CHECK(axis < 0, node.where(), ": only tiling along one axis is imported");
+    axis = i;
+  }
+  LayerParameter& layer =
+      node.add_layer(axis < 0 ? "Split" : "Tile", {node.node.input(0)}, {node.node.output(0)});
+  if (axis < 0) return;  // all ones: the identity
+  layer.mutable_tile_param()->set_axis(axis);
+  layer.mutable_tile_param()->set_tiles(static_cast<int>(repeats[axis]));
 }
 
 // BatchNormalization (inference): Caffe's BatchNorm with its scale factor
@@ -375,7 +413,11 @@ NodeImporter find_node_importer(const std::string& op_type) {
       {"AveragePool", import_pooling},
       {"GlobalAveragePool", import_global_pooling},
       {"GlobalMaxPool", import_global_pooling},
-      {"ReduceMean", import_reduce_mean},
+      {"ReduceMean", import_reduce},
+      {"ReduceSum", import_reduce},
+      {"ReduceL1", import_reduce},
+      {"ReduceSumSquare", import_reduce},
+      {"Tile", import_tile},
       {"BatchNormalization", import_batch_norm},
       {"Gemm", import_gemm},
       {"MatMul", import_matmul},

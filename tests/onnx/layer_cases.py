@@ -117,11 +117,12 @@ CASES = {
         reshape_param { shape { dim: 0 dim: -1 dim: 11 } } }
       layer { name: 'reshape_axis' type: 'Reshape' bottom: 'data' top: 'reshape_axis'
         reshape_param { axis: 1 num_axes: 1 shape { dim: 2 dim: 2 } } }""",
-    "crop_tile": """
+    "crop": """
       layer { name: 'small' type: 'Pooling' bottom: 'data' top: 'small'
         pooling_param { pool: MAX kernel_size: 3 stride: 2 } }
       layer { name: 'crop' type: 'Crop' bottom: 'data' bottom: 'small' top: 'crop'
-        crop_param { axis: 2 offset: 1 offset: 2 } }
+        crop_param { axis: 2 offset: 1 offset: 2 } }""",
+    "tile": """
       layer { name: 'tile' type: 'Tile' bottom: 'data' top: 'tile' tile_param { axis: 1 tiles: 3 } }""",
     "argmax_softmax": """
       layer { name: 'argmax' type: 'ArgMax' bottom: 'data' top: 'argmax' argmax_param { axis: 1 } }
@@ -132,7 +133,7 @@ CASES = {
         argmax_param { axis: 3 top_k: 2 out_max_val: true } }
       layer { name: 'softmax' type: 'Softmax' bottom: 'data' top: 'softmax' }
       layer { name: 'softmax2' type: 'Softmax' bottom: 'data' top: 'softmax2' softmax_param { axis: 2 } }""",
-    "reduction_mvn": """
+    "reduction": """
       layer { name: 'sum' type: 'Reduction' bottom: 'data' top: 'sum'
         reduction_param { operation: SUM axis: 1 coeff: 0.5 } }
       layer { name: 'asum' type: 'Reduction' bottom: 'data' top: 'asum'
@@ -140,7 +141,8 @@ CASES = {
       layer { name: 'sumsq' type: 'Reduction' bottom: 'data' top: 'sumsq'
         reduction_param { operation: SUMSQ axis: -1 } }
       layer { name: 'mean' type: 'Reduction' bottom: 'data' top: 'mean'
-        reduction_param { operation: MEAN axis: 0 } }
+        reduction_param { operation: MEAN axis: 0 } }""",
+    "mvn": """
       layer { name: 'mvn' type: 'MVN' bottom: 'data' top: 'mvn' }
       layer { name: 'mvn_across' type: 'MVN' bottom: 'data' top: 'mvn_across'
         mvn_param { across_channels: true } }
