@@ -180,6 +180,35 @@ TEST_F(OnnxInterchange, AnOperatorWithoutALayerIsNamedWithItsNode) {
       << message;
 }
 
+TEST_F(OnnxInterchange, AMalformedModelIsAnErrorNotACrash) {
+  std::ofstream(path("text.onnx")) << "name: 'not a model'\n";
+  EXPECT_NE(testing::error_of([&] { import_onnx(path("text.onnx")); }).find("is not an ONNX model"),
+            std::string::npos);
+  onnx::ModelProto model;
+  model.add_opset_import()->set_version(13);
+  onnx::NodeProto* node = model.mutable_graph()->add_node();
+  node->set_name("lonely");
+  node->set_op_type("Relu");
+  node->add_input("x");
+  std::ofstream(path("no_output.onnx"), std::ios::binary) << model.SerializeAsString();
+  EXPECT_NE(testing::error_of([&] {
+              import_onnx(path("no_output.onnx"));
+            }).find("node 'lonely' (Relu) has no output"),
+            std::string::npos);
+  node->add_output("y");
+  node->set_op_type("Conv");
+  onnx::TensorProto* weights = model.mutable_graph()->add_initializer();
+  weights->set_name("w");
+  weights->set_data_type(onnx::TensorProto::FLOAT);
+  weights->add_dims(1);
+  weights->add_float_data(1);
+  node->add_input("w");
+  std::ofstream(path("flat_weights.onnx"), std::ios::binary) << model.SerializeAsString();
+  EXPECT_NE(
+      testing::error_of([&] { import_onnx(path("flat_weights.onnx")); }).find("weights of 1 axes"),
+      std::string::npos);
+}
+
 TEST_F(OnnxInterchange, AnOpsetOutsideTheWrittenRangeIsRefused) {
   OnnxExportOptions options;
   options.opset = 9;

@@ -56,6 +56,10 @@ void add_input_layer(ImportState& state, const onnx::ValueInfoProto& input) {
 }
 
 void import_node(ImportState& state, const onnx::NodeProto& node, int index) {
+  XTRAIN_CHECK(node.output_size() >= 1 && (node.op_type() == "Constant" ||
+                                           (node.input_size() >= 1 && !node.input(0).empty())),
+               "node '", node.name(), "' (", node.op_type(), ") has no ",
+               node.output_size() == 0 ? "output" : "input");
   if (node.op_type() == "Constant") {
     for (const onnx::AttributeProto& attribute : node.attribute()) {
       if (attribute.name() == "value" && attribute.has_t()) {

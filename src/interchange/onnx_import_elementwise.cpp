@@ -102,8 +102,10 @@ bool fold_divisor_factors(NodeImport& node) {
 // Bias over the axes the constant covers. Between values: Eltwise (SUM,
 // SUM with coefficients 1 and -1, PROD).
 void import_arithmetic(NodeImport& node) {
-  if (fold_divisor_factors(node)) return;
   const std::string& op = node.node.op_type();
+  XTRAIN_CHECK(node.node.input_size() == 2, node.where(), ": ", node.node.input_size(),
+               " inputs where ", op, " takes 2");
+  if (fold_divisor_factors(node)) return;
   const bool constant_first = node.constant(0) != nullptr;
   const onnx::TensorProto* constant = constant_first ? node.constant(0) : node.constant(1);
   if (constant == nullptr) {

@@ -122,6 +122,8 @@ void import_convolution(NodeImport& node) {
   check_no_auto_pad(node);
   const bool transposed = node.node.op_type() == "ConvTranspose";
   const onnx::TensorProto& weights = node.required_constant(1, "weights");
+  XTRAIN_CHECK(weights.dims_size() >= 3, node.where(), ": weights of ", weights.dims_size(),
+               " axes (a convolution's have 3 or more)");
   const int axes = weights.dims_size() - 2;
   std::vector<std::int64_t> kernel = node.ints_attribute("kernel_shape");
   if (kernel.empty()) kernel.assign(weights.dims().begin() + 2, weights.dims().end());
