@@ -72,6 +72,11 @@ void import_node(ImportState& state, const onnx::NodeProto& node, int index) {
   for (int i = 0; i < node.input_size(); ++i) {
     // An AveragePool's output read by anything but its factors' Mul is final.
     if (node.op_type() != "Mul" || i != 0) state.average_pools.erase(node.input(i));
+    XTRAIN_CHECK(state.pending_thresholds.count(node.input(i)) == 0 || node.op_type() == "Cast",
+                 "node '", node.name(), "' (", node.op_type(), ") reads the comparison '",
+                 node.input(i),
+                 "'; a Greater is imported only with a Cast to float after it "
+                 "(Caffe's Threshold)");
     const auto pad = state.pending_pads.find(node.input(i));
     XTRAIN_CHECK(pad == state.pending_pads.end() || (node.op_type() == "AveragePool" && i == 0),
                  pad->second.node, " is read by node '", node.name(), "' (", node.op_type(),

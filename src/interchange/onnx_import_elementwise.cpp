@@ -1,7 +1,7 @@
 // Caffe layers for ONNX's elementwise and shape operators: the activations,
 // arithmetic with a constant (Power, Scale, Bias) or between values
-// (Eltwise), Softmax, Concat, Split, Flatten, Reshape, Dropout, Identity
-// and ArgMax.
+// (Eltwise), Greater + Cast (Threshold), Softmax, Concat, Split, Flatten,
+// Reshape, Dropout, Identity and ArgMax.
 #include <algorithm>
 #include <map>
 
@@ -57,8 +57,10 @@ void import_prelu(NodeImport& node) {
   const onnx::TensorProto& slope = node.required_constant(1, "slope");
   const std::int64_t count = element_count(slope);
   LayerParameter& layer = one_to_one(node, "PReLU");
+  // One shared slope is a scalar blob in Caffe.
   if (count == 1) layer.mutable_prelu_param()->set_channel_shared(true);
-  node.add_blob(layer, {count}, float_values(slope));
+  node.add_blob(layer, count == 1 ? std::vector<std::int64_t>{} : std::vector<std::int64_t>{count},
+                float_values(slope));
 }
 
 // Where a constant of `dims` broadcasts against a value of `rank` axes: the
@@ -164,6 +166,28 @@ void import_arithmetic(NodeImport& node) {
   node.state.ranks[node.node.output(0)] = rank;
 }
 
+// Greater than a constant scalar, then Cast to float: Caffe's Threshold
+// (1 where x > t, else 0). The Greater waits for its Cast.
+void import_greater(NodeImport& node) {
+  const onnx::TensorProto& threshold = node.required_constant(1, "threshold");
+  XTRAIN_CHECK(element_count(threshold) == 1, node.where(),
+               ": only a comparison with one constant (Caffe's Threshold) is imported");
+  node.state.pending_thresholds[node.node.output(0)] = {node.node.input(0),
+                                                        float_values(threshold)[0]};
+}
+
+void import_cast(NodeImport& node) {
+  const auto greater = node.state.pending_thresholds.find(node.node.input(0));
+  XTRAIN_CHECK(greater != node.state.pending_thresholds.end() &&
+                   node.int_attribute("to", 0) == onnx::TensorProto::FLOAT,
+               node.where(),
+               ": only the Cast to float of a Greater (Caffe's Threshold) is "
+               "imported");
+  node.add_layer("Threshold", {greater->second.first}, {node.node.output(0)})
+      .mutable_threshold_param()
+      ->set_threshold(greater->second.second);
+}
+
 // Sum and Max of several values: Eltwise SUM and MAX.
 void import_variadic(NodeImport& node) {
   std::vector<std::string> bottoms(node.node.input().begin(), node.node.input().end());
@@ -258,6 +282,7 @@ NodeImporter find_elementwise_importer(const std::string& op_type) {
       {"Split", import_split},       {"Flatten", import_flatten},
       {"Reshape", import_reshape},   {"Dropout", import_dropout},
       {"Identity", import_identity}, {"ArgMax", import_argmax},
+      {"Greater", import_greater},   {"Cast", import_cast},
   };
   const auto found = kImporters.find(op_type);
   return found == kImporters.end() ? nullptr : found->second;

@@ -90,6 +90,7 @@ void NodeImport::add_blob(const LayerParameter& layer, const std::vector<std::in
     entry->set_type(layer.type());
   }
   BlobProto* blob = entry->add_blobs();
+  blob->mutable_shape();  // present even for a scalar (no dims)
   for (std::int64_t dim : dims) blob->mutable_shape()->add_dim(dim);
   blob->mutable_data()->Add(values.begin(), values.end());
 }

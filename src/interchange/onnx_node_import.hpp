@@ -49,6 +49,9 @@ struct ImportState {
   std::map<std::string, int> ranks;  // absent: unknown
   std::map<std::string, PendingPad> pending_pads;
   std::vector<PoolingCheck> pooling_checks;
+  // Greater(x, t) awaiting the Cast to float that makes it Caffe's
+  // Threshold: its boolean output -> (x, t).
+  std::map<std::string, std::pair<std::string, float>> pending_thresholds;
   // The output of each imported AveragePool not yet read, with its check.
   std::map<std::string, std::size_t> average_pools;
   std::set<std::string> layer_names;
