@@ -77,6 +77,14 @@ void import_node(ImportState& state, const onnx::NodeProto& node, int index) {
                  node.input(i),
                  "'; a Greater is imported only with a Cast to float after it "
                  "(Caffe's Threshold)");
+    XTRAIN_CHECK(state.pending_top_k_indices.count(node.input(i)) == 0 || node.op_type() == "Cast",
+                 "node '", node.name(), "' (", node.op_type(), ") reads the indices '",
+                 node.input(i),
+                 "' of a TopK; they are imported only through a Cast to float "
+                 "(Caffe's ArgMax)");
+    if (state.pending_top_k_values.count(node.input(i)) != 0) {
+      interchange::import_top_k_values(state, node.input(i));
+    }
     const auto pad = state.pending_pads.find(node.input(i));
     XTRAIN_CHECK(pad == state.pending_pads.end() || (node.op_type() == "AveragePool" && i == 0),
                  pad->second.node, " is read by node '", node.name(), "' (", node.op_type(),
@@ -171,6 +179,9 @@ ImportedNet import_onnx(const std::string& onnx_path) {
   }
   for (int i = 0; i < graph.node_size(); ++i) import_node(state, graph.node(i), i);
   for (const onnx::ValueInfoProto& output : graph.output()) {
+    if (state.pending_top_k_values.count(output.name()) != 0) {
+      interchange::import_top_k_values(state, output.name());
+    }
     XTRAIN_CHECK(state.constants.count(output.name()) == 0, "'", onnx_path, "': output '",
                  output.name(), "' is a constant, which a Caffe net cannot output");
   }

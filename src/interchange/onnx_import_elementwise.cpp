@@ -1,7 +1,7 @@
 // Caffe layers for ONNX's elementwise and shape operators: the activations,
 // arithmetic with a constant (Power, Scale, Bias) or between values
-// (Eltwise), Greater + Cast (Threshold), Softmax, Concat, Split, Flatten,
-// Reshape, Dropout, Identity and ArgMax.
+// (Eltwise), Greater + Cast (Threshold), ArgMax and TopK (ArgMax), Softmax,
+// Concat, Split, Flatten, Reshape, Dropout and Identity.
 #include <algorithm>
 #include <map>
 
@@ -176,17 +176,72 @@ void import_greater(NodeImport& node) {
                                                         float_values(threshold)[0]};
 }
 
-void import_cast(NodeImport& node) {
-  const auto greater = node.state.pending_thresholds.find(node.node.input(0));
-  XTRAIN_CHECK(greater != node.state.pending_thresholds.end() &&
-                   node.int_attribute("to", 0) == onnx::TensorProto::FLOAT,
-               node.where(),
-               ": only the Cast to float of a Greater (Caffe's Threshold) is "
-               "imported");
-  node.add_layer("Threshold", {greater->second.first}, {node.node.output(0)})
-      .mutable_threshold_param()
-      ->set_threshold(greater->second.second);
+// TopK (largest, sorted) by a constant k: remembered until its outputs are
+// read (import_cast, import_top_k_values).
+void import_top_k(NodeImport& node) {
+  XTRAIN_CHECK(node.int_attribute("largest", 1) == 1 && node.int_attribute("sorted", 1) == 1,
+               node.where(), ": only the largest values, sorted, are imported (Caffe's ArgMax)");
+  const std::vector<std::int64_t> k = int64_values(node.required_constant(1, "k"));
+  XTRAIN_CHECK(k.size() == 1, node.where(), ": k of ", k.size(), " values");
+  PendingTopK pending;
+  pending.source = node.node.input(0);
+  const int rank = node.input_rank(0);
+  const std::int64_t axis = node.int_attribute("axis", -1);
+  XTRAIN_CHECK(axis >= 0 || rank >= 0, node.where(),
+               ": a negative axis on a value of unknown rank");
+  pending.axis = static_cast<int>(axis < 0 ? axis + rank : axis);
+  pending.k = static_cast<int>(k[0]);
+  pending.layer = node.name;
+  node.state.pending_top_k_values[node.node.output(0)] = pending;
+  if (node.node.output_size() > 1) node.state.pending_top_k_indices[node.node.output(1)] = pending;
 }
+
+LayerParameter& add_argmax(ImportState& state, const PendingTopK& top_k, const std::string& top,
+                           const std::string& wanted_name) {
+  LayerParameter& layer = *state.net.add_layer();
+  std::string name = wanted_name;
+  for (int suffix = 1; !state.layer_names.insert(name).second; ++suffix) {
+    name = wanted_name + "_" + std::to_string(suffix);
+  }
+  layer.set_name(name);
+  layer.set_type("ArgMax");
+  layer.add_bottom(top_k.source);
+  layer.add_top(top);
+  layer.mutable_argmax_param()->set_axis(top_k.axis);
+  layer.mutable_argmax_param()->set_top_k(static_cast<std::uint32_t>(top_k.k));
+  return layer;
+}
+
+// Cast to float of a Greater (Threshold) or of TopK's indices (ArgMax).
+void import_cast(NodeImport& node) {
+  XTRAIN_CHECK(node.int_attribute("to", 0) == onnx::TensorProto::FLOAT, node.where(),
+               ": only a Cast to float is imported");
+  const std::string& input = node.node.input(0);
+  const auto greater = node.state.pending_thresholds.find(input);
+  if (greater != node.state.pending_thresholds.end()) {
+    node.add_layer("Threshold", {greater->second.first}, {node.node.output(0)})
+        .mutable_threshold_param()
+        ->set_threshold(greater->second.second);
+    return;
+  }
+  const auto top_k = node.state.pending_top_k_indices.find(input);
+  XTRAIN_CHECK(top_k != node.state.pending_top_k_indices.end(), node.where(),
+               ": only the Cast to float of a Greater (Caffe's Threshold) or of TopK's indices "
+               "(Caffe's ArgMax) is imported");
+  add_argmax(node.state, top_k->second, node.node.output(0), node.name);
+}
+
+}  // namespace
+
+void import_top_k_values(ImportState& state, const std::string& value) {
+  const auto top_k = state.pending_top_k_values.find(value);
+  add_argmax(state, top_k->second, value, top_k->second.layer + "/values")
+      .mutable_argmax_param()
+      ->set_out_max_val(true);
+  state.pending_top_k_values.erase(top_k);
+}
+
+namespace {
 
 // Sum and Max of several values: Eltwise SUM and MAX.
 void import_variadic(NodeImport& node) {
@@ -283,6 +338,7 @@ NodeImporter find_elementwise_importer(const std::string& op_type) {
       {"Reshape", import_reshape},   {"Dropout", import_dropout},
       {"Identity", import_identity}, {"ArgMax", import_argmax},
       {"Greater", import_greater},   {"Cast", import_cast},
+      {"TopK", import_top_k},
   };
   const auto found = kImporters.find(op_type);
   return found == kImporters.end() ? nullptr : found->second;

@@ -28,6 +28,16 @@ struct PendingPad {
   std::string node;  // for messages
 };
 
+// A TopK's outputs, which become Caffe's ArgMax once read: the indices
+// through a Cast to float (ArgMax), the values by anything (ArgMax with
+// out_max_val).
+struct PendingTopK {
+  std::string source;  // the value searched
+  int axis = 0;
+  int k = 1;
+  std::string layer;  // the name for the ArgMax layer
+};
+
 // An imported pooling layer's ONNX windows, checked against Caffe's once
 // the blob shapes are known.
 struct PoolingCheck {
@@ -52,6 +62,9 @@ struct ImportState {
   // Greater(x, t) awaiting the Cast to float that makes it Caffe's
   // Threshold: its boolean output -> (x, t).
   std::map<std::string, std::pair<std::string, float>> pending_thresholds;
+  // TopK outputs not yet read: values and indices, by value name.
+  std::map<std::string, PendingTopK> pending_top_k_values;
+  std::map<std::string, PendingTopK> pending_top_k_indices;
   // The output of each imported AveragePool not yet read, with its check.
   std::map<std::string, std::size_t> average_pools;
   std::set<std::string> layer_names;
@@ -94,5 +107,9 @@ using NodeImporter = void (*)(NodeImport& node);
 NodeImporter find_node_importer(const std::string& op_type);
 // The arithmetic and shape operators (onnx_import_elementwise.cpp).
 NodeImporter find_elementwise_importer(const std::string& op_type);
+
+// The ArgMax (out_max_val) layer that writes the TopK values `value`, once
+// something reads them.
+void import_top_k_values(ImportState& state, const std::string& value);
 
 }  // namespace xtrain::interchange

@@ -78,12 +78,12 @@ def test_round_trip_export_import_export(name, tmp_path):
 
 
 # The layer cases whose ONNX form `xtrain import` reads back (docs/onnx.md:
-# Crop, ArgMax, MVN and Scale by a second bottom are exported only).
+# Crop, MVN and Scale by a second bottom are exported only).
 ROUND_TRIP_CASES = ["convolution_groups_dilation", "convolution_rectangular", "deconvolution",
                     "pooling_max", "pooling_average", "pooling_global", "lrn", "inner_product",
                     "activations",
                     "batch_norm", "eltwise", "concat_slice_split", "flatten_reshape",
-                    "reduction", "tile"]
+                    "reduction", "tile", "argmax_softmax"]
 
 
 @pytest.mark.parametrize("case", ROUND_TRIP_CASES)
