@@ -150,8 +150,8 @@ def test_imported_net_fine_tunes_with_xtrain_train(tmp_path):
     train = tmp_path / "train.prototxt"
     train.write_text(text)
     solver = tmp_path / "solver.prototxt"
-    solver.write_text(f'net: "{train}"\nbase_lr: 0.01\nlr_policy: "fixed"\nmax_iter: 2\nsolver_mode: CPU\n'
-                      f'display: 1\nsnapshot_prefix: "{tmp_path}/small"\n')
+    solver.write_text(f'net: "{train}"\nbase_lr: 0.01\nlr_policy: "fixed"\nmax_iter: 2\n'
+                      f'solver_mode: CPU\ndisplay: 1\nsnapshot_prefix: "{tmp_path}/small"\n')
     result = subprocess.run([os.path.join(os.environ.get("XTRAIN_TOOLS_DIR", "build/bin"),
                                           "xtrain"), "train", f"--solver={solver}",
                              f"--weights={weights}"], capture_output=True, text=True)
