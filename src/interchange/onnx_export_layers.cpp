@@ -274,8 +274,10 @@ void export_scale_or_bias(LayerExport& layer) {
   const int rank = static_cast<int>(layer.input_shapes[0].size());
   const int axis = canonical_axis(
       layer, is_scale ? layer.param.scale_param().axis() : layer.param.bias_param().axis(), rank);
-  const int num_axes =
-      is_scale ? layer.param.scale_param().num_axes() : layer.param.bias_param().num_axes();
+  // With a second bottom Caffe ignores num_axes: that bottom's axes are the ones covered.
+  const int num_axes = layer.inputs.size() > 1 ? static_cast<int>(layer.input_shapes[1].size())
+                       : is_scale              ? layer.param.scale_param().num_axes()
+                                               : layer.param.bias_param().num_axes();
   const std::vector<std::int64_t> dims = broadcast_dims(layer.input_shapes[0], axis, num_axes);
   std::string factor;
   if (layer.inputs.size() > 1) {

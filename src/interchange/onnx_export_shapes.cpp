@@ -232,14 +232,18 @@ void export_mvn(LayerExport& layer) {
   layer.node("Div", {centred, divisor}, layer.outputs);
 }
 
+// Silence: no node; it only takes blobs that nothing else reads (the parts
+// an imported Slice cuts away, onnx_import_patterns.cpp).
+void export_silence(LayerExport&) {}
+
 }  // namespace
 
 LayerExporter find_shape_exporter(const std::string& type) {
   static const std::map<std::string, LayerExporter> kExporters = {
-      {"Softmax", export_softmax}, {"Concat", export_concat},   {"Slice", export_slice},
-      {"Flatten", export_flatten}, {"Reshape", export_reshape}, {"Crop", export_crop},
-      {"Tile", export_tile},       {"ArgMax", export_argmax},   {"Reduction", export_reduction},
-      {"MVN", export_mvn},
+      {"Softmax", export_softmax},     {"Concat", export_concat},   {"Slice", export_slice},
+      {"Flatten", export_flatten},     {"Reshape", export_reshape}, {"Crop", export_crop},
+      {"Silence", export_silence},     {"Tile", export_tile},       {"ArgMax", export_argmax},
+      {"Reduction", export_reduction}, {"MVN", export_mvn},
   };
   const auto found = kExporters.find(type);
   return found == kExporters.end() ? nullptr : found->second;

@@ -103,8 +103,8 @@ void import_node(ImportState& state, const onnx::NodeProto& node, int index) {
     }
   }
   NodeImport context{
-      node, state,
-      node.name().empty() ? node.op_type() + "_" + std::to_string(index) : node.name()};
+      node, state, node.name().empty() ? node.op_type() + "_" + std::to_string(index) : node.name(),
+      index};
   importer(context);
 }
 
@@ -177,7 +177,10 @@ ImportedNet import_onnx(const std::string& onnx_path) {
   for (const onnx::ValueInfoProto& input : graph.input()) {
     if (state.constants.count(input.name()) == 0) add_input_layer(state, input);
   }
-  for (int i = 0; i < graph.node_size(); ++i) import_node(state, graph.node(i), i);
+  state.graph = &graph;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    if (state.absorbed.count(i) == 0) import_node(state, graph.node(i), i);
+  }
   for (const onnx::ValueInfoProto& output : graph.output()) {
     if (state.pending_top_k_values.count(output.name()) != 0) {
       interchange::import_top_k_values(state, output.name());

@@ -4,6 +4,7 @@
 // Concat, Split, Flatten, Reshape, Dropout and Identity.
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "interchange/onnx_node_import.hpp"
 #include "interchange/onnx_tensor.hpp"
@@ -100,6 +101,62 @@ bool fold_divisor_factors(NodeImport& node) {
   return true;
 }
 
+// `wanted`, or it with a suffix, not the name of any value of the graph or
+// blob of the net.
+std::string unused_blob_name(const ImportState& state, const std::string& wanted) {
+  std::set<std::string> taken;
+  for (const LayerParameter& layer : state.net.layer())
+    taken.insert(layer.top().begin(), layer.top().end());
+  for (const onnx::NodeProto& node : state.graph->node()) {
+    taken.insert(node.input().begin(), node.input().end());
+    taken.insert(node.output().begin(), node.output().end());
+  }
+  std::string name = wanted;
+  for (int suffix = 1; taken.count(name) != 0; ++suffix)
+    name = wanted + "_" + std::to_string(suffix);
+  return name;
+}
+
+// Mul or Add of x and a value Reshape gave a constant shape that is 1 outside
+// one run of axes [axis, axis + n) of x's: Caffe's Scale or Bias by a second
+// bottom (reshaped to those n axes, as Caffe wants it) along `axis`. False
+// when the operands are not so.
+bool import_second_bottom(NodeImport& node) {
+  const std::string& op = node.node.op_type();
+  if (op != "Mul" && op != "Add") return false;
+  for (int factor = 1; factor >= 0; --factor) {
+    const auto reshaped = node.state.reshape_dims.find(node.node.input(factor));
+    const int rank = node.input_rank(1 - factor);
+    if (reshaped == node.state.reshape_dims.end() ||
+        static_cast<int>(reshaped->second.size()) != rank) {
+      continue;
+    }
+    const std::vector<std::int64_t>& dims = reshaped->second;
+    int axis = 0, num_axes = 0;
+    if (std::any_of(dims.begin(), dims.end(), [](std::int64_t dim) { return dim <= 0; }) ||
+        !broadcast_axes(dims, rank, &axis, &num_axes)) {
+      continue;
+    }
+    const std::string squeezed = unused_blob_name(node.state, node.node.output(0) + "/squeezed");
+    LayerParameter& reshape =
+        node.add_layer("Reshape", {node.node.input(factor)}, {squeezed}, node.name + "/reshape");
+    for (int i = axis; i < axis + num_axes; ++i) {
+      reshape.mutable_reshape_param()->mutable_shape()->add_dim(dims[i]);
+    }
+    LayerParameter& layer =
+        node.add_layer(op == "Mul" ? "Scale" : "Bias", {node.node.input(1 - factor), squeezed},
+                       {node.node.output(0)});
+    if (op == "Mul") {
+      layer.mutable_scale_param()->set_axis(axis);
+    } else {
+      layer.mutable_bias_param()->set_axis(axis);
+    }
+    node.state.ranks[node.node.output(0)] = rank;
+    return true;
+  }
+  return false;
+}
+
 // Add, Sub, Mul, Div with a constant: Power for one value, else Scale or
 // Bias over the axes the constant covers. Between values: Eltwise (SUM,
 // SUM with coefficients 1 and -1, PROD).
@@ -110,6 +167,7 @@ void import_arithmetic(NodeImport& node) {
   if (fold_divisor_factors(node)) return;
   const bool constant_first = node.constant(0) != nullptr;
   const onnx::TensorProto* constant = constant_first ? node.constant(0) : node.constant(1);
+  if (constant == nullptr && import_second_bottom(node)) return;
   if (constant == nullptr) {
     XTRAIN_CHECK(op != "Div", node.where(), ": division of two computed values is not imported");
     LayerParameter& layer =
@@ -307,6 +365,7 @@ void import_reshape(NodeImport& node) {
   LayerParameter& layer = one_to_one(node, "Reshape");
   for (std::int64_t dim : shape) layer.mutable_reshape_param()->mutable_shape()->add_dim(dim);
   node.state.ranks[node.node.output(0)] = static_cast<int>(shape.size());
+  node.state.reshape_dims[node.node.output(0)] = shape;
 }
 
 // ArgMax with keepdims: Caffe's ArgMax along the axis, top_k 1 (the indices

@@ -271,6 +271,7 @@ void import_global_pooling(NodeImport& node) {
 // 4-d value: global AVE pooling (then a Flatten when the axes are dropped).
 void import_reduce(NodeImport& node) {
   const std::string& op = node.node.op_type();
+  if (op == "ReduceMean" && import_mvn_pattern(node)) return;
   const int rank = node.input_rank(0);
   std::vector<std::int64_t> axes = node.ints_attribute("axes");
   if (axes.empty() && node.constant(1) != nullptr) axes = int64_values(*node.constant(1));
@@ -421,6 +422,7 @@ NodeImporter find_node_importer(const std::string& op_type) {
       {"ReduceL1", import_reduce},
       {"ReduceSumSquare", import_reduce},
       {"Tile", import_tile},
+      {"Slice", import_slice},
       {"BatchNormalization", import_batch_norm},
       {"Gemm", import_gemm},
       {"MatMul", import_matmul},

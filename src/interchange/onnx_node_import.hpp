@@ -52,6 +52,9 @@ struct PoolingCheck {
 };
 
 struct ImportState {
+  const onnx::GraphProto* graph = nullptr;
+  // Nodes already imported as part of an earlier node's pattern (MVN's).
+  std::set<int> absorbed;
   NetParameter net;
   NetParameter weights;
   int opset = 0;
@@ -68,12 +71,16 @@ struct ImportState {
   // The output of each imported AveragePool not yet read, with its check.
   std::map<std::string, std::size_t> average_pools;
   std::set<std::string> layer_names;
+  // Reshape outputs by their constant shapes (a Scale's or Bias's second
+  // bottom is written reshaped to broadcast).
+  std::map<std::string, std::vector<std::int64_t>> reshape_dims;
 };
 
 struct NodeImport {
   const onnx::NodeProto& node;
   ImportState& state;
   std::string name;  // of the (first) layer
+  int index = 0;     // in the graph's nodes
 
   std::string where() const { return "node '" + node.name() + "' (" + node.op_type() + ")"; }
   const onnx::AttributeProto* attribute(const std::string& attribute_name) const;
@@ -107,6 +114,13 @@ using NodeImporter = void (*)(NodeImport& node);
 NodeImporter find_node_importer(const std::string& op_type);
 // The arithmetic and shape operators (onnx_import_elementwise.cpp).
 NodeImporter find_elementwise_importer(const std::string& op_type);
+
+// MVN's pattern as our exports write it (onnx_export_shapes.cpp), from its
+// first ReduceMean: imports it and returns true, or returns false when the
+// nodes after it are not that pattern (onnx_import_patterns.cpp).
+bool import_mvn_pattern(NodeImport& node);
+// Slice (our exports' Crop): Caffe Slice layers, one per axis it cuts.
+void import_slice(NodeImport& node);
 
 // The ArgMax (out_max_val) layer that writes the TopK values `value`, once
 // something reads them.

@@ -87,6 +87,10 @@ CASES = {
       layer { name: 'factors' type: 'Flatten' bottom: 'pooled' top: 'factors' }
       layer { name: 'scale_by' type: 'Scale' bottom: 'data' bottom: 'factors' top: 'scale_by'
         scale_param { axis: 0 num_axes: 2 } }
+      layer { name: 'scale_by_bottom' type: 'Scale' bottom: 'data' bottom: 'factors'
+        top: 'scale_by_bottom' scale_param { axis: 0 } }
+      layer { name: 'bias_by' type: 'Bias' bottom: 'data' bottom: 'factors' top: 'bias_by'
+        bias_param { axis: 0 } }
       layer { name: 'bias' type: 'Bias' bottom: 'data' top: 'bias'
         bias_param { filler { type: 'gaussian' std: 0.5 } } }""",
     "eltwise": """
