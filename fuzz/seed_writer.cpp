@@ -1,16 +1,18 @@
 // seed_writer CORPUS_ROOT: writes the binary seeds that are easier to make
 // with the library than to keep in git (scripts/fuzz.sh runs it once per
-// build folder, and again after it is rebuilt): small images in each format OpenCV encodes, Datum records
-// raw, float and encoded, IDX files plain and gzipped, mean files, LMDBs and
-// HDF5Data files. Each goes to CORPUS_ROOT/<target>/<name>, the corpus of the
-// target reading it.
+// build folder, and again after it is rebuilt): small images in each format OpenCV encodes, Datum
+// records raw, float and encoded, IDX files plain and gzipped, mean files, LMDBs, HDF5Data files
+// and ONNX models of small nets (xtrain export). Each goes to CORPUS_ROOT/<target>/<name>, the
+// corpus of the target reading it.
 #include <hdf5.h>
 #include <zlib.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "xtrain/datum_io.hpp"
@@ -18,7 +20,9 @@
 #include "xtrain/image_codec.hpp"
 #include "xtrain/image_datum.hpp"
 #include "xtrain/lmdb_database.hpp"
+#include "xtrain/onnx.hpp"
 #include "xtrain/proto/xtrain.pb.h"
+#include "xtrain/proto_io.hpp"
 
 namespace fs = std::filesystem;
 
@@ -174,9 +178,9 @@ void write_hdf5_data_file(const std::string& name, hid_t data_type, hid_t label_
       H5Pset_deflate(create, 6);
     }
     const hid_t set = H5Dcreate2(file, d.name, d.type, space, H5P_DEFAULT, create, H5P_DEFAULT);
-    XTRAIN_CHECK(set >= 0 && H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                                      d.values) >= 0,
-                 "cannot write dataset ", d.name, " of ", path.string());
+    XTRAIN_CHECK(
+        set >= 0 && H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, d.values) >= 0,
+        "cannot write dataset ", d.name, " of ", path.string());
     H5Dclose(set);
     H5Pclose(create);
     H5Sclose(space);
@@ -194,6 +198,80 @@ void write_hdf5_data_files() {
   write_hdf5_data_file("gzip_chunks.h5", H5T_IEEE_F32LE, H5T_IEEE_F32LE, true);
 }
 
+// Small nets that cover the layers `xtrain export` writes (and so every
+// pattern `xtrain import` reads back), exported with their fillers' weights
+// on a 1x2x5x7 input: each model a few kilobytes.
+void write_onnx_models() {
+  const std::string input =
+      "layer { name: 'data' type: 'Input' top: 'data' "
+      "input_param { shape { dim: 1 dim: 2 dim: 5 dim: 7 } } }\n";
+  const std::string filler = "weight_filler { type: 'gaussian' std: 0.3 } ";
+  const std::pair<const char*, std::string> nets[] = {
+      {"classifier",
+       "layer { name: 'conv' type: 'Convolution' bottom: 'data' top: 'conv' convolution_param { "
+       "num_output: 3 kernel_size: 3 pad: 1 " +
+           filler +
+           "} }"
+           "layer { name: 'relu' type: 'ReLU' bottom: 'conv' top: 'conv' }"
+           "layer { name: 'pool' type: 'Pooling' bottom: 'conv' top: 'pool' pooling_param { "
+           "pool: AVE kernel_size: 3 stride: 2 pad: 1 } }"
+           "layer { name: 'max' type: 'Pooling' bottom: 'pool' top: 'max' pooling_param { "
+           "pool: MAX kernel_size: 2 stride: 2 } }"
+           "layer { name: 'ip' type: 'InnerProduct' bottom: 'max' top: 'ip' inner_product_param { "
+           "num_output: 4 " +
+           filler +
+           "} }"
+           "layer { name: 'prob' type: 'Softmax' bottom: 'ip' top: 'prob' }"},
+      {"normalizations",
+       "layer { name: 'bn' type: 'BatchNorm' bottom: 'data' top: 'bn' }"
+       "layer { name: 'scale' type: 'Scale' bottom: 'bn' top: 'bn' scale_param { bias_term: true "
+       "} }"
+       "layer { name: 'lrn' type: 'LRN' bottom: 'bn' top: 'lrn' lrn_param { local_size: 3 } }"
+       "layer { name: 'within' type: 'LRN' bottom: 'lrn' top: 'within' lrn_param { local_size: 3 "
+       "norm_region: WITHIN_CHANNEL } }"
+       "layer { name: 'mvn' type: 'MVN' bottom: 'within' top: 'mvn' }"
+       "layer { name: 'mean' type: 'MVN' bottom: 'mvn' top: 'mean' mvn_param { "
+       "normalize_variance: false across_channels: true } }"},
+      {"shapes",
+       "layer { name: 'small' type: 'Pooling' bottom: 'data' top: 'small' pooling_param { "
+       "pool: MAX kernel_size: 3 stride: 2 } }"
+       "layer { name: 'crop' type: 'Crop' bottom: 'data' bottom: 'small' top: 'crop' crop_param "
+       "{ axis: 2 offset: 1 } }"
+       "layer { name: 'slice' type: 'Slice' bottom: 'crop' top: 'a' top: 'b' slice_param { "
+       "axis: 1 slice_point: 1 } }"
+       "layer { name: 'concat' type: 'Concat' bottom: 'b' bottom: 'a' top: 'concat' }"
+       "layer { name: 'tile' type: 'Tile' bottom: 'concat' top: 'tile' tile_param { tiles: 2 } }"
+       "layer { name: 'flat' type: 'Flatten' bottom: 'tile' top: 'flat' }"
+       "layer { name: 'reshape' type: 'Reshape' bottom: 'flat' top: 'reshape' reshape_param { "
+       "shape { dim: 0 dim: -1 dim: 3 } } }"
+       "layer { name: 'sum' type: 'Reduction' bottom: 'reshape' top: 'sum' reduction_param { "
+       "axis: 1 } }"},
+      {"arithmetic",
+       "layer { name: 'pooled' type: 'Pooling' bottom: 'data' top: 'pooled' pooling_param { "
+       "pool: AVE global_pooling: true } }"
+       "layer { name: 'factors' type: 'Flatten' bottom: 'pooled' top: 'factors' }"
+       "layer { name: 'scale_by' type: 'Scale' bottom: 'data' bottom: 'factors' top: 'scale_by' "
+       "scale_param { axis: 0 } }"
+       "layer { name: 'power' type: 'Power' bottom: 'scale_by' top: 'power' power_param { "
+       "power: 2 scale: 0.5 shift: 1 } }"
+       "layer { name: 'eltwise' type: 'Eltwise' bottom: 'power' bottom: 'data' top: 'eltwise' "
+       "eltwise_param { coeff: 0.5 coeff: -1 } }"
+       "layer { name: 'threshold' type: 'Threshold' bottom: 'eltwise' top: 'threshold' }"
+       "layer { name: 'prelu' type: 'PReLU' bottom: 'eltwise' top: 'prelu' }"
+       "layer { name: 'argmax' type: 'ArgMax' bottom: 'prelu' top: 'argmax' argmax_param { "
+       "top_k: 2 out_max_val: true } }"},
+  };
+  const fs::path onnx = root / "onnx_import.tmp.onnx";
+  for (const auto& [name, layers] : nets) {
+    xtrain::export_onnx(xtrain::read_net_params_from_text(input + layers, name), "", onnx.string(),
+                        xtrain::OnnxExportOptions());
+    std::ifstream in(onnx, std::ios::binary);
+    write_seed("onnx_import", std::string(name) + ".onnx",
+               std::string(std::istreambuf_iterator<char>(in), {}));
+  }
+  fs::remove(onnx);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -208,6 +286,7 @@ int main(int argc, char** argv) {
     write_mean_files();
     write_lmdb_files();
     write_hdf5_data_files();
+    write_onnx_models();
   } catch (const xtrain::Error& error) {
     std::fprintf(stderr, "seed_writer: %s\n", error.what());
     return 1;

@@ -45,15 +45,21 @@ class MVNLayer : public Layer {
     rows_ = static_cast<std::size_t>(input.num()) *
             (mvn.across_channels() ? 1 : static_cast<std::size_t>(input.channels()));
     row_size_ = rows_ == 0 ? 0 : input.count() / rows_;
-    ones_.assign(row_size_, 1.0f);
     mean_.resize(rows_);
     scale_.resize(rows_);
     sums_.resize(rows_);
-    squares_.resize(input.count());
   }
 
  protected:
   bool normalize_variance() const { return param_.mvn_param().normalize_variance(); }
+
+  // The CPU passes' ones and squares, made when they run, not at reshape: by
+  // then the bottom, as large, is allocated (a huge shape ends in the
+  // blob's "out of host memory", not in a failed new here).
+  void make_cpu_scratch(std::size_t count) {
+    if (ones_.size() != row_size_) ones_.assign(row_size_, 1.0f);
+    squares_.resize(count);
+  }
 
   // out[r] = alpha * sum of row r of `rows` (Caffe's gemv against ones).
   void row_sums(const float* values, float alpha, float* out) const {
@@ -63,6 +69,7 @@ class MVNLayer : public Layer {
 
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
     if (rows_ == 0 || row_size_ == 0) return;
+    make_cpu_scratch(bottom[0]->count());
     const float* x = bottom[0]->cpu_data();
     float* y = top[0]->mutable_cpu_data();
     const float inverse_size = static_cast<float>(1.0 / static_cast<double>(row_size_));
@@ -87,6 +94,7 @@ class MVNLayer : public Layer {
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
     if (!propagate_down[0] || rows_ == 0 || row_size_ == 0) return;
+    make_cpu_scratch(bottom[0]->count());
     const float* y = top[0]->cpu_data();
     const float* dy = top[0]->cpu_diff();
     float* dx = bottom[0]->mutable_cpu_diff();

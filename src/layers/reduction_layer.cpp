@@ -49,13 +49,16 @@ class ReductionLayer : public Layer {
     row_size_ = input.count(first);
     coeff_ = param_.reduction_param().coeff();
     if (operation_ == ReductionParameter::MEAN) coeff_ /= static_cast<float>(row_size_);
-    if (operation_ == ReductionParameter::SUM || operation_ == ReductionParameter::MEAN) {
-      ones_.assign(row_size_, 1.0f);
-    }
   }
 
  protected:
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    // The ones are made here, not at reshape: by now the bottom, as large,
+    // is allocated (a huge shape ends in the blob's "out of host memory").
+    if ((operation_ == ReductionParameter::SUM || operation_ == ReductionParameter::MEAN) &&
+        ones_.size() != row_size_) {
+      ones_.assign(row_size_, 1.0f);
+    }
     const float* x = bottom[0]->cpu_data();
     float* y = top[0]->mutable_cpu_data();
     for (std::size_t row = 0; row < rows_; ++row, x += row_size_) {

@@ -132,7 +132,7 @@ TEST(Help, XtrainHelpListsTheCommandsOnly) {
   EXPECT_TRUE(listed_flags(result.output).empty()) << result.output;
   expect_no_gflags_flags(result.output);
   const std::vector<std::string> commands = xtrain_commands();
-  for (const char* command : {"train", "test", "time", "device_query", "upgrade"}) {
+  for (const char* command : {"train", "test", "time", "device_query", "upgrade", "export", "import"}) {
     EXPECT_NE(std::find(commands.begin(), commands.end(), command), commands.end()) << command;
   }
   EXPECT_EQ(run_tool(tool_path("xtrain") + " help").output, result.output);

@@ -23,6 +23,9 @@ int time_command();
 int time_training_steps();
 int device_query_command();
 int upgrade_command();
+// export / import: ONNX models (docs/tools/export.md, import.md).
+int export_command();
+int import_command();
 // draw NET.prototxt OUT.svg; extract_features, also in Caffe's positional
 // form WEIGHTS NET BLOBS DBS NUM_BATCHES lmdb [CPU|GPU] [ID]. `arguments`
 // are the words after the command's name.

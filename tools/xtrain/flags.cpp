@@ -80,3 +80,9 @@ DEFINE_int32(
     "CPU threads (one pool for oneDNN, BLAS and xtrain); 0: OMP_NUM_THREADS, else all CPUs");
 DEFINE_bool(training_step, false,
             "time whole training iterations (forward, backward, SGD update), not each layer");
+DEFINE_int32(opset, 13, "export: the ONNX operator set version to write (13 to 17)");
+DEFINE_bool(dynamic_batch, false,
+            "export: let the ONNX model take any batch size (the inputs' first axis is \"N\")");
+DEFINE_string(onnx, "", "import: the ONNX model to read");
+DEFINE_string(output_model, "", "import: the net prototxt to write");
+DEFINE_string(output_weights, "", "import: the weights (.caffemodel) to write");

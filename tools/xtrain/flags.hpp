@@ -33,3 +33,8 @@ DECLARE_string(cpu_algorithm_search);
 DECLARE_bool(allow_missing_weights);
 DECLARE_string(gpu_math);
 DECLARE_bool(training_step);
+DECLARE_int32(opset);
+DECLARE_bool(dynamic_batch);
+DECLARE_string(onnx);
+DECLARE_string(output_model);
+DECLARE_string(output_weights);
