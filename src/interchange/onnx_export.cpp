@@ -11,7 +11,7 @@
 #include <map>
 #include <set>
 
-#include "core/atomic_file.hpp"
+#include "xtrain/atomic_file.hpp"
 #include "interchange/onnx_layer_export.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/net.hpp"
