@@ -40,24 +40,24 @@ std::vector<std::int64_t> NodeImport::ints_attribute(const std::string& attribut
   return std::vector<std::int64_t>(found->ints().begin(), found->ints().end());
 }
 
-const onnx::TensorProto* NodeImport::constant(int index) const {
-  if (!has_input(index)) return nullptr;
-  const auto found = state.constants.find(node.input(index));
+const onnx::TensorProto* NodeImport::constant(int input_index) const {
+  if (!has_input(input_index)) return nullptr;
+  const auto found = state.constants.find(node.input(input_index));
   return found == state.constants.end() ? nullptr : found->second;
 }
 
-const onnx::TensorProto& NodeImport::required_constant(int index, const char* what) const {
-  const onnx::TensorProto* tensor = constant(index);
-  XTRAIN_CHECK(tensor != nullptr, where(), ": input ", index, " (", what,
+const onnx::TensorProto& NodeImport::required_constant(int input_index, const char* what) const {
+  const onnx::TensorProto* tensor = constant(input_index);
+  XTRAIN_CHECK(tensor != nullptr, where(), ": input ", input_index, " (", what,
                ") must be a constant (an initializer or a Constant node) to become a Caffe "
                "layer's ",
                what);
   return *tensor;
 }
 
-int NodeImport::input_rank(int index) const {
-  if (!has_input(index)) return -1;
-  const auto found = state.ranks.find(node.input(index));
+int NodeImport::input_rank(int input_index) const {
+  if (!has_input(input_index)) return -1;
+  const auto found = state.ranks.find(node.input(input_index));
   return found == state.ranks.end() ? -1 : found->second;
 }
 

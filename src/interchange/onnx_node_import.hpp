@@ -89,15 +89,16 @@ struct NodeImport {
   std::string string_attribute(const std::string& attribute_name,
                                const std::string& fallback) const;
   std::vector<std::int64_t> ints_attribute(const std::string& attribute_name) const;
-  // Input `index` as a constant, or nullptr when it is computed (or absent).
-  const onnx::TensorProto* constant(int index) const;
+  // Input `input_index` as a constant, or nullptr when it is computed (or
+  // absent).
+  const onnx::TensorProto* constant(int input_index) const;
   // The same, required: throws naming the node and `what` it holds.
-  const onnx::TensorProto& required_constant(int index, const char* what) const;
-  bool has_input(int index) const {
-    return index < node.input_size() && !node.input(index).empty();
+  const onnx::TensorProto& required_constant(int input_index, const char* what) const;
+  bool has_input(int input_index) const {
+    return input_index < node.input_size() && !node.input(input_index).empty();
   }
-  // The rank of input `index`, or -1 when unknown.
-  int input_rank(int index) const;
+  // The rank of input `input_index`, or -1 when unknown.
+  int input_rank(int input_index) const;
 
   // A layer named `layer_name` (default: the node's), appended to the net.
   LayerParameter& add_layer(const std::string& type, const std::vector<std::string>& bottoms,
