@@ -127,6 +127,14 @@ TEST(TrainingMetrics, MalformedLinesSayWhatAndWhere) {
   EXPECT_NE(error_of("[1,2]").find("expected a JSON object"), std::string::npos);
 }
 
+// Found by fuzz/metrics_jsonl_fuzzer: a number beyond a double's range is
+// the JSON library's out_of_range, not a parse error; it must still be our
+// error naming where it is.
+TEST(TrainingMetrics, ANumberTooLargeForADoubleIsAnError) {
+  const std::string error = error_of(R"({"kind":"train","seconds":1e30801})");
+  EXPECT_EQ(error.rfind("number overflow parsing '1e30801'", 0), 0u) << error;
+}
+
 // Found by fuzz/metrics_jsonl_fuzzer: 1e308 was converted to an int
 // (undefined behaviour).
 TEST(TrainingMetrics, CountsOutOfTheIntRangeAreRefused) {

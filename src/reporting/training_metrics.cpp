@@ -126,9 +126,14 @@ MetricsRecord record_of(const Json& object) {
 }
 
 // nlohmann's "[json.exception.parse_error.101] parse error at line 1,
-// column 29: syntax error ..." without its prefix.
-std::string parse_error_text(const nlohmann::json::parse_error& error) {
-  const std::string text = error.what();
+// column 29: syntax error ..." from the column on, and its other errors
+// without their "[json.exception....]" tag.
+std::string parse_error_text(const nlohmann::json::exception& error) {
+  std::string text = error.what();
+  const std::size_t prefix_end = text.find("] ");
+  if (text.rfind("[json.exception.", 0) == 0 && prefix_end != std::string::npos) {
+    text = text.substr(prefix_end + 2);
+  }
   const std::size_t at = text.find("column ");
   return at == std::string::npos ? text : text.substr(at);
 }
@@ -172,7 +177,9 @@ MetricsRecord metrics_record_from_json(const std::string& line) {
   Json object;
   try {
     object = Json::parse(line);
-  } catch (const nlohmann::json::parse_error& error) {
+  } catch (const nlohmann::json::exception& error) {
+    // A syntax error, and also a number too large for a double (1e30801,
+    // out_of_range: found by fuzz/metrics_jsonl_fuzzer).
     fail(parse_error_text(error));
   }
   return record_of(object);
