@@ -86,7 +86,10 @@ class LayerRegistry;
   X(normalize) \
   X(multibox_loss) \
   X(detection_output) \
-  X(detection_evaluate)
+  X(detection_evaluate) \
+  /* object detection (YOLOv3) */ \
+  X(upsample) \
+  X(yolo_loss)
 // clang-format on
 
 void register_builtin_layers(LayerRegistry& registry);
