@@ -182,6 +182,11 @@ XTRAIN_DEVICE_TEST_F(YoloLossHandExample, TheImageSizeComesFromTheDataWhenNotSet
       EXPECT_NEAR(data_of(top)[0], 7 * kLn2 + box_prediction_loss(), 1e-5f);
     }
   }
+  // The data takes no gradient (it gives only its size).
+  set_diff(top, {1.0f});
+  set_diff(wide, std::vector<float>(wide.count(), 7.0f));
+  layer->backward({&top}, {true, false, true}, {&predictions, &truth, &wide});
+  EXPECT_EQ(diff_of(wide), std::vector<float>(wide.count(), 0.0f));
   // 16 pixels wide: anchor 0 is 0.125 and anchor 1 0.375 of the width; the
   // box (0.5 x 0.5) still takes anchor 1 (overlap 0.1875 / 0.25 = 0.75),
   // now with tw's target log(0.5 / 0.375).
@@ -258,7 +263,7 @@ XTRAIN_DEVICE_TEST_F(YoloLossHandExample, BadSettingsAndInputsAreErrors) {
   setup_fails("name: 'yolo' type: 'YoloLoss'", {"'yolo'", "yolo_param"});
   setup_fails("name: 'yolo' type: 'YoloLoss' yolo_param { anchors: [2, 2] img_h: 8 img_w: 8 }",
               {"'yolo'", "num_classes"});
-  setup_fails(yolo_layer("", "anchors: [2, 2, 6]"), {"'yolo'", "3 anchors values", "pairs"});
+  setup_fails(yolo_layer("", "anchors: [2, 2, 6]"), {"'yolo'", "3 values in anchors", "pairs"});
   setup_fails(yolo_layer("", "anchors: [2, 2, 6, -4]"), {"'yolo'", "positive"});
   setup_fails(yolo_layer("mask: 2"), {"'yolo'", "mask 2", "2 anchors"});
   setup_fails(yolo_layer("mask: 1"), {"'yolo'", "anchor 1 twice"});

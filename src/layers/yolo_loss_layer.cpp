@@ -66,9 +66,9 @@ class YoloLossLayer : public LossLayer {
     XTRAIN_CHECK(p.num_classes() > 0, where(),
                  ": yolo_param.num_classes must be positive (the classes of the data, no "
                  "background)");
-    XTRAIN_CHECK(p.anchors_size() > 0 && p.anchors_size() % 2 == 0, where(), ": yolo_param has ",
+    XTRAIN_CHECK(p.anchors_size() > 0 && p.anchors_size() % 2 == 0, where(), ": yolo_param gives ",
                  p.anchors_size(),
-                 " anchors values; give the net's anchors as width, height pairs in pixels "
+                 " values in anchors; give the net's anchors as width, height pairs in pixels "
                  "(Darknet's anchors = w1,h1, w2,h2, ...)");
     for (int k = 0; k < p.anchors_size(); ++k) {
       XTRAIN_CHECK(p.anchors(k) > 0, where(), ": anchors value ", k, " is ", p.anchors(k),
