@@ -58,6 +58,7 @@ void draw_objects(const std::string& image_path, const ImageDetections& found,
   XTRAIN_ASSERT(image.cols == found.width && image.rows == found.height, "image '", image_path,
                 "' read as ", image.cols, "x", image.rows, " and ", found.width, "x", found.height);
   const int thickness = std::max(1, std::min(image.cols, image.rows) / 200);
+  std::vector<cv::Rect> bands;  // the labels drawn so far
   for (const DetectedObject& object : found.objects) {
     const cv::Scalar colour = label_colour(object.label);
     cv::rectangle(image, cv::Point(static_cast<int>(object.xmin), static_cast<int>(object.ymin)),
@@ -70,13 +71,23 @@ void draw_objects(const std::string& image_path, const ImageDetections& found,
     int baseline = 0;
     const cv::Size size =
         cv::getTextSize(text, cv::FONT_HERSHEY_SIMPLEX, font_scale, thickness, &baseline);
-    // The label on a filled band above the box (inside it at the image's top).
-    const int x = static_cast<int>(object.xmin);
-    const int top = std::max(0, static_cast<int>(object.ymin) - size.height - baseline);
-    cv::rectangle(image, cv::Point(x, top), cv::Point(x + size.width, top + size.height + baseline),
-                  colour, cv::FILLED);
-    cv::putText(image, text, cv::Point(x, top + size.height), cv::FONT_HERSHEY_SIMPLEX, font_scale,
-                cv::Scalar(255, 255, 255), thickness);
+    // The label on a filled band above the box (inside it at the image's
+    // top), moved down past the labels of boxes drawn at the same place.
+    cv::Rect band(static_cast<int>(object.xmin),
+                  std::max(0, static_cast<int>(object.ymin) - size.height - baseline), size.width,
+                  size.height + baseline);
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (const cv::Rect& other : bands) {
+        if ((band & other).area() == 0) continue;
+        band.y = other.y + other.height;  // only ever down: this ends
+        moved = true;
+      }
+    }
+    bands.push_back(band);
+    cv::rectangle(image, band, colour, cv::FILLED);
+    cv::putText(image, text, cv::Point(band.x, band.y + size.height), cv::FONT_HERSHEY_SIMPLEX,
+                font_scale, cv::Scalar(255, 255, 255), thickness);
   }
   bool written = false;
   try {
