@@ -86,6 +86,7 @@ PUBLIC_HEADER_MODULES = {
     "weights_coverage.hpp": "solvers",
     "comm.hpp": "comm",
     "classifier.hpp": "inference",
+    "detector.hpp": "inference",
     "onnx.hpp": "interchange",
 }
 

@@ -4,6 +4,7 @@
 // DetectionEvaluate at AP 1, and the errors of bad settings.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <ostream>
@@ -140,6 +141,22 @@ XTRAIN_DEVICE_TEST_F(YoloDetectionOutputExample, NothingDetectedIsOneRowOfMinusO
   expected[0] = 0;
   expected[7] = 1;
   EXPECT_EQ(detect("confidence_threshold: 0.1"), expected);
+}
+
+XTRAIN_DEVICE_TEST_F(YoloDetectionOutputExample, ReadsEachItemOfABatch) {
+  // Item 1 holds box B only (scale A all off): its rows follow item 0's.
+  for (Blob* blob : {&scale_a, &scale_b, &data}) {
+    const std::vector<float> item = data_of(*blob);
+    blob->reshape({2, blob->channels(), blob->height(), blob->width()});
+    std::vector<float> both = item;
+    both.insert(both.end(), item.begin(), item.end());
+    if (blob == &scale_a) std::fill(both.begin() + item.size(), both.end(), kOff);
+    set_data(*blob, both);
+  }
+  testing::expect_near_all(detect("confidence_threshold: 0.2"),
+                           rows({row(0, 1, 0.5f, kBoxA), row(0, 2, 0.8f, kBoxB),
+                                 row(0, 2, 0.25f, kBoxA), row(1, 2, 0.8f, kBoxB)}),
+                           1e-6f);
 }
 
 XTRAIN_DEVICE_TEST_F(YoloDetectionOutputExample, PerfectPredictionsScoreAnAveragePrecisionOfOne) {

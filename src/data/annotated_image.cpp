@@ -7,6 +7,7 @@
 
 #include "xtrain/datum_io.hpp"
 #include "data/imdecode_flags.hpp"
+#include "data/letterbox.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -163,13 +164,12 @@ void resize_annotated(const ResizeParameter& param, RandomStream& random, Annota
     cv::resize(image->pixels, image->pixels, cv::Size(width, height), 0, 0, interp);
     return;
   }
-  const int w = image->pixels.cols;
-  const int h = image->pixels.rows;
-  const double scale = std::min(static_cast<double>(width) / w, static_cast<double>(height) / h);
-  const int fit_w = std::clamp(static_cast<int>(std::lround(w * scale)), 1, width);
-  const int fit_h = std::clamp(static_cast<int>(std::lround(h * scale)), 1, height);
-  const int left = (width - fit_w) / 2;
-  const int top = (height - fit_h) / 2;
+  const LetterboxPlacement placed =
+      letterbox_placement(image->pixels.cols, image->pixels.rows, width, height);
+  const int fit_w = placed.width;
+  const int fit_h = placed.height;
+  const int left = placed.left;
+  const int top = placed.top;
   cv::Mat fitted;
   cv::resize(image->pixels, fitted, cv::Size(fit_w, fit_h), 0, 0, interp);
   cv::copyMakeBorder(fitted, image->pixels, top, height - fit_h - top, left, width - fit_w - left,

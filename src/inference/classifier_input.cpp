@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "data/letterbox.hpp"
 #include "data/mean_file.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/error.hpp"
@@ -61,12 +62,42 @@ ClassifierInput::ClassifierInput(int channels, int height, int width,
 }
 
 void ClassifierInput::fill(const std::string& path, float* out) const {
-  const Image image =
-      read_image_file(path, channels_ == 1 ? ColorMode::kGray : ColorMode::kColor, height_, width_);
-  XTRAIN_ASSERT(image.pixels.size() == mean_.size(), "image '", path, "' read as ", image.channels,
-                "x", image.height, "x", image.width);
+  write(
+      read_image_file(path, channels_ == 1 ? ColorMode::kGray : ColorMode::kColor, height_, width_),
+      out);
+}
+
+Image ClassifierInput::read(const std::string& path) const {
+  return read_image_file(path, channels_ == 1 ? ColorMode::kGray : ColorMode::kColor);
+}
+
+void ClassifierInput::fill(const Image& image, float* out) const {
+  write(resize_image(image, height_, width_), out);
+}
+
+void ClassifierInput::write(const Image& image, float* out) const {
+  XTRAIN_ASSERT(image.pixels.size() == mean_.size(), "image of ", image.channels, "x", image.height,
+                "x", image.width);
   for (std::size_t i = 0; i < mean_.size(); ++i) {
     out[i] = (static_cast<float>(image.pixels[i]) - mean_[i]) * scale_;
+  }
+}
+
+void ClassifierInput::fill_letterboxed(const Image& image, float pad_value, float* out) const {
+  XTRAIN_ASSERT(image.channels == channels_, "image of ", image.channels, " channels");
+  const LetterboxPlacement placed = letterbox_placement(image.width, image.height, width_, height_);
+  const Image fitted = resize_image(image, placed.height, placed.width);
+  for (std::size_t i = 0; i < mean_.size(); ++i) out[i] = (pad_value - mean_[i]) * scale_;
+  for (int c = 0; c < channels_; ++c) {
+    for (int y = 0; y < placed.height; ++y) {
+      for (int x = 0; x < placed.width; ++x) {
+        const std::size_t to =
+            (static_cast<std::size_t>(c) * height_ + placed.top + y) * width_ + placed.left + x;
+        const std::size_t from =
+            (static_cast<std::size_t>(c) * placed.height + y) * placed.width + x;
+        out[to] = (static_cast<float>(fitted.pixels[from]) - mean_[to]) * scale_;
+      }
+    }
   }
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "xtrain/classifier.hpp"
+#include "xtrain/image_codec.hpp"
 
 namespace xtrain {
 
@@ -22,9 +23,24 @@ class ClassifierInput {
   // an image.
   void fill(const std::string& path, float* out) const;
 
+  // The image file at `path` at its own size, in the net's channels.
+  Image read(const std::string& path) const;
+
+  // Writes the values of `image`, resized to the net's height x width
+  // (stretched), to `out`.
+  void fill(const Image& image, float* out) const;
+
+  // Writes the values of `image` letterboxed into the net's height x width
+  // (data/letterbox.hpp): scaled to fit, keeping its aspect ratio, centred,
+  // the rest `pad_value` (a pixel value, before mean and scale).
+  void fill_letterboxed(const Image& image, float pad_value, float* out) const;
+
   std::size_t count() const { return mean_.size(); }
 
  private:
+  // (pixel - mean) * scale of an image of the net's size.
+  void write(const Image& image, float* out) const;
+
   int channels_;
   int height_;
   int width_;

@@ -31,13 +31,18 @@ int import_command();
 // are the words after the command's name.
 int draw_command(const std::vector<std::string>& arguments);
 int extract_features_command(const std::vector<std::string>& arguments);
-// classify takes image files as arguments after the flags.
+// classify and detect take image files as arguments after the flags.
 int classify_command(const std::vector<std::string>& images);
+int detect_command(const std::vector<std::string>& images);
 // plot LOG_OR_METRICS: the training report from a log or a metrics file.
 int plot_command(const std::vector<std::string>& arguments);
 
 // "a,b,c" -> {"a", "b", "c"}; "" -> {}.
 std::vector<std::string> split_commas(const std::string& text);
+
+// --mean_values' text ("104,117,123") as numbers; an error names the part
+// that is not one.
+std::vector<float> parse_mean_values(const std::string& text);
 
 // The ids of --gpu ("0", "0,1", "all") among `available` visible GPUs.
 std::vector<int> parse_gpu_ids(const std::string& gpu_flag, int available);

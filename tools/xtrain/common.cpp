@@ -1,4 +1,7 @@
+#include <exception>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "command.hpp"
 #include "flags.hpp"
@@ -19,6 +22,23 @@ std::vector<std::string> split_commas(const std::string& text) {
     if (!part.empty()) parts.push_back(part);
   }
   return parts;
+}
+
+std::vector<float> parse_mean_values(const std::string& text) {
+  std::vector<float> values;
+  for (const std::string& part : split_commas(text)) {
+    std::size_t used = 0;
+    float value = 0;
+    try {
+      value = std::stof(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    XTRAIN_CHECK(used == part.size(), "--mean_values=", text, ": '", part,
+                 "' is not a number (give e.g. --mean_values=104,117,123)");
+    values.push_back(value);
+  }
+  return values;
 }
 
 void configure_compute() {

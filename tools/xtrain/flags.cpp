@@ -83,6 +83,15 @@ DEFINE_bool(training_step, false,
 DEFINE_int32(opset, 13, "export: the ONNX operator set version to write (13 to 17)");
 DEFINE_bool(dynamic_batch, false,
             "export: let the ONNX model take any batch size (the inputs' first axis is \"N\")");
+DEFINE_string(mean, "",
+              "classify, detect: a mean image (.binaryproto, from compute_mean) of the net's "
+              "input shape to subtract from each image");
+DEFINE_string(mean_values, "",
+              "classify, detect: per-channel means to subtract instead, comma-separated (B,G,R "
+              "for colour, e.g. 104,117,123), or one value for all channels");
+DEFINE_double(scale, 1,
+              "classify, detect: multiply each pixel by this after subtracting the mean, as the "
+              "training's transform_param scale (LeNet: 0.00390625)");
 DEFINE_string(onnx, "", "import: the ONNX model to read");
 DEFINE_string(output_model, "", "import: the net prototxt to write");
 DEFINE_string(output_weights, "", "import: the weights (.caffemodel) to write");
