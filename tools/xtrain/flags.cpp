@@ -87,11 +87,11 @@ DEFINE_string(onnx, "", "import: the ONNX model to read");
 DEFINE_string(output_model, "", "import: the net prototxt to write");
 DEFINE_string(output_weights, "", "import: the weights (.caffemodel) to write");
 DEFINE_string(darknet_cfg, "",
-              "import/export: the Darknet .cfg to read (import: instead of --onnx; export: the "
-              "cfg the net was converted from)");
+              "import/export: the Darknet .cfg to read (import, instead of --onnx) or that the "
+              "net was converted from (export)");
 DEFINE_string(darknet_weights, "",
-              "import: the Darknet .weights to read; export: the .weights to write from "
-              "--weights (instead of ONNX)");
+              "import/export: the Darknet .weights to read (import) or to write from --weights "
+              "(export, instead of an ONNX model)");
 DEFINE_bool(darknet_partial, false,
             "import: accept a .weights that ends between two layers (a backbone such as "
             "darknet53.conv.74); the layers after keep their fillers");
