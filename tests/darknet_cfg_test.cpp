@@ -37,10 +37,11 @@ const LayerParameter& layer_named(const NetParameter& net, const std::string& na
 
 TEST(DarknetCfg, TinyBecomesItsLayersWithTwoHeads) {
   const DarknetImport imported = import_darknet(model_cfg("yolov3_tiny/yolov3-tiny.cfg"), "");
-  const std::map<std::string, int> expected = {
-      {"Input", 1},   {"Convolution", 13}, {"BatchNorm", 11}, {"Scale", 11},
-      {"ReLU", 11},   {"Pooling", 6},      {"Crop", 1},       {"Concat", 1},
-      {"Upsample", 1}, {"YoloDetectionOutput", 1}};
+  const std::map<std::string, int> expected = {{"Input", 1},      {"Convolution", 13},
+                                               {"BatchNorm", 11}, {"Scale", 11},
+                                               {"ReLU", 11},      {"Pooling", 6},
+                                               {"Crop", 1},       {"Concat", 1},
+                                               {"Upsample", 1},   {"YoloDetectionOutput", 1}};
   EXPECT_EQ(count_types(imported.deploy), expected);
   EXPECT_EQ(imported.deploy.layer_size(), 57);
   const LayerParameter& input = imported.deploy.layer(0);
@@ -192,12 +193,14 @@ TEST(DarknetCfg, WhatIsNotConvertedIsNamedWithItsLine) {
        "'bad.cfg' line 7, [convolutional] (layer 0) key 'dilation': 'dilation=2' is not converted"},
       {"[convolutional]\nfilters=4\nactivation=mish\n",
        "line 7, [convolutional] (layer 0) key 'activation': activation 'mish' is not converted"},
-      {"[convolutional]\nfilters=four\n", "line 6, [convolutional] (layer 0) key 'filters': "
-                                          "'four' is not an integer"},
-      {"[route]\nlayers=-1\n", "line 6, [route] (layer 0) key 'layers': layer -1 (-1) is not an "
-                               "earlier layer"},
+      {"[convolutional]\nfilters=four\n",
+       "line 6, [convolutional] (layer 0) key 'filters': "
+       "'four' is not an integer"},
+      {"[route]\nlayers=-1\n",
+       "line 6, [route] (layer 0) key 'layers': layer -1 (-1) is not an "
+       "earlier layer"},
       {"[convolutional]\nfilters=4\n[convolutional]\nfilters=5\n[shortcut]\nfrom=-2\n",
-       "layer 0 is 4x8x8 and the previous layer 5x8x8"},
+       "key 'from': layer -2 (layer 0) is 4x8x8 and the previous layer 5x8x8"},
       {"[convolutional]\nfilters=200\n[yolo]\nmask=0,1\nnum=2\nanchors=1,2,3,4\nclasses=80\n",
        "the layer before it gives 200 channels; 2 anchors (mask) x (5 + 80 classes) = 170 are "
        "needed"},
@@ -208,11 +211,13 @@ TEST(DarknetCfg, WhatIsNotConvertedIsNamedWithItsLine) {
   for (const auto& [layers, words] : cases) {
     EXPECT_NE(error(layers).find(words), std::string::npos) << layers << " -> " << error(layers);
   }
-  EXPECT_NE(error_of([] { convert_darknet_cfg("[convolutional]\nfilters=3\n", "a.cfg"); })
-                .find("'a.cfg' line 1: [convolutional] before [net]"),
+  EXPECT_NE(error_of([] {
+              convert_darknet_cfg("[convolutional]\nfilters=3\n", "a.cfg");
+            }).find("'a.cfg' line 1: [convolutional] before [net]"),
             std::string::npos);
-  EXPECT_NE(error_of([] { convert_darknet_cfg("[net]\nheight=8\nwidth=8\n", "a.cfg"); })
-                .find("channels, height and width must be given"),
+  EXPECT_NE(error_of([] {
+              convert_darknet_cfg("[net]\nheight=8\nwidth=8\n", "a.cfg");
+            }).find("channels, height and width must be given"),
             std::string::npos);
   EXPECT_NE(error_of([] { import_darknet("/nonexistent/x.cfg", ""); }).find("cannot open"),
             std::string::npos);
@@ -229,8 +234,9 @@ TEST(DarknetCfg, ImportCommandWritesTheNetsAndNamesTheLineOfAnError) {
   ASSERT_EQ(ok.exit_code, 0) << ok.output;
   EXPECT_NE(ok.output.find("Wrote 'deploy.prototxt' (57 layers)"), std::string::npos) << ok.output;
   EXPECT_NE(ok.output.find("Note: [yolo] random=1"), std::string::npos) << ok.output;
-  const std::string bad = dir.write("bad.cfg", "[net]\nheight=8\nwidth=8\nchannels=3\n"
-                                               "[convolutional]\nactivation=swish\n");
+  const std::string bad = dir.write("bad.cfg",
+                                    "[net]\nheight=8\nwidth=8\nchannels=3\n"
+                                    "[convolutional]\nactivation=swish\n");
   const testing::ToolResult failed = testing::run_tool(
       xtrain + " import --darknet_cfg=" + bad + " --output_model=x.prototxt", dir.path());
   EXPECT_NE(failed.exit_code, 0);

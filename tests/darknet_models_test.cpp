@@ -58,8 +58,7 @@ std::vector<int> shape_of(const Net& net, const std::string& blob) {
 }
 
 TEST(DarknetModels, TinysBackboneAndFirstHeadBuildWithTodaysLayers) {
-  const NetParameter deploy =
-      import_darknet(model_file("yolov3_tiny/yolov3-tiny.cfg"), "").deploy;
+  const NetParameter deploy = import_darknet(model_file("yolov3_tiny/yolov3-tiny.cfg"), "").deploy;
   const Net net = build(registered_part(deploy));
   EXPECT_EQ(shape_of(net, "conv8"), (std::vector<int>{1, 256, 26, 26}));
   // The stride-1 pooling keeps 13 x 13 (Darknet's windows, through the crop).
@@ -68,12 +67,13 @@ TEST(DarknetModels, TinysBackboneAndFirstHeadBuildWithTodaysLayers) {
 }
 
 TEST(DarknetModels, TinyBuildsWithHeadsAt13And26) {
-  const NetParameter deploy =
-      import_darknet(model_file("yolov3_tiny/yolov3-tiny.cfg"), "").deploy;
+  const NetParameter deploy = import_darknet(model_file("yolov3_tiny/yolov3-tiny.cfg"), "").deploy;
   const std::string missing = missing_types(deploy);
   if (!missing.empty()) GTEST_SKIP() << "no layer registered for " << missing;
   const Net net = build(deploy);
-  EXPECT_EQ(net.layers().size(), 57u);
+  int converted_layers = 0;  // without the Splits the Net adds for blobs read twice
+  for (const auto& layer : net.layers()) converted_layers += std::string(layer->type()) != "Split";
+  EXPECT_EQ(converted_layers, 57);
   EXPECT_EQ(shape_of(net, "conv15"), (std::vector<int>{1, 255, 13, 13}));
   EXPECT_EQ(shape_of(net, "upsample19"), (std::vector<int>{1, 128, 26, 26}));
   EXPECT_EQ(shape_of(net, "route20"), (std::vector<int>{1, 384, 26, 26}));
@@ -91,6 +91,39 @@ TEST(DarknetModels, Yolov3BuildsWithHeadsAt13And26And52) {
   EXPECT_EQ(shape_of(net, "conv93"), (std::vector<int>{1, 255, 26, 26}));
   EXPECT_EQ(shape_of(net, "route98"), (std::vector<int>{1, 384, 52, 52}));
   EXPECT_EQ(shape_of(net, "conv105"), (std::vector<int>{1, 255, 52, 52}));
+}
+
+// The train/test net with its AnnotatedData layers replaced by an Input of
+// the same tops (no LMDB needed), in each phase.
+TEST(DarknetModels, TinysTrainAndTestNetsBuildWithTheYoloLayers) {
+  const NetParameter train_test =
+      import_darknet(model_file("yolov3_tiny/yolov3-tiny.cfg"), "").train_test;
+  const std::string missing = missing_types(train_test);
+  if (!missing.empty() && missing != "AnnotatedData") {
+    GTEST_SKIP() << "no layer registered for " << missing;
+  }
+  NetParameter param;
+  LayerParameter& input = *param.add_layer();
+  input.set_name("data");
+  input.set_type("Input");
+  input.add_top("data");
+  input.add_top("label");
+  for (const std::vector<int>& dims : {std::vector<int>{2, 3, 416, 416}, {1, 1, 2, 8}}) {
+    BlobShape& shape = *input.mutable_input_param()->add_shape();
+    for (int dim : dims) shape.add_dim(dim);
+  }
+  for (const LayerParameter& layer : train_test.layer()) {
+    if (layer.type() != "AnnotatedData") *param.add_layer() = layer;
+  }
+  param.mutable_state()->set_phase(TRAIN);
+  const Net train = build(param);
+  EXPECT_TRUE(train.has_blob("yolo16_loss"));
+  EXPECT_TRUE(train.has_blob("yolo23_loss"));
+  EXPECT_FALSE(train.has_layer("detection_eval"));
+  param.mutable_state()->set_phase(TEST);
+  const Net test = build(param);
+  EXPECT_FALSE(test.has_layer("yolo16_loss"));
+  EXPECT_TRUE(test.has_blob("detection_eval"));
 }
 
 TEST(DarknetModels, DeployPrototxtsInModelsAreTheConvertersOutput) {

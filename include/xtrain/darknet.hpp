@@ -64,8 +64,7 @@ XTRAIN_API DarknetImport import_darknet(const std::string& cfg_path,
 // BatchNorm statistics are divided by their moving-average factor, as the
 // layer does. Throws xtrain::Error naming the layer and blob that is missing
 // or has another shape than the cfg says.
-XTRAIN_API void export_darknet_weights(const std::string& cfg_path,
-                                       const std::string& weights_path,
+XTRAIN_API void export_darknet_weights(const std::string& cfg_path, const std::string& weights_path,
                                        const std::string& darknet_weights_path,
                                        std::uint64_t images_seen = 0);
 

@@ -11,21 +11,20 @@ namespace {
 
 // Darknet's section names and their short aliases.
 std::string section_type(const std::string& name) {
-  static const std::map<std::string, std::string> aliases = {
-      {"net", "net"},
-      {"network", "net"},
-      {"convolutional", "convolutional"},
-      {"conv", "convolutional"},
-      {"maxpool", "maxpool"},
-      {"max", "maxpool"},
-      {"avgpool", "avgpool"},
-      {"avg", "avgpool"},
-      {"route", "route"},
-      {"shortcut", "shortcut"},
-      {"upsample", "upsample"},
-      {"yolo", "yolo"},
-      {"softmax", "softmax"},
-      {"soft", "softmax"}};
+  static const std::map<std::string, std::string> aliases = {{"net", "net"},
+                                                             {"network", "net"},
+                                                             {"convolutional", "convolutional"},
+                                                             {"conv", "convolutional"},
+                                                             {"maxpool", "maxpool"},
+                                                             {"max", "maxpool"},
+                                                             {"avgpool", "avgpool"},
+                                                             {"avg", "avgpool"},
+                                                             {"route", "route"},
+                                                             {"shortcut", "shortcut"},
+                                                             {"upsample", "upsample"},
+                                                             {"yolo", "yolo"},
+                                                             {"softmax", "softmax"},
+                                                             {"soft", "softmax"}};
   const auto found = aliases.find(name);
   return found == aliases.end() ? std::string() : found->second;
 }
@@ -93,12 +92,12 @@ std::vector<DarknetSection> parse_darknet_sections(const std::string& text,
                  previous == options.end() ? 0 : previous->second.line, "); keep one");
     options[key] = {content.substr(equals + 1), line};
   }
-  XTRAIN_CHECK(!sections.empty(), "'", source, "' has no sections; a Darknet cfg starts with [net]");
+  XTRAIN_CHECK(!sections.empty(), "'", source,
+               "' has no sections; a Darknet cfg starts with [net]");
   return sections;
 }
 
-DarknetSectionReader::DarknetSectionReader(const DarknetSection& section,
-                                           const std::string& source)
+DarknetSectionReader::DarknetSectionReader(const DarknetSection& section, const std::string& source)
     : section_(section), source_(source) {}
 
 bool DarknetSectionReader::has(const std::string& key) const {

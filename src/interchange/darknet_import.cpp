@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/weights_file.hpp"
 #include "interchange/darknet_model.hpp"
 #include "interchange/darknet_weights.hpp"
-#include "core/weights_file.hpp"
 #include "xtrain/atomic_file.hpp"
 #include "xtrain/darknet.hpp"
 #include "xtrain/error.hpp"
@@ -38,10 +38,10 @@ std::string net_name(const std::string& path) {
 YoloParameter shared_yolo_param(const DarknetModel& model) {
   const DarknetHead& first = model.heads.front();
   for (const DarknetHead& head : model.heads) {
-    XTRAIN_CHECK(head.classes == first.classes && head.anchors == first.anchors, "'",
-                 model.source, "' line ", head.line, ", [yolo] (layer ", head.layer,
-                 "): its classes and anchors differ from those of the [yolo] at line ",
-                 first.line, "; the heads of one net share them");
+    XTRAIN_CHECK(head.classes == first.classes && head.anchors == first.anchors, "'", model.source,
+                 "' line ", head.line, ", [yolo] (layer ", head.layer,
+                 "): its classes and anchors differ from those of the [yolo] at line ", first.line,
+                 "; the heads of one net share them");
   }
   YoloParameter param;
   param.set_num_classes(first.classes);
@@ -88,7 +88,8 @@ void add_training_settings(LayerParameter& layer, const DarknetModel& model) {
         [&](const interchange::DarknetConvolution& c) { return c.convolution == layer.name(); });
     XTRAIN_ASSERT(conv != model.convolutions.end(), "no [convolutional] made ", layer.name());
     ConvolutionParameter& param = *layer.mutable_convolution_param();
-    const float bound = std::sqrt(2.0f / (conv->size * conv->size * (conv->channels / conv->groups)));
+    const float bound =
+        std::sqrt(2.0f / (conv->size * conv->size * (conv->channels / conv->groups)));
     FillerParameter& filler = *param.mutable_weight_filler();
     filler.set_type("uniform");
     filler.set_min(-bound);
@@ -131,9 +132,8 @@ void add_data_layer(NetParameter& net, const DarknetModel& model,
     jitter.set_height(model.height);
     jitter.set_width(model.width);
     data.set_source(options.train_source);
-    const int batch = options.train_batch_size > 0
-                          ? options.train_batch_size
-                          : std::max(1, model.batch / model.subdivisions);
+    const int batch = options.train_batch_size > 0 ? options.train_batch_size
+                                                   : std::max(1, model.batch / model.subdivisions);
     data.set_batch_size(batch);
   } else {
     // Darknet's validation letterboxes: the aspect kept, grey around.

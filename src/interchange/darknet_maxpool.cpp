@@ -30,8 +30,8 @@ std::optional<CaffePoolingPlan> caffe_pooling_for(const DarknetPoolingAxis& heig
       plan.pad_w = width.padding / 2 + m_w * width.stride;
       if (plan.pad_h >= height.size || plan.pad_w >= width.size) continue;
       const bool layer_pads = plan.pad_h > 0 || plan.pad_w > 0;
-      plan.pooled_h = caffe_pooled_length(
-          {height.input, height.size, height.stride, plan.pad_h, layer_pads});
+      plan.pooled_h =
+          caffe_pooled_length({height.input, height.size, height.stride, plan.pad_h, layer_pads});
       plan.pooled_w =
           caffe_pooled_length({width.input, width.size, width.stride, plan.pad_w, layer_pads});
       if (plan.pooled_h - m_h < darknet_h || plan.pooled_w - m_w < darknet_w) continue;

@@ -104,7 +104,8 @@ class CfgConverter {
 
   const LayerOutput& previous(const DarknetSectionReader& reader) const {
     const LayerOutput& output = outputs_.empty() ? input_ : outputs_.back();
-    XTRAIN_CHECK(!output.yolo, reader.where(), ": reads the [yolo] layer before it; Darknet's "
+    XTRAIN_CHECK(!output.yolo, reader.where(),
+                 ": reads the [yolo] layer before it; Darknet's "
                  "[yolo] output (its logistic-activated predictions) is not converted, only read "
                  "as a head: route past it (layers=-2 and the like)");
     return output;
@@ -117,8 +118,8 @@ class CfgConverter {
     const int here = reader.section().index;
     const int absolute = index < 0 ? here + index : index;
     XTRAIN_CHECK(absolute >= 0 && absolute < here, reader.where(key), ": layer ", index, " (",
-                 absolute, ") is not an earlier layer; give one of 0 to ", here - 1,
-                 " or -1 to -", here);
+                 absolute, ") is not an earlier layer; give one of 0 to ", here - 1, " or -1 to -",
+                 here);
     const LayerOutput& output = outputs_[absolute];
     XTRAIN_CHECK(!output.yolo, reader.where(key), ": layer ", absolute,
                  " is a [yolo] layer, whose output is not converted; name the layer before it");
@@ -165,8 +166,7 @@ class CfgConverter {
     conv.batch_normalize = reader.integer("batch_normalize", 0) != 0;
     conv.channels = input.channels;
     const std::string activation = reader.text("activation", "logistic");
-    XTRAIN_CHECK(conv.filters > 0 && conv.size > 0 && stride > 0 && padding >= 0 &&
-                     conv.groups > 0,
+    XTRAIN_CHECK(conv.filters > 0 && conv.size > 0 && stride > 0 && padding >= 0 && conv.groups > 0,
                  reader.where(), ": filters, size, stride and groups must be positive and padding ",
                  "not negative");
     XTRAIN_CHECK(conv.channels % conv.groups == 0 && conv.filters % conv.groups == 0,
@@ -201,6 +201,35 @@ class CfgConverter {
     return {blob, conv.filters, height, width, false};
   }
 
+  // A blob of Darknet's pooled size for the Crop to take its size from: the
+  // pooling's input when the pooling keeps the size (stride 1), an earlier
+  // blob of that size, or else a pooling of the input without pad whose
+  // kernel (n - (out - 1) stride) gives exactly out windows.
+  std::string crop_size_blob(const DarknetSectionReader& reader, const LayerOutput& input,
+                             const CaffePoolingPlan& plan, int stride, const std::string& blob) {
+    const auto has_size = [&](const LayerOutput& output) {
+      return !output.yolo && output.height == plan.darknet_h && output.width == plan.darknet_w;
+    };
+    if (has_size(input)) return input.blob;
+    for (auto it = outputs_.rbegin(); it != outputs_.rend(); ++it) {
+      if (has_size(*it)) return it->blob;
+    }
+    const int kernel_h = input.height - (plan.darknet_h - 1) * stride;
+    const int kernel_w = input.width - (plan.darknet_w - 1) * stride;
+    XTRAIN_CHECK(kernel_h >= 1 && kernel_w >= 1, reader.where(), ": Caffe's pooling gives ",
+                 plan.pooled_h, "x", plan.pooled_w, " windows where Darknet keeps ", plan.darknet_h,
+                 "x", plan.darknet_w, ", more than a crop of the ", input.height, "x", input.width,
+                 " input can be sized by");
+    const std::string size_blob = blob + "_size";
+    PoolingParameter& size_pooling =
+        *add_layer(size_blob, "Pooling", {input.blob}, size_blob).mutable_pooling_param();
+    size_pooling.set_pool(PoolingParameter::MAX);
+    size_pooling.set_kernel_h(kernel_h);
+    size_pooling.set_kernel_w(kernel_w);
+    size_pooling.set_stride(stride);
+    return size_blob;
+  }
+
   LayerOutput maxpool(DarknetSectionReader& reader) {
     const LayerOutput input = previous(reader);
     require_image(reader, input);
@@ -228,21 +257,9 @@ class CfgConverter {
       param.set_pad_w(plan->pad_w);
     }
     if (plan->needs_crop()) {
-      // Crop takes its size from a blob of Darknet's size: the input's when
-      // the pooling keeps the size (stride 1), else any earlier one.
-      const LayerOutput* shape = nullptr;
-      if (input.height == plan->darknet_h && input.width == plan->darknet_w) shape = &input;
-      for (auto it = outputs_.rbegin(); shape == nullptr && it != outputs_.rend(); ++it) {
-        if (!it->yolo && it->height == plan->darknet_h && it->width == plan->darknet_w) {
-          shape = &*it;
-        }
-      }
-      XTRAIN_CHECK(shape != nullptr, reader.where(), ": Caffe's pooling gives ", plan->pooled_h,
-                   "x", plan->pooled_w, " windows where Darknet keeps ", plan->darknet_h, "x",
-                   plan->darknet_w, ", and no earlier blob of that size is there for a Crop to "
-                   "take its size from");
+      const std::string size_blob = crop_size_blob(reader, input, *plan, stride, blob);
       CropParameter& crop =
-          *add_layer(blob + "_crop", "Crop", {pooled, shape->blob}, blob).mutable_crop_param();
+          *add_layer(blob + "_crop", "Crop", {pooled, size_blob}, blob).mutable_crop_param();
       crop.set_axis(2);
       crop.add_offset(plan->offset_h);
       crop.add_offset(plan->offset_w);
@@ -254,7 +271,8 @@ class CfgConverter {
     const LayerOutput& input = previous(reader);
     require_image(reader, input);
     const std::string blob = name(reader, "avgpool");
-    PoolingParameter& param = *add_layer(blob, "Pooling", {input.blob}, blob).mutable_pooling_param();
+    PoolingParameter& param =
+        *add_layer(blob, "Pooling", {input.blob}, blob).mutable_pooling_param();
     param.set_pool(PoolingParameter::AVE);
     param.set_global_pooling(true);
     return {blob, input.channels, 1, 1, false};
@@ -290,12 +308,12 @@ class CfgConverter {
     XTRAIN_CHECK(reader.number("alpha", 1) == 1 && reader.number("beta", 1) == 1, reader.where(),
                  ": alpha and beta other than 1 are not converted");
     const std::string activation = reader.text("activation", "linear");
-    XTRAIN_CHECK(from.channels == input.channels && from.height == input.height &&
-                     from.width == input.width,
-                 reader.where("from"), ": layer ", from_index, " is ", from.channels, "x",
-                 from.height, "x", from.width, " and the previous layer ", input.channels, "x",
-                 input.height, "x", input.width,
-                 "; xtrain converts shortcuts between maps of one shape");
+    XTRAIN_CHECK(
+        from.channels == input.channels && from.height == input.height && from.width == input.width,
+        reader.where("from"), ": layer ", from_index, " (layer ",
+        from_index < 0 ? reader.section().index + from_index : from_index, ") is ", from.channels,
+        "x", from.height, "x", from.width, " and the previous layer ", input.channels, "x",
+        input.height, "x", input.width, "; xtrain converts shortcuts between maps of one shape");
     const std::string blob = name(reader, "shortcut");
     add_layer(blob, "Eltwise", {input.blob, from.blob}, blob)
         .mutable_eltwise_param()
@@ -333,7 +351,8 @@ class CfgConverter {
     head.jitter = reader.number("jitter", 0.2f);
     head.ignore_thresh = reader.number("ignore_thresh", 0.5f);
     head.truth_thresh = reader.number("truth_thresh", 1.0f);
-    XTRAIN_CHECK(head.classes > 0 && total > 0, reader.where(), ": classes and num must be positive");
+    XTRAIN_CHECK(head.classes > 0 && total > 0, reader.where(),
+                 ": classes and num must be positive");
     if (head.mask.empty()) {
       for (int i = 0; i < total; ++i) head.mask.push_back(i);
     }
@@ -349,13 +368,15 @@ class CfgConverter {
                  input.channels, " channels; ", head.mask.size(), " anchors (mask) x (5 + ",
                  head.classes, " classes) = ", expected, " are needed (its filters=)");
     if (reader.integer("random", 0) != 0) {
-      note("[yolo] random=1 (Darknet's multi-scale training, a new input size every 10 batches) "
-           "is not converted: the nets keep [net]'s size");
+      note(
+          "[yolo] random=1 (Darknet's multi-scale training, a new input size every 10 batches) "
+          "is not converted: the nets keep [net]'s size");
     }
     if (reader.has("max")) {
       reader.skip("max");
-      note("[yolo] max (Darknet's cap of boxes per image) is not converted: every box of an "
-           "image is a label");
+      note(
+          "[yolo] max (Darknet's cap of boxes per image) is not converted: every box of an "
+          "image is a label");
     }
     model_.heads.push_back(head);
     return {input.blob, input.channels, input.height, input.width, true};
@@ -367,7 +388,8 @@ class CfgConverter {
                  reader.where(), ": groups and temperature other than 1 are not converted");
     XTRAIN_CHECK(input.height == 1 && input.width == 1, reader.where(),
                  ": Darknet's softmax spans the whole ", input.channels, "x", input.height, "x",
-                 input.width, " input, Caffe's the channels; xtrain converts it on a 1x1 map "
+                 input.width,
+                 " input, Caffe's the channels; xtrain converts it on a 1x1 map "
                  "(after [avgpool])");
     const std::string blob = name(reader, "softmax");
     add_layer(blob, "Softmax", {input.blob}, blob);

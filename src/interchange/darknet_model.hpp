@@ -30,8 +30,8 @@ namespace xtrain::interchange {
 // A [convolutional] section: the layers that hold its learned values, and
 // the sizes its values in a .weights file have.
 struct DarknetConvolution {
-  int layer = 0;  // Darknet's layer number
-  int line = 0;   // of its section in the cfg
+  int layer = 0;            // Darknet's layer number
+  int line = 0;             // of its section in the cfg
   std::string convolution;  // layer names
   std::string batch_norm;   // empty without batch_normalize
   std::string scale;
@@ -77,7 +77,7 @@ struct DarknetModel {
   NetParameter layers;
   std::vector<DarknetConvolution> convolutions;  // in cfg order
   std::vector<DarknetHead> heads;                // in cfg order
-  std::string output;  // the last layer's blob
+  std::string output;                            // the last layer's blob
   std::vector<std::string> notes;
 };
 

@@ -57,9 +57,8 @@ std::string cut_short_message(const DarknetModel& model, const std::string& path
                               std::size_t available, std::size_t total, bool allow_partial) {
   std::string message = "'" + path + "' holds " + std::to_string(available) +
                         " floats after its header; the " +
-                        std::to_string(model.convolutions.size()) +
-                        " convolutional layers of '" + model.source + "' take " +
-                        std::to_string(total) + ": it ";
+                        std::to_string(model.convolutions.size()) + " convolutional layers of '" +
+                        model.source + "' take " + std::to_string(total) + ": it ";
   std::size_t offset = 0;
   for (std::size_t i = 0; i < model.convolutions.size(); ++i) {
     const DarknetConvolution& conv = model.convolutions[i];
@@ -93,8 +92,8 @@ NetParameter read_darknet_weights(const DarknetModel& model, const std::string& 
   XTRAIN_CHECK(file_bytes >= sizeof(version) + sizeof(std::int32_t), "'", path, "' has ",
                file_bytes, " bytes, fewer than a Darknet .weights header");
   file.read(reinterpret_cast<char*>(version), sizeof(version));
-  const bool wide_seen = version[0] * 10 + version[1] >= 2 && version[0] < 1000 &&
-                         version[1] < 1000;
+  const bool wide_seen =
+      version[0] * 10 + version[1] >= 2 && version[0] < 1000 && version[1] < 1000;
   const std::size_t header_bytes = sizeof(version) + (wide_seen ? 8 : 4);
   XTRAIN_CHECK(file_bytes >= header_bytes, "'", path, "' has ", file_bytes,
                " bytes, fewer than its header's ", header_bytes);
@@ -107,8 +106,7 @@ NetParameter read_darknet_weights(const DarknetModel& model, const std::string& 
   for (const DarknetConvolution& conv : model.convolutions) total += conv.float_count();
   XTRAIN_CHECK(available <= total, "'", path, "' holds ", available, " floats after its header, ",
                available - total, " more than the ", total, " the ", model.convolutions.size(),
-               " convolutional layers of '", model.source,
-               "' take (the last, ",
+               " convolutional layers of '", model.source, "' take (the last, ",
                model.convolutions.empty() ? std::string("none")
                                           : layer_where(model, model.convolutions.back()),
                ", ends at float ", total, "): the weights belong to another cfg");
@@ -153,14 +151,15 @@ class WeightsWriter {
   const float* blob(const std::string& name, int index, std::size_t count,
                     const std::string& what) const {
     const auto found = layers_.find(name);
-    XTRAIN_CHECK(found != layers_.end(), "'", source_, "' has no layer '", name, "' (", what,
-                 "); the weights belong to another net, or the net was not converted from this cfg");
+    XTRAIN_CHECK(
+        found != layers_.end(), "'", source_, "' has no layer '", name, "' (", what,
+        "); the weights belong to another net, or the net was not converted from this cfg");
     const LayerParameter& layer = *found->second;
     XTRAIN_CHECK(index < layer.blobs_size(), "'", source_, "': layer '", name, "' has ",
                  layer.blobs_size(), " blobs, no ", what);
     const BlobProto& blob = layer.blobs(index);
-    XTRAIN_CHECK(static_cast<std::size_t>(blob.data_size()) == count, "'", source_, "': the ",
-                 what, " of layer '", name, "' holds ", blob.data_size(), " floats, the cfg says ",
+    XTRAIN_CHECK(static_cast<std::size_t>(blob.data_size()) == count, "'", source_, "': the ", what,
+                 " of layer '", name, "' holds ", blob.data_size(), " floats, the cfg says ",
                  count);
     return blob.data().data();
   }
@@ -205,8 +204,8 @@ std::string darknet_weights_bytes(const DarknetModel& model, const NetParameter&
     const float stored = *writer.blob(conv.batch_norm, 2, 1, "moving-average factor");
     const float factor = stored == 0 ? 0.0f : 1.0f / stored;
     for (int statistic = 0; statistic < 2; ++statistic) {
-      const float* sums = writer.blob(conv.batch_norm, statistic, n,
-                                      statistic == 0 ? "mean" : "variance");
+      const float* sums =
+          writer.blob(conv.batch_norm, statistic, n, statistic == 0 ? "mean" : "variance");
       for (std::size_t c = 0; c < n; ++c) writer.append_value(factor * sums[c]);
     }
     writer.append(kernel, conv.weight_count());
