@@ -180,6 +180,45 @@ TEST(DarknetCfg, SettingsLeftOutAreNoted) {
   EXPECT_EQ(imported.notes.size(), 2u) << notes;  // one note per setting, not per head
 }
 
+TEST(DarknetCfg, ClassifierEndsInGlobalAveragePoolingAndSoftmax) {
+  // Darknet-53's classifier head; its [net] gives batch twice (first wins).
+  const DarknetModel model = convert_darknet_cfg(R"(
+[net]
+batch=1
+batch=128
+channels=3
+height=32
+width=32
+[convolutional]
+batch_normalize=1
+filters=8
+size=3
+stride=2
+pad=1
+activation=leaky
+[avgpool]
+[convolutional]
+filters=10
+size=1
+activation=linear
+[softmax]
+groups=1
+)",
+                                                 "classifier.cfg");
+  EXPECT_EQ(model.batch, 1);
+  ASSERT_FALSE(model.notes.empty());
+  EXPECT_EQ(model.notes[0],
+            "'classifier.cfg' line 4: 'batch' is given again in this [net]; its "
+            "first value (line 3) is used, as Darknet does");
+  const NetParameter& net = model.layers;
+  const LayerParameter& pooling = layer_named(net, "avgpool1");
+  EXPECT_EQ(pooling.pooling_param().pool(), PoolingParameter::AVE);
+  EXPECT_TRUE(pooling.pooling_param().global_pooling());
+  EXPECT_EQ(layer_named(net, "softmax3").bottom(0), "conv2");
+  EXPECT_EQ(model.output, "softmax3");
+  EXPECT_TRUE(model.heads.empty());  // so no train/test net
+}
+
 TEST(DarknetCfg, WhatIsNotConvertedIsNamedWithItsLine) {
   const std::string net = "[net]\nheight=8\nwidth=8\nchannels=3\n";
   const auto error = [&](const std::string& layers) {
@@ -188,7 +227,6 @@ TEST(DarknetCfg, WhatIsNotConvertedIsNamedWithItsLine) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"[reorg]\nstride=2\n", "'bad.cfg' line 5: section [reorg] is not converted"},
       {"[convolutional]\nfilters=4\nsize\n", "'bad.cfg' line 7: 'size' is not key=value"},
-      {"[convolutional]\nsize=3\nsize=1\n", "'bad.cfg' line 7: 'size' is given a second time"},
       {"[convolutional]\nfilters=4\ndilation=2\n",
        "'bad.cfg' line 7, [convolutional] (layer 0) key 'dilation': 'dilation=2' is not converted"},
       {"[convolutional]\nfilters=4\nactivation=mish\n",

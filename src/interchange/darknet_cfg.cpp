@@ -51,7 +51,8 @@ std::vector<std::string> split_commas(const std::string& text) {
 }  // namespace
 
 std::vector<DarknetSection> parse_darknet_sections(const std::string& text,
-                                                   const std::string& source) {
+                                                   const std::string& source,
+                                                   std::vector<std::string>* notes) {
   std::vector<DarknetSection> sections;
   std::istringstream lines(text);
   std::string raw;
@@ -87,9 +88,13 @@ std::vector<DarknetSection> parse_darknet_sections(const std::string& text,
     const std::string key = content.substr(0, equals);
     auto& options = sections.back().options;
     const auto previous = options.find(key);
-    XTRAIN_CHECK(previous == options.end(), "'", source, "' line ", line, ": '", key,
-                 "' is given a second time in this [", sections.back().type, "] (first at line ",
-                 previous == options.end() ? 0 : previous->second.line, "); keep one");
+    if (previous != options.end()) {
+      notes->push_back("'" + source + "' line " + std::to_string(line) + ": '" + key +
+                       "' is given again in this [" + sections.back().type +
+                       "]; its first value (line " + std::to_string(previous->second.line) +
+                       ") is used, as Darknet does");
+      continue;
+    }
     options[key] = {content.substr(equals + 1), line};
   }
   XTRAIN_CHECK(!sections.empty(), "'", source,

@@ -28,10 +28,12 @@ struct DarknetSection {
 };
 
 // The sections of cfg text; `source` names it in errors. Throws xtrain::Error
-// (source, line) for a line outside any section, a line without '=', a key
-// given twice in a section, and a text without a leading [net].
+// (source, line) for a line outside any section, a line without '=', and a
+// text without a leading [net]. A key given again in a section keeps its
+// first value, as Darknet reads it, with a line in `notes`.
 std::vector<DarknetSection> parse_darknet_sections(const std::string& text,
-                                                   const std::string& source);
+                                                   const std::string& source,
+                                                   std::vector<std::string>* notes);
 
 // Reads one section's keys. Each read marks its key as known; finish()
 // throws for a key nothing read, so a key that would change the net is never

@@ -29,9 +29,9 @@ struct LayerOutput {
 
 class CfgConverter {
  public:
-  CfgConverter(std::vector<DarknetSection> sections, const std::string& source)
-      : sections_(std::move(sections)) {
+  CfgConverter(const std::string& text, const std::string& source) {
     model_.source = source;
+    sections_ = parse_darknet_sections(text, source, &model_.notes);
   }
 
   DarknetModel convert() {
@@ -411,7 +411,7 @@ class CfgConverter {
 }  // namespace
 
 DarknetModel convert_darknet_cfg(const std::string& text, const std::string& source) {
-  return CfgConverter(parse_darknet_sections(text, source), source).convert();
+  return CfgConverter(text, source).convert();
 }
 
 DarknetModel read_darknet_cfg(const std::string& path) {
