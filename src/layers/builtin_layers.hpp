@@ -86,7 +86,11 @@ class LayerRegistry;
   X(normalize) \
   X(multibox_loss) \
   X(detection_output) \
-  X(detection_evaluate)
+  X(detection_evaluate) \
+  /* object detection (YOLOv3) */ \
+  X(upsample) \
+  X(yolo_loss) \
+  X(yolo_detection_output)
 // clang-format on
 
 void register_builtin_layers(LayerRegistry& registry);
