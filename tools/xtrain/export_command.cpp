@@ -1,17 +1,31 @@
-// xtrain export: a trained deploy net as an ONNX model.
+// xtrain export: a trained deploy net as an ONNX model, or the weights of a
+// net converted from a Darknet cfg as a Darknet .weights file.
 //
 //   xtrain export --model=deploy.prototxt --weights=net.caffemodel --output=net.onnx
 //                 [--opset=13] [--dynamic_batch]
+//   xtrain export --darknet_cfg=yolov3-tiny.cfg --weights=net.caffemodel
+//                 --darknet_weights=net.weights
 #include <cstdio>
 
 #include "command.hpp"
 #include "flags.hpp"
+#include "xtrain/darknet.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/onnx.hpp"
 
 namespace xtrain::cli {
 
 int export_command() {
+  if (!FLAGS_darknet_weights.empty()) {
+    XTRAIN_CHECK(!FLAGS_darknet_cfg.empty(),
+                 "--darknet_weights needs --darknet_cfg (the cfg the net was converted from)");
+    XTRAIN_CHECK(!FLAGS_weights.empty(),
+                 "--darknet_weights needs --weights=net.caffemodel (the weights to write)");
+    export_darknet_weights(FLAGS_darknet_cfg, FLAGS_weights, FLAGS_darknet_weights);
+    std::printf("Wrote '%s' from '%s' (the layers of '%s')\n", FLAGS_darknet_weights.c_str(),
+                FLAGS_weights.c_str(), FLAGS_darknet_cfg.c_str());
+    return 0;
+  }
   XTRAIN_CHECK(!FLAGS_model.empty(), "xtrain export needs --model=deploy.prototxt");
   XTRAIN_CHECK(!FLAGS_weights.empty(),
                "xtrain export needs --weights=net.caffemodel (the trained weights to export)");

@@ -95,3 +95,21 @@ DEFINE_double(scale, 1,
 DEFINE_string(onnx, "", "import: the ONNX model to read");
 DEFINE_string(output_model, "", "import: the net prototxt to write");
 DEFINE_string(output_weights, "", "import: the weights (.caffemodel) to write");
+DEFINE_string(darknet_cfg, "",
+              "import/export: the Darknet .cfg to read (import, instead of --onnx) or that the "
+              "net was converted from (export)");
+DEFINE_string(darknet_weights, "",
+              "import/export: the Darknet .weights to read (import) or to write from --weights "
+              "(export, instead of an ONNX model)");
+DEFINE_bool(darknet_partial, false,
+            "import: accept a .weights that ends between two layers (a backbone such as "
+            "darknet53.conv.74); the layers after keep their fillers");
+DEFINE_string(output_train_net, "",
+              "import: also write a train/test net (AnnotatedData, YoloLoss per head, "
+              "DetectionEvaluate) for a cfg with [yolo] heads");
+DEFINE_string(train_source, "train_lmdb", "import: the train net's training LMDB");
+DEFINE_string(test_source, "test_lmdb", "import: the train net's test LMDB");
+DEFINE_string(label_map_file, "", "import: the train net's label map (optional)");
+DEFINE_int32(train_batch_size, 0,
+             "import: the train net's training batch (0: the cfg's batch / subdivisions)");
+DEFINE_int32(test_batch_size, 1, "import: the train net's test batch");
