@@ -6,6 +6,7 @@
 // ops::SigmoidForward) and the CPU gradient in double; so do we, on both
 // devices (ops::SwishSigmoid, ops::SwishBackward).
 #include "core/device_apply.hpp"
+#include "core/engine_hooks.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/neuron_layer.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -13,7 +14,7 @@
 namespace xtrain {
 namespace {
 
-class SwishLayer : public NeuronLayer {
+class SwishLayer : public NeuronLayer, public EngineHooks {
  public:
   using NeuronLayer::NeuronLayer;
   const char* type() const override { return "Swish"; }
