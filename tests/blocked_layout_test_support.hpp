@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "core/channel_blocked_layout.hpp"
 #include "core/cpu_isa.hpp"
 #include "xtrain/net.hpp"
+#include "xtrain/proto_io.hpp"
 
 namespace xtrain::testing {
 
@@ -74,6 +76,17 @@ class ScopedConvImpl : public ScopedEnvironment {
  public:
   explicit ScopedConvImpl(const char* value) : ScopedEnvironment("XTRAIN_CONV_IMPL", value) {}
 };
+
+// The net of prototxt `text` in `phase`, built with `options` and without
+// its setup log: each test states only the options it compares.
+inline std::unique_ptr<Net> make_quiet_net(const std::string& text, Phase phase,
+                                           NetOptions options) {
+  NetParameter param;
+  read_proto_from_text_string(text, &param);
+  param.mutable_state()->set_phase(phase);
+  options.verbose = false;
+  return std::make_unique<Net>(param, options);
+}
 
 inline bool same_bits(const float* a, const float* b, std::size_t count) {
   return std::memcmp(a, b, count * sizeof(float)) == 0;

@@ -19,7 +19,6 @@
 #include "core/net_memory_plan.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/net.hpp"
-#include "xtrain/proto_io.hpp"
 #include "xtrain/synced_memory.hpp"
 
 namespace xtrain {
@@ -223,14 +222,10 @@ const char* kBranchingNet = R"(
 )";
 
 std::unique_ptr<Net> make_net(bool blocked, bool share_memory, const char* text = kNet) {
-  NetParameter param;
-  read_proto_from_text_string(text, &param);
-  param.mutable_state()->set_phase(TRAIN);
   NetOptions options;
-  options.verbose = false;
   options.channel_blocked_activations = blocked;
   options.share_activation_memory = share_memory;
-  return std::make_unique<Net>(param, options);
+  return testing::make_quiet_net(text, TRAIN, options);
 }
 
 bool onednn_in_use(Net& net) {

@@ -16,11 +16,11 @@
 
 #include "blocked_layout_test_support.hpp"
 #include "core/channel_blocked_layout.hpp"
+#include "core/engine_hooks.hpp"
 #include "layers/channel_statistics.hpp"
 #include "layers/channel_statistics_blocked.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/net.hpp"
-#include "xtrain/proto_io.hpp"
 #include "xtrain/synced_memory.hpp"
 
 namespace xtrain {
@@ -242,14 +242,10 @@ std::string with_image_size(const char* text, const std::string& image) {
 }
 
 std::unique_ptr<Net> make_net(const std::string& text, Phase phase, bool blocked) {
-  NetParameter param;
-  read_proto_from_text_string(text, &param);
-  param.mutable_state()->set_phase(phase);
   NetOptions options;
-  options.verbose = false;
   options.random_seed = 11;
   options.channel_blocked_activations = blocked;
-  auto net = std::make_unique<Net>(param, options);
+  auto net = testing::make_quiet_net(text, phase, options);
   store_statistics(*net, "bn2");
   return net;
 }
@@ -294,8 +290,8 @@ void expect_training_matches(const std::string& text,
 TEST(ChannelBlockedPerChannelLayers, InPlaceTrainingIsBitIdenticalToPlain) {
   expect_training_matches(kInPlaceNet, {"conv1", "conv2"});
   // The ResNet pattern's ReLU was done by the Scale, on blocked values.
-  EXPECT_TRUE(
-      make_net(kInPlaceNet, TRAIN, true)->layer_by_name("relu1")->absorbed_by_previous_layer());
+  EXPECT_TRUE(engine_hooks(*make_net(kInPlaceNet, TRAIN, true)->layer_by_name("relu1"))
+                  .absorbed_by_previous_layer());
 }
 
 // Images large enough for the layers to split their blocks over the thread
@@ -364,20 +360,15 @@ TEST(ChannelBlockedPerChannelLayers, OnlyTheLearnedPerChannelFormsReadBlocked) {
     layer { name: "ip" type: "InnerProduct" bottom: "conv3" top: "ip"
             inner_product_param { num_output: 5 weight_filler { type: "xavier" } } }
   )";
-  NetParameter param;
-  read_proto_from_text_string(text, &param);
-  param.mutable_state()->set_phase(TRAIN);
-  NetOptions options;
-  options.verbose = false;
-  Net net(param, options);
-  net.forward();
-  EXPECT_EQ(net.blob_by_name("conv1")->data_layout(), MemoryLayout::kPlain);
-  EXPECT_EQ(net.blob_by_name("conv2")->data_layout(), MemoryLayout::kPlain);
+  const std::unique_ptr<Net> net = testing::make_quiet_net(text, TRAIN, NetOptions());
+  net->forward();
+  EXPECT_EQ(net->blob_by_name("conv1")->data_layout(), MemoryLayout::kPlain);
+  EXPECT_EQ(net->blob_by_name("conv2")->data_layout(), MemoryLayout::kPlain);
   // conv3's readers are BatchNorm (blocked) and InnerProduct (plain).
-  EXPECT_EQ(net.blob_by_name("conv3")->data_layout(), MemoryLayout::kPlain);
-  EXPECT_TRUE(net.layer_by_name("bn3")->reads_channel_blocked_bottom(0));
-  EXPECT_FALSE(net.layer_by_name("scale1")->reads_channel_blocked_bottom(0));
-  EXPECT_FALSE(net.layer_by_name("bias2")->reads_channel_blocked_bottom(0));
+  EXPECT_EQ(net->blob_by_name("conv3")->data_layout(), MemoryLayout::kPlain);
+  EXPECT_TRUE(engine_hooks(*net->layer_by_name("bn3")).reads_channel_blocked_bottom(0));
+  EXPECT_FALSE(engine_hooks(*net->layer_by_name("scale1")).reads_channel_blocked_bottom(0));
+  EXPECT_FALSE(engine_hooks(*net->layer_by_name("bias2")).reads_channel_blocked_bottom(0));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "blocked_layout_test_support.hpp"
+#include "core/engine_hooks.hpp"
 #include "layer_test_support.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/layer.hpp"
@@ -59,7 +60,7 @@ Results run(const LayerCase& c, bool blocked, bool* ran_blocked) {
     std::fill(param->mutable_cpu_diff(), param->mutable_cpu_diff() + param->count(), 0.0f);
   }
   if (blocked) {
-    layer->set_channel_blocked_tops({c.blocked_top});
+    mutable_engine_hooks(*layer)->set_channel_blocked_tops({c.blocked_top});
     for (Blob* b : bottom) b->cpu_data_in(MemoryLayout::kChannelBlocked);
   }
   layer->forward(bottom, top);

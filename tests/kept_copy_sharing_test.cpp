@@ -1,5 +1,5 @@
-// One kept copy for Caffe's BatchNorm -> Scale chains (Layer::kept_top_copy,
-// Layer::use_kept_bottom_copy, NetOptions::share_kept_copies): an in-place
+// One kept copy for Caffe's BatchNorm -> Scale chains (EngineHooks::kept_top_copy,
+// EngineHooks::use_kept_bottom_copy, NetOptions::share_kept_copies): an in-place
 // Scale that reads the copy BatchNorm keeps of its output computes bit for
 // bit what a Scale with its own copy computes, in either layout, and holds
 // no copy of its own.
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "blocked_layout_test_support.hpp"
+#include "core/engine_hooks.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/layer_registry.hpp"
 #include "xtrain/net.hpp"
@@ -60,9 +61,11 @@ ChainResult run_chain(bool share, MemoryLayout forward_layout, MemoryLayout diff
   const BlobVec blobs = {&blob};
   batch_norm->setup(blobs, blobs);
   scale->setup(blobs, blobs);
-  EXPECT_TRUE(scale->absorb_following_relu());
+  EngineHooks& scale_hooks = *mutable_engine_hooks(*scale);
+  EXPECT_TRUE(scale_hooks.absorb_following_relu());
   if (share) {
-    EXPECT_TRUE(scale->use_kept_bottom_copy(batch_norm->kept_top_copy()));
+    EXPECT_TRUE(
+        scale_hooks.use_kept_bottom_copy(mutable_engine_hooks(*batch_norm)->kept_top_copy()));
   }
 
   for (int iteration = 0; iteration < 2; ++iteration) {
@@ -86,7 +89,7 @@ ChainResult run_chain(bool share, MemoryLayout forward_layout, MemoryLayout diff
   const Blob& bias_blob = *scale->blobs()[1];
   result.scale_diff.assign(scale_blob.cpu_diff(), scale_blob.cpu_diff() + scale_blob.count());
   result.bias_diff.assign(bias_blob.cpu_diff(), bias_blob.cpu_diff() + bias_blob.count());
-  result.scale_buffer_bytes = scale->buffer_bytes();
+  result.scale_buffer_bytes = scale_hooks.buffer_bytes();
   return result;
 }
 
@@ -119,7 +122,7 @@ TEST(KeptCopySharing, BatchNormWithStoredStatisticsLendsNothing) {
       make_layer("name: 'bn' type: 'BatchNorm' batch_norm_param { use_global_stats: true }");
   Blob blob({2, 32, 5, 5});
   batch_norm->setup({&blob}, {&blob});
-  EXPECT_EQ(batch_norm->kept_top_copy(), nullptr);
+  EXPECT_EQ(mutable_engine_hooks(*batch_norm)->kept_top_copy(), nullptr);
 }
 
 // ---- Whole nets --------------------------------------------------------------
@@ -163,14 +166,10 @@ const char* kNet = R"(
 )";
 
 std::unique_ptr<Net> make_net(bool share, bool blocked) {
-  NetParameter param;
-  read_proto_from_text_string(kNet, &param);
-  param.mutable_state()->set_phase(TRAIN);
   NetOptions options;
-  options.verbose = false;
   options.share_kept_copies = share;
   options.channel_blocked_activations = blocked;
-  return std::make_unique<Net>(param, options);
+  return testing::make_quiet_net(kNet, TRAIN, options);
 }
 
 void expect_shared_net_matches(bool blocked) {
@@ -184,9 +183,9 @@ void expect_shared_net_matches(bool blocked) {
     shared->clear_param_diffs();
   }
   // Only scale1 reads BatchNorm's copy: 2 * 16 * 8 * 8 values fewer.
-  EXPECT_EQ(shared->layer_by_name("scale1")->buffer_bytes(), 0u);
-  EXPECT_GT(shared->layer_by_name("scale2b")->buffer_bytes(), 0u);
-  EXPECT_GT(shared->layer_by_name("scale3")->buffer_bytes(), 0u);
+  EXPECT_EQ(engine_hooks(*shared->layer_by_name("scale1")).buffer_bytes(), 0u);
+  EXPECT_GT(engine_hooks(*shared->layer_by_name("scale2b")).buffer_bytes(), 0u);
+  EXPECT_GT(engine_hooks(*shared->layer_by_name("scale3")).buffer_bytes(), 0u);
   EXPECT_EQ(count_net_memory(*own).layer_buffers.at("Scale") -
                 count_net_memory(*shared).layer_buffers.at("Scale"),
             2 * 16 * 8 * 8 * sizeof(float));

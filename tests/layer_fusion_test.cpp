@@ -1,18 +1,22 @@
 // Fusing an in-place ReLU into the in-place Scale before it
-// (NetOptions::fuse_layers, Layer::absorb_following_relu): the fused net
+// (NetOptions::fuse_layers, EngineHooks::absorb_following_relu): the fused net
 // computes bit for bit what the unfused one does, forward and backward, and
 // only the pattern it is meant for is fused.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "blocked_layout_test_support.hpp"
+#include "core/engine_hooks.hpp"
+#include "xtrain/layer_registry.hpp"
 #include "xtrain/net.hpp"
-#include "xtrain/proto_io.hpp"
 
 namespace xtrain {
 namespace {
+
+using testing::same_bits;
 
 // conv -> BatchNorm -> Scale -> ReLU, all in place (fused), an Eltwise SUM
 // with an in-place ReLU (fused), then a PROD with one (not fused: its
@@ -65,30 +69,27 @@ const char* kNet = R"(
 )";
 
 std::unique_ptr<Net> make_net(bool fuse) {
-  NetParameter param;
-  read_proto_from_text_string(kNet, &param);
-  param.mutable_state()->set_phase(TRAIN);
   NetOptions options;
-  options.verbose = false;
   options.random_seed = 5;
   options.fuse_layers = fuse;
-  return std::make_unique<Net>(param, options);
+  return testing::make_quiet_net(kNet, TRAIN, options);
 }
 
-bool same_bits(const float* a, const float* b, std::size_t n) {
-  return std::memcmp(a, b, n * sizeof(float)) == 0;
+// Whether the Net gave `layer`'s work to the layer before it.
+bool absorbed(const Net& net, const std::string& layer) {
+  return engine_hooks(*net.layer_by_name(layer)).absorbed_by_previous_layer();
 }
 
 TEST(LayerFusion, OnlyAnInPlaceReluAfterAnInPlaceScaleIsAbsorbed) {
   auto fused = make_net(true);
-  EXPECT_TRUE(fused->layer_by_name("relu1")->absorbed_by_previous_layer());
-  EXPECT_TRUE(fused->layer_by_name("relu_sum")->absorbed_by_previous_layer());
-  EXPECT_FALSE(fused->layer_by_name("relu_prod")->absorbed_by_previous_layer()) << "PROD";
-  EXPECT_FALSE(fused->layer_by_name("relu2")->absorbed_by_previous_layer()) << "new top";
-  EXPECT_FALSE(fused->layer_by_name("leaky3")->absorbed_by_previous_layer()) << "leaky";
-  EXPECT_FALSE(fused->layer_by_name("relu_ip")->absorbed_by_previous_layer()) << "after ip";
+  EXPECT_TRUE(absorbed(*fused, "relu1"));
+  EXPECT_TRUE(absorbed(*fused, "relu_sum"));
+  EXPECT_FALSE(absorbed(*fused, "relu_prod")) << "PROD";
+  EXPECT_FALSE(absorbed(*fused, "relu2")) << "new top";
+  EXPECT_FALSE(absorbed(*fused, "leaky3")) << "leaky";
+  EXPECT_FALSE(absorbed(*fused, "relu_ip")) << "after ip";
   auto unfused = make_net(false);
-  EXPECT_FALSE(unfused->layer_by_name("relu1")->absorbed_by_previous_layer());
+  EXPECT_FALSE(absorbed(*unfused, "relu1"));
 }
 
 TEST(LayerFusion, FusedNetIsBitIdentical) {
@@ -122,6 +123,86 @@ TEST(LayerFusion, FusedNetIsBitIdentical) {
       EXPECT_TRUE(same_bits(a.cpu_diff(), b.cpu_diff(), a.count())) << "param diff " << i;
     }
   }
+}
+
+// A layer of one's own derives from Layer alone: y = 2 x, dE/dx = 2 dE/dy,
+// in place or not. The CPU passes get a plain layer's answers from it.
+class OwnDoublingLayer : public Layer {
+ public:
+  using Layer::Layer;
+  const char* type() const override { return "LayerFusionTestDoubling"; }
+  void reshape(const BlobVec& bottom, const BlobVec& top) override {
+    top[0]->reshape_like(*bottom[0]);
+  }
+
+ protected:
+  void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    const float* x = bottom[0]->cpu_data();
+    float* y = top[0]->mutable_cpu_data();
+    for (std::size_t i = 0; i < bottom[0]->count(); ++i) y[i] = 2 * x[i];
+  }
+  void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    const float* dy = top[0]->cpu_diff();
+    float* dx = bottom[0]->mutable_cpu_diff();
+    for (std::size_t i = 0; i < bottom[0]->count(); ++i) dx[i] = 2 * dy[i];
+  }
+};
+
+// Without "own", conv would be channel-blocked from conv to conv2 and the
+// ReLU fused into the Scale.
+const char* kOwnLayerNet = R"(
+  name: "own"
+  force_backward: true
+  layer { name: "data" type: "DummyData" top: "data" top: "label"
+          dummy_data_param { shape { dim: 2 dim: 3 dim: 6 dim: 6 } shape { dim: 2 }
+                             data_filler { type: "gaussian" std: 1 }
+                             data_filler { type: "constant" value: 1 } } }
+  layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
+          convolution_param { num_output: 16 kernel_size: 3 pad: 1
+                              weight_filler { type: "msra" } } }
+  layer { name: "scale" type: "Scale" bottom: "conv" top: "conv" scale_param { bias_term: true } }
+  layer { name: "own" type: "LayerFusionTestDoubling" bottom: "conv" top: "conv" }
+  layer { name: "relu" type: "ReLU" bottom: "conv" top: "conv" }
+  layer { name: "conv2" type: "Convolution" bottom: "conv" top: "conv2"
+          convolution_param { num_output: 16 kernel_size: 3 pad: 1
+                              weight_filler { type: "msra" } } }
+  layer { name: "ip" type: "InnerProduct" bottom: "conv2" top: "ip"
+          inner_product_param { num_output: 3 weight_filler { type: "xavier" } } }
+  layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+)";
+
+std::unique_ptr<Net> make_own_layer_net(bool cpu_passes) {
+  LayerRegistry& registry = LayerRegistry::global();
+  if (!registry.has("LayerFusionTestDoubling")) {
+    add_layer<OwnDoublingLayer>(registry, "LayerFusionTestDoubling");
+  }
+  NetOptions options;
+  options.random_seed = 5;
+  options.fuse_layers = cpu_passes;
+  options.share_kept_copies = cpu_passes;
+  options.channel_blocked_activations = cpu_passes;
+  return testing::make_quiet_net(kOwnLayerNet, TRAIN, options);
+}
+
+// In place between a Scale and a ReLU, it keeps the ReLU from being fused
+// into the Scale and the blob it reads plain; the net computes what it
+// computes without the passes.
+TEST(LayerFusion, ALayerOfOnesOwnIsComputedPlainly) {
+  auto with_passes = make_own_layer_net(true);
+  auto without = make_own_layer_net(false);
+  Layer& own = *with_passes->layer_by_name("own");
+  EXPECT_EQ(mutable_engine_hooks(own), nullptr);
+  EXPECT_FALSE(engine_hooks(own).reads_channel_blocked_bottom(0));
+  EXPECT_FALSE(absorbed(*with_passes, "relu"));
+  const float loss = with_passes->forward_backward();
+  const float plain_loss = without->forward_backward();
+  EXPECT_TRUE(same_bits(&loss, &plain_loss, 1)) << loss << " vs " << plain_loss;
+  EXPECT_EQ(with_passes->blob_by_name("conv")->data_layout(), MemoryLayout::kPlain);
+  const Blob& weights = *with_passes->layer_by_name("conv")->blobs()[0];
+  const Blob& plain_weights = *without->layer_by_name("conv")->blobs()[0];
+  EXPECT_TRUE(same_bits(weights.cpu_diff(), plain_weights.cpu_diff(), weights.count()));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "device_test_support.hpp"
@@ -101,32 +102,25 @@ XTRAIN_DEVICE_TEST(LstmUnitLayerTest, OnlyThePreviousCellAskedLeavesTheGateDiffA
   EXPECT_NE(diff_of(step.c_prev)[0], 0.0f);
 }
 
-XTRAIN_DEVICE_TEST(LstmUnitLayerTest, GateInputOfTheWrongWidthIsAnError) {
-  Blob c_prev({1, 2, 3});
-  Blob gates({1, 2, 9});
-  Blob cont({1, 2});
+// Setting the unit up on a c_prev, gate input and cont of these shapes is an
+// error whose message holds `parts`.
+void expect_setup_error(const std::vector<int>& c_prev_shape, const std::vector<int>& gates_shape,
+                        const std::vector<int>& cont_shape, const std::vector<std::string>& parts) {
+  Blob c_prev(c_prev_shape);
+  Blob gates(gates_shape);
+  Blob cont(cont_shape);
   Blob c;
   Blob h;
   auto layer = make_layer(kUnit);
-  testing::expect_error(
-      [&] {
-        layer->setup({&c_prev, &gates, &cont}, {&c, &h});
-      },
-      {"'unit'", "1 x 2 x 12", "1 2 9 (18)"});
+  testing::expect_error([&] { layer->setup({&c_prev, &gates, &cont}, {&c, &h}); }, parts);
+}
+
+XTRAIN_DEVICE_TEST(LstmUnitLayerTest, GateInputOfTheWrongWidthIsAnError) {
+  expect_setup_error({1, 2, 3}, {1, 2, 9}, {1, 2}, {"'unit'", "1 x 2 x 12", "1 2 9 (18)"});
 }
 
 XTRAIN_DEVICE_TEST(LstmUnitLayerTest, MoreThanOneTimeStepIsAnError) {
-  Blob c_prev({2, 2, 3});
-  Blob gates({2, 2, 12});
-  Blob cont({2, 2});
-  Blob c;
-  Blob h;
-  auto layer = make_layer(kUnit);
-  testing::expect_error(
-      [&] {
-        layer->setup({&c_prev, &gates, &cont}, {&c, &h});
-      },
-      {"'unit'", "c_prev", "one time step"});
+  expect_setup_error({2, 2, 3}, {2, 2, 12}, {2, 2}, {"'unit'", "c_prev", "one time step"});
 }
 
 XTRAIN_DEVICE_TEST(LstmUnitLayerTest, AGradientForContIsAnError) {

@@ -10,7 +10,6 @@
 
 #include "blocked_layout_test_support.hpp"
 #include "xtrain/net.hpp"
-#include "xtrain/proto_io.hpp"
 
 namespace xtrain {
 namespace {
@@ -39,12 +38,7 @@ const char* kSmallNet = R"(
 constexpr std::size_t kFloat = sizeof(float);
 
 std::unique_ptr<Net> make_small_net(const std::string& extra_layers = "") {
-  NetParameter param;
-  read_proto_from_text_string(kSmallNet + extra_layers, &param);
-  param.mutable_state()->set_phase(TRAIN);
-  NetOptions options;
-  options.verbose = false;
-  return std::make_unique<Net>(param, options);
+  return testing::make_quiet_net(kSmallNet + extra_layers, TRAIN, NetOptions());
 }
 
 TEST(NetMemoryCount, CountsASmallNetByKind) {

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <set>
 #include <string>
@@ -18,7 +17,6 @@
 #include "storage_test_support.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/net.hpp"
-#include "xtrain/proto_io.hpp"
 #include "xtrain/synced_memory.hpp"
 
 namespace xtrain {
@@ -109,20 +107,14 @@ std::string resnet_like(int first = 6, int narrow = 4, int wide = 8) {
 
 std::unique_ptr<Net> make_net(const std::string& text, Phase phase, bool share,
                               const std::vector<std::string>& keep = {}) {
-  NetParameter param;
-  read_proto_from_text_string(text, &param);
-  param.mutable_state()->set_phase(phase);
   NetOptions options;
-  options.verbose = false;
   options.random_seed = 11;
   options.share_activation_memory = share;
   options.keep_blobs = keep;
-  return std::make_unique<Net>(param, options);
+  return testing::make_quiet_net(text, phase, options);
 }
 
-bool same_bits(const float* a, const float* b, std::size_t n) {
-  return std::memcmp(a, b, n * sizeof(float)) == 0;
-}
+using testing::same_bits;
 
 // Runs both nets in lockstep and compares outputs and parameter gradients
 // bit for bit.

@@ -1,5 +1,5 @@
 // The memory plan's data sharing in a training net on the CPU
-// (core/net_memory_plan.hpp, Layer::backward_touches_*_data): blobs whose
+// (core/net_memory_plan.hpp, EngineHooks::backward_touches_*_data): blobs whose
 // values no backward pass touches give their storage to blobs born after
 // forward is done with them, and the net computes bit for bit what it
 // computes without the plan.
@@ -15,7 +15,6 @@
 #include "core/net_memory_plan.hpp"
 #include "storage_test_support.hpp"
 #include "xtrain/net.hpp"
-#include "xtrain/proto_io.hpp"
 
 namespace xtrain {
 namespace {
@@ -66,14 +65,10 @@ std::string net_text() {
 }
 
 std::unique_ptr<Net> make_net(bool share, bool fuse) {
-  NetParameter param;
-  read_proto_from_text_string(net_text(), &param);
-  param.mutable_state()->set_phase(TRAIN);
   NetOptions options;
-  options.verbose = false;
   options.share_activation_memory = share;
   options.fuse_layers = fuse;
-  return std::make_unique<Net>(param, options);
+  return testing::make_quiet_net(net_text(), TRAIN, options);
 }
 
 void expect_shared_training_matches(bool fuse) {
@@ -102,7 +97,7 @@ TEST(NetTrainingDataPlan, WithoutFusedReluIsBitIdentical) { expect_shared_traini
 // Which blobs share: stem's, branch_a's, sum's and head's values are needed
 // in backward (the convolutions' weight gradients, the mask of the ReLU a
 // Scale absorbed) but can be written again there: the Scales from
-// BatchNorm's copy, the sum from branch_a and branch_b (Layer::recompute_top).
+// BatchNorm's copy, the sum from branch_a and branch_b (EngineHooks::recompute_top).
 // So they lend their storage between the passes, and the sum's bottoms come
 // back just before it, at the same step, in forward order. branch_b, dead
 // after the sum's forward except for that one step, finds no blob to share

@@ -38,20 +38,18 @@ struct XTRAIN_API NetOptions {
   // outputs and losses always keep their own.
   bool share_activation_memory = false;
   std::vector<std::string> keep_blobs;
-  // On the CPU, let a layer that writes its top in place take over the
-  // in-place ReLU right after it (Layer::absorb_following_relu): same
-  // results bit for bit, two sweeps over the blob fewer. The ReLU layer
-  // stays in the net and does nothing.
+  // On the CPU, let a layer that writes its top in place (an Eltwise sum, a
+  // Scale) take over the in-place ReLU right after it: same results bit for
+  // bit, two sweeps over the blob fewer. The ReLU layer stays in the net and
+  // does nothing.
   bool fuse_layers = true;
   // On the CPU, let an in-place layer that keeps a copy of its bottom for
   // backward read the copy the layer just before keeps of the same values
-  // instead (Layer::use_kept_bottom_copy): Caffe's Convolution -> BatchNorm
-  // -> Scale chains keep one copy of the normalised values, not two. Same
-  // results bit for bit.
+  // instead: Caffe's Convolution -> BatchNorm -> Scale chains keep one copy
+  // of the normalised values, not two. Same results bit for bit.
   bool share_kept_copies = true;
   // On the CPU, keep activations channel-blocked (oneDNN's nChw16c at AVX-512,
-  // nChw8c below) between layers that compute in that layout
-  // (Layer::reads_channel_blocked_bottom):
+  // nChw8c below) between layers that compute in that layout:
   // a convolution, its pooling and ReLU and the next convolution pass them on
   // without reordering. Same results bit for bit; a program reading such a
   // blob through the plain accessors gets the plain values (converted then).

@@ -21,7 +21,8 @@ struct XTRAIN_API NetMemoryCount {
   std::size_t parameter_gradients = 0;   // their diffs
   std::size_t activations = 0;           // data of the net's blobs
   std::size_t activation_gradients = 0;  // diffs of the net's blobs
-  // Layer::buffer_bytes() summed by layer type ("BatchNorm", "Scale", ...).
+  // Host buffers the built-in layers hold besides their blobs (copies kept
+  // for backward, masks, scratch), summed by layer type ("BatchNorm", ...).
   std::map<std::string, std::size_t> layer_buffers;
 
   std::size_t layer_buffer_total() const;

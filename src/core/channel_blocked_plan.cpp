@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/engine_hooks.hpp"
 #include "xtrain/net.hpp"
 
 namespace xtrain {
@@ -35,7 +36,7 @@ class Planner {
   std::vector<bool> decide(const std::vector<bool>& kept_plain) const {
     std::vector<bool> blocked(net_.blobs().size(), false);
     for (std::size_t i = 0; i < net_.layers().size(); ++i) {
-      const Layer& layer = *net_.layers()[i];
+      const EngineHooks& layer = engine_hooks(*net_.layers()[i]);
       const auto& bottoms = net_.bottom_id_vecs()[i];
       std::vector<bool> blocked_bottoms;
       for (int id : bottoms) blocked_bottoms.push_back(blocked[id]);
@@ -56,7 +57,7 @@ class Planner {
     if (readers_[blob].empty()) return false;
     for (const auto& [index, bottom] : readers_[blob]) {
       if (index == kProgram) return false;
-      const Layer& reader = *net_.layers()[index];
+      const EngineHooks& reader = engine_hooks(*net_.layers()[index]);
       if (!reader.reads_channel_blocked_bottom(bottom)) return false;
       if (reader.tops_share_bottom_data()) {
         for (int top : net_.top_id_vecs()[index]) {
@@ -73,7 +74,7 @@ class Planner {
                                      std::vector<bool>* kept_plain) const {
     bool changed = false;
     for (std::size_t i = 0; i < net_.layers().size(); ++i) {
-      if (!net_.layers()[i]->computes_in_one_layout()) continue;
+      if (!engine_hooks(*net_.layers()[i]).computes_in_one_layout()) continue;
       const auto& tops = net_.top_id_vecs()[i];
       const bool top_blocked =
           std::all_of(tops.begin(), tops.end(), [&](int id) { return blocked[id]; });

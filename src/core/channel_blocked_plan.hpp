@@ -21,7 +21,7 @@ namespace xtrain {
 class Net;
 
 // One flag per blob (indices into Net::blobs()), from the layers' answers
-// (Layer::reads_channel_blocked_bottom, can_write_channel_blocked_top,
+// (EngineHooks::reads_channel_blocked_bottom, can_write_channel_blocked_top,
 // tops_share_bottom_data, computes_in_one_layout) for the net as set up.
 std::vector<bool> plan_channel_blocked_blobs(const Net& net);
 

@@ -1,6 +1,7 @@
 #include "xtrain/layer.hpp"
 
 #include "core/cpu_isa.hpp"
+#include "core/engine_hooks.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -110,13 +111,12 @@ void forget_dead_blocked_layout(const std::shared_ptr<SyncedMemory>& memory) {
   }
 }
 
-}  // namespace
-
 // Forward overwrites every top that is not also a bottom (or a view of one);
 // a top the layer does not write blocked is about to be written plain.
-void Layer::forget_dead_layouts_before_forward(const BlobVec& bottom, const BlobVec& top) const {
+void forget_dead_layouts_before_forward(const EngineHooks& hooks, const BlobVec& bottom,
+                                        const BlobVec& top) {
   for (std::size_t t = 0; t < top.size(); ++t) {
-    if (writes_channel_blocked_top(static_cast<int>(t))) continue;
+    if (hooks.writes_channel_blocked_top(static_cast<int>(t))) continue;
     const std::shared_ptr<SyncedMemory>& memory = top[t]->data_memory();
     if (!is_data_of_any(memory, bottom)) forget_dead_blocked_layout(memory);
   }
@@ -125,9 +125,9 @@ void Layer::forget_dead_layouts_before_forward(const BlobVec& bottom, const Blob
 // Backward overwrites the gradient of every bottom it propagates to that is
 // not also a top; layers that compute blocked write it in the layout of the
 // bottom's values, the others plain.
-void Layer::forget_dead_layouts_before_backward(const BlobVec& top,
-                                                const std::vector<bool>& propagate_down,
-                                                const BlobVec& bottom) const {
+void forget_dead_layouts_before_backward(const BlobVec& top,
+                                         const std::vector<bool>& propagate_down,
+                                         const BlobVec& bottom) {
   for (std::size_t b = 0; b < bottom.size(); ++b) {
     if (!propagate_down[b] || bottom[b]->data_layout() == MemoryLayout::kChannelBlocked) continue;
     const std::shared_ptr<SyncedMemory>& memory = bottom[b]->diff_memory();
@@ -135,13 +135,19 @@ void Layer::forget_dead_layouts_before_backward(const BlobVec& top,
   }
 }
 
+}  // namespace
+
+// A built-in layer's engine state (the ReLU a layer before absorbed, the
+// tops it writes blocked) is in its EngineHooks, found per call: a
+// dynamic_cast costs nanoseconds against a layer's forward.
 float Layer::forward(const BlobVec& bottom, const BlobVec& top) {
-  if (absorbed_) return 0.0f;
+  const EngineHooks& hooks = engine_hooks(*this);
+  if (hooks.absorbed_by_previous_layer()) return 0.0f;
   reshape(bottom, top);
   if (device_.is_gpu()) {
     forward_gpu(bottom, top);
   } else {
-    forget_dead_layouts_before_forward(bottom, top);
+    forget_dead_layouts_before_forward(hooks, bottom, top);
     forward_cpu(bottom, top);
   }
   double loss = 0;
@@ -157,7 +163,7 @@ float Layer::forward(const BlobVec& bottom, const BlobVec& top) {
 
 void Layer::backward(const BlobVec& top, const std::vector<bool>& propagate_down,
                      const BlobVec& bottom) {
-  if (absorbed_) return;
+  if (engine_hooks(*this).absorbed_by_previous_layer()) return;
   if (device_.is_gpu()) {
     backward_gpu(top, propagate_down, bottom);
   } else {

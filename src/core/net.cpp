@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/device_memory.hpp"
+#include "core/engine_hooks.hpp"
 #include "core/net_name_limits.hpp"
 #include "core/net_upgrade.hpp"
 #include "xtrain/error.hpp"
@@ -376,7 +377,7 @@ void Net::backward(const std::function<void(int layer)>& layer_done) {
   for (int i = static_cast<int>(layers_.size()) - 1; i >= 0; --i) {
     if (!recompute_before_backward_.empty()) {
       for (int layer : recompute_before_backward_[i]) {
-        layers_[layer]->recompute_top(bottom_vecs_[layer], top_vecs_[layer]);
+        mutable_engine_hooks(*layers_[layer])->recompute_top(bottom_vecs_[layer], top_vecs_[layer]);
       }
     }
     if (layer_need_backward_[i]) {

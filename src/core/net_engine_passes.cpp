@@ -8,6 +8,7 @@
 
 #include "core/channel_blocked_layout.hpp"
 #include "core/channel_blocked_plan.hpp"
+#include "core/engine_hooks.hpp"
 #include "core/net_memory_plan.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
@@ -23,13 +24,16 @@ void Net::fuse_in_place_relus() {
                                relu.layer_param().relu_param().negative_slope() == 0.0f &&
                                bottom_vecs_[i].size() == 1 && top_vecs_[i].size() == 1 &&
                                bottom_vecs_[i][0] == top_vecs_[i][0];
+    EngineHooks* relu_hooks = mutable_engine_hooks(relu);
+    EngineHooks* before = mutable_engine_hooks(*layers_[i - 1]);
     // The layer before must write exactly the blob the ReLU rewrites.
-    if (!in_place_relu || top_vecs_[i - 1].size() != 1 ||
-        top_vecs_[i - 1][0] != bottom_vecs_[i][0] || layers_[i - 1]->absorbed_by_previous_layer()) {
+    if (!in_place_relu || relu_hooks == nullptr || before == nullptr ||
+        top_vecs_[i - 1].size() != 1 || top_vecs_[i - 1][0] != bottom_vecs_[i][0] ||
+        before->absorbed_by_previous_layer()) {
       continue;
     }
-    if (!layers_[i - 1]->absorb_following_relu()) continue;
-    relu.set_absorbed_by_previous_layer();
+    if (!before->absorb_following_relu()) continue;
+    relu_hooks->set_absorbed_by_previous_layer();
     ++fused;
   }
   if (options_.verbose && fused > 0) {
@@ -40,18 +44,19 @@ void Net::fuse_in_place_relus() {
 void Net::share_kept_copies() {
   int shared = 0;
   for (std::size_t i = 1; i < layers_.size(); ++i) {
-    Layer& reader = *layers_[i];
-    Layer& lender = *layers_[i - 1];
+    EngineHooks* reader = mutable_engine_hooks(*layers_[i]);
+    EngineHooks* lender = mutable_engine_hooks(*layers_[i - 1]);
     const bool in_place = bottom_vecs_[i].size() >= 1 && top_vecs_[i].size() >= 1 &&
                           bottom_vecs_[i][0] == top_vecs_[i][0];
     // The layer before must have written exactly this bottom, and both must
     // see it in the same layout (blocked or plain as it comes, or plain).
-    if (!in_place || top_vecs_[i - 1].size() != 1 || top_vecs_[i - 1][0] != bottom_vecs_[i][0] ||
-        lender.reads_channel_blocked_bottom(0) != reader.reads_channel_blocked_bottom(0)) {
+    if (reader == nullptr || lender == nullptr || !in_place || top_vecs_[i - 1].size() != 1 ||
+        top_vecs_[i - 1][0] != bottom_vecs_[i][0] ||
+        lender->reads_channel_blocked_bottom(0) != reader->reads_channel_blocked_bottom(0)) {
       continue;
     }
-    std::shared_ptr<KeptActivation> copy = lender.kept_top_copy();
-    if (copy && reader.use_kept_bottom_copy(std::move(copy))) ++shared;
+    std::shared_ptr<KeptActivation> copy = lender->kept_top_copy();
+    if (copy && reader->use_kept_bottom_copy(std::move(copy))) ++shared;
   }
   if (options_.verbose && shared > 0) {
     XLOG(INFO) << shared << " layer(s) read the copy of their input the layer before keeps";
@@ -64,7 +69,11 @@ void Net::arrange_channel_blocked_activations(bool log) {
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     std::vector<bool> tops;
     for (int id : top_id_vecs_[i]) tops.push_back(blocked[id]);
-    layers_[i]->set_channel_blocked_tops(std::move(tops));
+    // A layer without hooks writes no top blocked (the plan asks it
+    // can_write_channel_blocked_top and gets the plain answer).
+    if (EngineHooks* hooks = mutable_engine_hooks(*layers_[i])) {
+      hooks->set_channel_blocked_tops(std::move(tops));
+    }
   }
   for (std::size_t id = 0; id < blobs_.size(); ++id) {
     if (blocked[id]) names += (names.empty() ? "" : ", ") + blob_names_[id];

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/engine_hooks.hpp"
 #include "xtrain/net.hpp"
 
 namespace xtrain {
@@ -82,7 +83,7 @@ NetMemoryCount count_net_memory(const Net& net) {
   count.activations = activations.total();
   count.activation_gradients = activation_gradients.total();
   for (const auto& layer : net.layers()) {
-    const std::size_t bytes = layer->buffer_bytes();
+    const std::size_t bytes = engine_hooks(*layer).buffer_bytes();
     if (bytes > 0) count.layer_buffers[layer->type()] += bytes;
   }
   return count;

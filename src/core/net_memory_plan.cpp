@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/aligned_host_memory.hpp"
+#include "core/engine_hooks.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/net.hpp"
 
@@ -109,13 +110,13 @@ void walk_backward(const Net& net, Units* units) {
 // The forward pass: each layer reads its bottoms' data and writes its tops'.
 void walk_forward(const Net& net, Units* units) {
   for (std::size_t layer = 0; layer < net.layers().size(); ++layer) {
-    const Layer& this_layer = *net.layers()[layer];
+    const EngineHooks& hooks = engine_hooks(*net.layers()[layer]);
     // A layer absorbed by the one before it (a fused ReLU) computes nothing
     // itself: the one before is the writer.
-    const bool absorbed = this_layer.absorbed_by_previous_layer();
+    const bool absorbed = hooks.absorbed_by_previous_layer();
     const auto& bottoms = net.bottom_id_vecs()[layer];
     const auto& tops = net.top_id_vecs()[layer];
-    if (this_layer.tops_share_bottom_data()) {
+    if (hooks.tops_share_bottom_data()) {
       // A Split's tops are views of its bottom: it reads, the writer of the
       // values stays the layer before.
       std::vector<int> viewed = bottoms;
@@ -130,22 +131,21 @@ void walk_forward(const Net& net, Units* units) {
 
 // A training iteration as data sees it: the forward pass, then the backward
 // pass, in which each layer that runs touches the values of the bottoms and
-// tops it says it does (Layer::backward_touches_*_data).
+// tops it says it does (EngineHooks::backward_touches_*_data).
 void walk_forward_then_backward(const Net& net, Units* units) {
   walk_forward(net, units);
   int step = static_cast<int>(net.layers().size());
   for (int layer = static_cast<int>(net.layers().size()) - 1; layer >= 0; --layer) {
-    const Layer& this_layer = *net.layers()[layer];
-    if (!net.layer_needs_backward(layer) || this_layer.absorbed_by_previous_layer()) continue;
+    const EngineHooks& hooks = engine_hooks(*net.layers()[layer]);
+    if (!net.layer_needs_backward(layer) || hooks.absorbed_by_previous_layer()) continue;
     std::vector<int> touched;
     const auto& bottoms = net.bottom_id_vecs()[layer];
     for (std::size_t i = 0; i < bottoms.size(); ++i) {
-      if (this_layer.backward_touches_bottom_data(static_cast<int>(i)))
-        touched.push_back(bottoms[i]);
+      if (hooks.backward_touches_bottom_data(static_cast<int>(i))) touched.push_back(bottoms[i]);
     }
     const auto& tops = net.top_id_vecs()[layer];
     for (std::size_t i = 0; i < tops.size(); ++i) {
-      if (this_layer.backward_touches_top_data(static_cast<int>(i))) touched.push_back(tops[i]);
+      if (hooks.backward_touches_top_data(static_cast<int>(i))) touched.push_back(tops[i]);
     }
     for (const auto* blobs : {&bottoms, &tops}) {
       for (int blob : *blobs) {
@@ -197,7 +197,7 @@ void decide_sharing(const Net& net, Part part, const std::vector<bool>& pinned, 
 
 // Recomputation (see the header): a unit whose values backward needs is
 // written again by its last forward writer, if that layer can do it
-// (Layer::can_recompute_top) and the bottoms it reads then -- all but the
+// (EngineHooks::can_recompute_top) and the bottoms it reads then -- all but the
 // unit itself, for a layer in place -- hold the values it read in forward at
 // that step. A bottom holds them if its storage is its own, or it is live
 // then (from forward, or recomputed at that step or before), or it can be
@@ -249,7 +249,7 @@ class RecomputePlanner {
  private:
   bool writer_can_recompute(const StorageUnit& unit) const {
     return unit.last_forward_writer >= 0 &&
-           net_.layers()[unit.last_forward_writer]->can_recompute_top();
+           engine_hooks(*net_.layers()[unit.last_forward_writer]).can_recompute_top();
   }
 
   // The units of the bottoms that `u`'s writer reads when recomputing it.

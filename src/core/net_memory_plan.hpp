@@ -9,13 +9,13 @@
 //   - data, in a TEST net (which then runs forward only): a blob's values
 //     are needed from its producer's forward to its last consumer's forward;
 //   - data, in a training net on the CPU: the same, extended to the last
-//     backward that touches them (Layer::backward_touches_*_data). Most
+//     backward that touches them (EngineHooks::backward_touches_*_data). Most
 //     backward passes read their bottoms' values, but not all: in ResNet the
 //     output of a Convolution -> BatchNorm -> Scale chain that feeds an
 //     Eltwise sum is dead once the sum is computed (BatchNorm and Scale
 //     keep the normalised values they need);
 //   - data, in a training net on the CPU, whose last writer in forward can
-//     write it again (Layer::can_recompute_top: Scale + ReLU after a
+//     write it again (EngineHooks::can_recompute_top: Scale + ReLU after a
 //     BatchNorm whose copy it reads; an Eltwise sum + ReLU whose bottoms
 //     can be had again): live from forward to its last forward reader, then
 //     again from the first backward that touches it, when the Net has the

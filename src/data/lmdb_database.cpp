@@ -66,6 +66,27 @@ int open_environment(const std::string& path, unsigned int flags, std::size_t ma
   return rc;
 }
 
+// Opens the main (unnamed) database of `env` into *dbi, in a read or a
+// write transaction (`txn_flags`); committing it, not aborting it, keeps the
+// handle open. Errors go through database.fail.
+void open_main_database(const LmdbDatabase& database, MDB_env* env, unsigned int txn_flags,
+                        MDB_dbi* dbi) {
+  MDB_txn* txn = nullptr;
+  int rc = mdb_txn_begin(env, nullptr, txn_flags, &txn);
+  if (rc != MDB_SUCCESS) {
+    database.fail((txn_flags & MDB_RDONLY) != 0 ? "cannot begin a read transaction"
+                                                : "cannot begin a write transaction",
+                  rc);
+  }
+  rc = mdb_dbi_open(txn, nullptr, 0, dbi);
+  if (rc != MDB_SUCCESS) {
+    mdb_txn_abort(txn);
+    database.fail("cannot open the main database", rc);
+  }
+  rc = mdb_txn_commit(txn);
+  if (rc != MDB_SUCCESS) database.fail("cannot open the main database", rc);
+}
+
 // LMDB allows one environment per directory per process (a second one would
 // break its file locks), so readers of the same directory share one. The
 // data file's identity tells a database apart from a newer one written in its
@@ -128,17 +149,7 @@ std::shared_ptr<LmdbDatabase> LmdbDatabase::open_for_reading(const std::string& 
   if (rc != MDB_SUCCESS) {
     throw Error("cannot open LMDB '" + path + "': " + mdb_strerror(rc) + kHowToCreate);
   }
-  MDB_txn* txn = nullptr;
-  rc = mdb_txn_begin(database->env_, nullptr, MDB_RDONLY, &txn);
-  if (rc != MDB_SUCCESS) database->fail("cannot begin a read transaction", rc);
-  rc = mdb_dbi_open(txn, nullptr, 0, &database->dbi_);
-  if (rc != MDB_SUCCESS) {
-    mdb_txn_abort(txn);
-    database->fail("cannot open the main database", rc);
-  }
-  // Committing (not aborting) keeps the database handle open.
-  rc = mdb_txn_commit(txn);
-  if (rc != MDB_SUCCESS) database->fail("cannot open the main database", rc);
+  open_main_database(*database, database->env_, MDB_RDONLY, &database->dbi_);
   database->check_tree(/*uses_lock_file=*/!without_lock);
 
   for (auto it = cache.begin(); it != cache.end();) {
@@ -155,20 +166,11 @@ std::shared_ptr<LmdbDatabase> LmdbDatabase::open_for_writing(const std::string& 
   XTRAIN_CHECK(!error, "cannot create the LMDB directory '", path, "': ", error.message());
 
   std::shared_ptr<LmdbDatabase> database(new LmdbDatabase(path, /*read_only=*/false));
-  int rc = open_environment(path, 0, initial_map_size, &database->env_);
+  const int rc = open_environment(path, 0, initial_map_size, &database->env_);
   if (rc != MDB_SUCCESS) {
     throw Error("cannot open LMDB '" + path + "' for writing: " + mdb_strerror(rc));
   }
-  MDB_txn* txn = nullptr;
-  rc = mdb_txn_begin(database->env_, nullptr, 0, &txn);
-  if (rc != MDB_SUCCESS) database->fail("cannot begin a write transaction", rc);
-  rc = mdb_dbi_open(txn, nullptr, 0, &database->dbi_);
-  if (rc != MDB_SUCCESS) {
-    mdb_txn_abort(txn);
-    database->fail("cannot open the main database", rc);
-  }
-  rc = mdb_txn_commit(txn);
-  if (rc != MDB_SUCCESS) database->fail("cannot open the main database", rc);
+  open_main_database(*database, database->env_, 0, &database->dbi_);
   return database;
 }
 

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "core/engine_hooks.hpp"
 #include "layers/convolution_engine.hpp"
 #include "xtrain/layer.hpp"
 
@@ -36,7 +37,7 @@ namespace cuda {
 class CudnnConvolution;
 }  // namespace cuda
 
-class BaseConvolutionLayer : public Layer {
+class BaseConvolutionLayer : public Layer, public EngineHooks {
  public:
   explicit BaseConvolutionLayer(const LayerParameter& param);
   ~BaseConvolutionLayer() override;

@@ -540,7 +540,7 @@ class BatchNormLayer : public PerChannelLayer {
   int channels_ = 0;
   MemoryLayout forward_layout_ = MemoryLayout::kPlain;
   // The output, kept for backward (batch statistics only), which an in-place
-  // Scale after this layer may read too (Layer::kept_top_copy).
+  // Scale after this layer may read too (EngineHooks::kept_top_copy).
   std::shared_ptr<KeptActivation> kept_ = std::make_shared<KeptActivation>();
   std::vector<float>& x_norm_ = kept_->values;
   MemoryLayout& kept_layout_ = kept_->layout;  // of x_norm_

@@ -8,6 +8,7 @@
 // y sits on a bound, so every element passes its gradient. Kept for
 // compatibility; give the top its own name for the true gradient.
 #include "core/device_apply.hpp"
+#include "layers/any_device_layer.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/neuron_layer.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -15,9 +16,9 @@
 namespace xtrain {
 namespace {
 
-class ClipLayer : public NeuronLayer {
+class ClipLayer : public AnyDeviceLayer<NeuronLayer> {
  public:
-  using NeuronLayer::NeuronLayer;
+  using AnyDeviceLayer::AnyDeviceLayer;
   const char* type() const override { return "Clip"; }
 
   void layer_setup(const BlobVec& bottom, const BlobVec& top) override {
@@ -35,26 +36,13 @@ class ClipLayer : public NeuronLayer {
     return {param_.clip_param().min(), param_.clip_param().max()};
   }
 
-  void forward_cpu(const BlobVec& bottom, const BlobVec& top) override { forward_on(bottom, top); }
-  void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    backward_on(top, propagate_down, bottom);
-  }
-  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override { forward_on(bottom, top); }
-  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    backward_on(top, propagate_down, bottom);
-  }
-
  private:
-  // One body for both devices: ops::apply_on runs the functor where the
-  // layer's device is.
-  void forward_on(const BlobVec& bottom, const BlobVec& top) {
+  void forward_on(const BlobVec& bottom, const BlobVec& top) override {
     ops::apply_on(device(), bottom[0]->count(), forward_op(),
                   ops::mutable_data_on(device(), *top[0]), ops::data_on(device(), *bottom[0]));
   }
   void backward_on(const BlobVec& top, const std::vector<bool>& propagate_down,
-                   const BlobVec& bottom) {
+                   const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
     ops::apply_on(device(), bottom[0]->count(), backward_op(),
                   ops::mutable_diff_on(device(), *bottom[0]), ops::data_on(device(), *bottom[0]),

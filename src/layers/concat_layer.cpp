@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/engine_hooks.hpp"
 #include "core/parallel_loop.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/parallel_blocks.hpp"
@@ -22,7 +23,7 @@
 namespace xtrain {
 namespace {
 
-class ConcatLayer : public Layer {
+class ConcatLayer : public Layer, public EngineHooks {
  public:
   using Layer::Layer;
   const char* type() const override { return "Concat"; }

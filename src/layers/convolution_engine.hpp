@@ -74,7 +74,7 @@ class ConvolutionEngine {
     (void)pass;
     return name();
   }
-  // Host bytes the engine holds itself (see Layer::buffer_bytes).
+  // Host bytes the engine holds itself (see EngineHooks::buffer_bytes).
   virtual std::size_t buffer_bytes() const { return 0; }
 
   // top = weights * bottom (+ bias, when the shape has bias_term; else

@@ -16,16 +16,8 @@
 #include <cstring>
 
 #include "core/cpu_isa.hpp"
+#include "layers/isa_copies.hpp"
 #include "xtrain/error.hpp"
-
-// The copies for AVX-512 and AVX2 need GCC's target attribute (x86-64 only).
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-#define XTRAIN_HAVE_ISA_COPIES 1
-#endif
-
-// A kernel body, inlined into each instruction set's copy (and compiled
-// there for that set).
-#define XTRAIN_KERNEL_BODY __attribute__((always_inline)) inline
 
 namespace xtrain {
 

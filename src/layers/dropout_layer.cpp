@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "core/elementwise_ops.hpp"
+#include "core/engine_hooks.hpp"
 #include "core/parallel_loop.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/dropout_mask.hpp"
@@ -26,7 +27,7 @@
 namespace xtrain {
 namespace {
 
-class DropoutLayer : public NeuronLayer {
+class DropoutLayer : public NeuronLayer, public EngineHooks {
  public:
   using NeuronLayer::NeuronLayer;
   const char* type() const override { return "Dropout"; }

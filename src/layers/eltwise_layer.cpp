@@ -11,13 +11,14 @@
 //                   goes to bottom 1, and a later bottom wins only if strictly
 //                   greater.
 // Not in place (forward overwrites the top before reading every bottom). A SUM
-// takes over the in-place ReLU after it (Layer::absorb_following_relu): it
+// takes over the in-place ReLU after it (EngineHooks::absorb_following_relu): it
 // writes ReLU(top), and backward masks dtop by top > 0 in its first sweep.
 #include <algorithm>
 #include <memory>
 #include <vector>
 
 #include "core/elementwise_ops.hpp"
+#include "core/engine_hooks.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/eltwise_ops.hpp"
 #include "layers/parallel_blocks.hpp"
@@ -35,7 +36,7 @@
 namespace xtrain {
 namespace {
 
-class EltwiseLayer : public Layer {
+class EltwiseLayer : public Layer, public EngineHooks {
  public:
   using Layer::Layer;
   const char* type() const override { return "Eltwise"; }
@@ -56,7 +57,7 @@ class EltwiseLayer : public Layer {
     stable_prod_grad_ = eltwise.stable_prod_grad();
   }
 
-  // A SUM can apply the ReLU that follows it in place (Layer::absorb_following_relu);
+  // A SUM can apply the ReLU that follows it in place (EngineHooks::absorb_following_relu);
   // PROD's and MAX's gradients read the top, which the ReLU would change.
   bool absorb_following_relu() override {
     fused_relu_ = operation_ == EltwiseParameter::SUM;

@@ -5,24 +5,20 @@
 #include <vector>
 
 #include "layers/builtin_layers.hpp"
+#include "layers/view_layer.hpp"
 #include "xtrain/error.hpp"
-#include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
 
 namespace xtrain {
 namespace {
 
-class FlattenLayer : public Layer {
+class FlattenLayer : public ViewLayer {
  public:
-  using Layer::Layer;
+  using ViewLayer::ViewLayer;
   const char* type() const override { return "Flatten"; }
-  int exact_num_bottom_blobs() const override { return 1; }
-  int exact_num_top_blobs() const override { return 1; }
 
-  void reshape(const BlobVec& bottom, const BlobVec& top) override {
-    XTRAIN_CHECK(top[0] != bottom[0], where(),
-                 " cannot run in place; give its top a name different from its bottom");
-    const Blob& input = *bottom[0];
+ protected:
+  std::vector<int> view_shape(const Blob& input) const override {
     const FlattenParameter& flatten = param_.flatten_param();
     const int start_axis = input.canonical_axis_index(flatten.axis());
     const int end_axis = input.canonical_axis_index(flatten.end_axis());
@@ -32,16 +28,8 @@ class FlattenLayer : public Layer {
     std::vector<int> shape(input.shape().begin(), input.shape().begin() + start_axis);
     shape.push_back(static_cast<int>(input.count(start_axis, end_axis + 1)));
     shape.insert(shape.end(), input.shape().begin() + end_axis + 1, input.shape().end());
-    top[0]->reshape(shape);
-    top[0]->share_data(input);
-    top[0]->share_diff(input);
+    return shape;
   }
-
- protected:
-  void forward_cpu(const BlobVec&, const BlobVec&) override {}
-  void backward_cpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
-  void forward_gpu(const BlobVec&, const BlobVec&) override {}
-  void backward_gpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
 };
 
 }  // namespace

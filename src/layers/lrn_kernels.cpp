@@ -148,6 +148,19 @@ void across_channel_backward_block(const LrnParameters& lrn, int channels, std::
   }
 }
 
+// Forward's scale and power of one plane, within its channel: the scale into
+// `scale`, the power into scratch[0, plane), which it returns; scratch
+// [0, 2 plane) is the window sums' work space (the squares are done with
+// when the power is written).
+const float* within_channel_power(const LrnParameters& lrn, const LrnShape& shape,
+                                  const float* input, float* scratch, float* scale) {
+  const std::size_t plane = static_cast<std::size_t>(shape.height) * shape.width;
+  lrn_within_channel_scale_plane(lrn, shape.height, shape.width, input, scratch, scratch + plane,
+                                 scale);
+  lrn_power(lrn.beta, scale, plane, scratch);
+  return scratch;
+}
+
 }  // namespace
 
 void lrn_forward(const LrnParameters& lrn, const LrnShape& shape, const float* input,
@@ -169,11 +182,8 @@ void lrn_forward(const LrnParameters& lrn, const LrnShape& shape, const float* i
     thread_local std::vector<float> scratch;
     if (scratch.size() < 3 * plane) scratch.resize(3 * plane);
     const std::size_t at = p * plane;
-    float* scale = scratch.data() + 2 * plane;
-    lrn_within_channel_scale_plane(lrn, shape.height, shape.width, input + at, scratch.data(),
-                                   scratch.data() + plane, scale);
-    float* power = scratch.data();  // the squares are done with
-    lrn_power(lrn.beta, scale, plane, power);
+    const float* power =
+        within_channel_power(lrn, shape, input + at, scratch.data(), scratch.data() + 2 * plane);
     for (std::size_t i = 0; i < plane; ++i) output[at + i] = input[at + i] * power[i];
   });
 }
@@ -214,10 +224,7 @@ void lrn_backward(const LrnParameters& lrn, const LrnShape& shape, const float* 
     // Forward's scale and power of this plane, recomputed by forward's code
     // (the power into scratch the step below overwrites after this loop).
     float* scale = scratch.data() + 3 * plane;
-    lrn_within_channel_scale_plane(lrn, shape.height, shape.width, input + at, scratch.data(),
-                                   scratch.data() + plane, scale);
-    float* power = scratch.data();
-    lrn_power(lrn.beta, scale, plane, power);
+    const float* power = within_channel_power(lrn, shape, input + at, scratch.data(), scale);
     for (std::size_t i = 0; i < plane; ++i) input_diff[at + i] = output_diff[at + i] * power[i];
     lrn_within_channel_backward_plane(
         lrn, shape.height, shape.width, input + at, output + at, output_diff + at, scale,

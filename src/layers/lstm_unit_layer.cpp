@@ -10,6 +10,7 @@
 // cont gets no gradient, as in Caffe.
 #include "core/device_apply.hpp"
 #include "core/device_for_each_index.hpp"
+#include "layers/any_device_layer.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/lstm_unit_ops.hpp"
 #include "xtrain/error.hpp"
@@ -19,9 +20,9 @@
 namespace xtrain {
 namespace {
 
-class LstmUnitLayer : public Layer {
+class LstmUnitLayer : public AnyDeviceLayer<Layer> {
  public:
-  using Layer::Layer;
+  using AnyDeviceLayer::AnyDeviceLayer;
   const char* type() const override { return "LSTMUnit"; }
   int exact_num_bottom_blobs() const override { return 3; }
   int exact_num_top_blobs() const override { return 2; }
@@ -47,20 +48,8 @@ class LstmUnitLayer : public Layer {
     top[1]->reshape_like(*bottom[0]);
   }
 
- protected:
-  void forward_cpu(const BlobVec& bottom, const BlobVec& top) override { forward_on(bottom, top); }
-  void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    backward_on(top, propagate_down, bottom);
-  }
-  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override { forward_on(bottom, top); }
-  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    backward_on(top, propagate_down, bottom);
-  }
-
  private:
-  void forward_on(const BlobVec& bottom, const BlobVec& top) {
+  void forward_on(const BlobVec& bottom, const BlobVec& top) override {
     const Device& on = device();
     const ops::LstmUnitForward op{hidden_,
                                   ops::data_on(on, *bottom[0]),
@@ -72,7 +61,7 @@ class LstmUnitLayer : public Layer {
   }
 
   void backward_on(const BlobVec& top, const std::vector<bool>& propagate_down,
-                   const BlobVec& bottom) {
+                   const BlobVec& bottom) override {
     XTRAIN_CHECK(!propagate_down[2], where(),
                  ": cont (bottom[2]) takes no gradient; set propagate_down: false for it");
     if (!propagate_down[0] && !propagate_down[1]) return;

@@ -12,6 +12,7 @@
 // one when the solver accumulates several (iter_size > 1).
 #include <vector>
 
+#include "core/engine_hooks.hpp"
 #include "core/math_functions.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/learnable_blobs.hpp"
@@ -26,7 +27,7 @@
 namespace xtrain {
 namespace {
 
-class ParameterLayer : public Layer {
+class ParameterLayer : public Layer, public EngineHooks {
  public:
   using Layer::Layer;
   const char* type() const override { return "Parameter"; }

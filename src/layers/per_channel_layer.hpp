@@ -8,11 +8,12 @@
 
 #include <vector>
 
+#include "core/engine_hooks.hpp"
 #include "xtrain/layer.hpp"
 
 namespace xtrain {
 
-class PerChannelLayer : public Layer {
+class PerChannelLayer : public Layer, public EngineHooks {
  public:
   using Layer::Layer;
 

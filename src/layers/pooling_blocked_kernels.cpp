@@ -34,22 +34,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "core/channel_blocked_layout.hpp"
 #include "core/cpu_isa.hpp"
 #include "core/parallel_loop.hpp"
 #include "core/vector_shuffle.hpp"
+#include "layers/isa_copies.hpp"
 #include "xtrain/error.hpp"
-
-// The copies for AVX-512 and AVX2 need GCC's target attribute (x86-64 only).
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-#define XTRAIN_HAVE_ISA_COPIES 1
-#endif
-
-// A kernel body, inlined into each instruction set's copy (and compiled
-// there for that set).
-#define XTRAIN_KERNEL_BODY __attribute__((always_inline)) inline
 
 namespace xtrain {
 namespace {
@@ -464,12 +457,19 @@ T* scratch(std::vector<T>& buffer, std::size_t size) {
 // Block b's outputs start at b * pooled_block_size in either layout: the
 // block's B channel planes are the plain planes B b ... B b + B - 1.
 
+// Runs body(kernels, positions, b) for every block b of the plan, in
+// parallel; `positions` is the number of output positions of a block.
+template <int B, typename Body>
+void for_each_block(const BlockedPoolingPlan& plan, Body body) {
+  const BlockKernels<B>& k = kernels<B>();
+  const std::size_t positions = plan.pooled_block_size / B;
+  parallel_for(plan.blocks, plan.window_work(), [&](std::int64_t b) { body(k, positions, b); });
+}
+
 template <int B>
 void max_forward(const BlockedPoolingPlan& plan, const float* input, float* output, int* mask,
                  bool output_blocked) {
-  const BlockKernels<B>& k = kernels<B>();
-  const std::size_t positions = plan.pooled_block_size / B;
-  parallel_for(plan.blocks, plan.window_work(), [&](std::int64_t b) {
+  for_each_block<B>(plan, [&](const BlockKernels<B>& k, std::size_t positions, std::int64_t b) {
     const float* in = input + b * plan.block_size;
     float* out = output + b * plan.pooled_block_size;
     int* argmax = mask + b * plan.pooled_block_size;
@@ -490,9 +490,7 @@ void max_forward(const BlockedPoolingPlan& plan, const float* input, float* outp
 template <int B>
 void max_backward(const BlockedPoolingPlan& plan, const float* output_diff, const int* mask,
                   float* input_diff, bool output_blocked) {
-  const BlockKernels<B>& k = kernels<B>();
-  const std::size_t positions = plan.pooled_block_size / B;
-  parallel_for(plan.blocks, plan.window_work(), [&](std::int64_t b) {
+  for_each_block<B>(plan, [&](const BlockKernels<B>& k, std::size_t positions, std::int64_t b) {
     const float* top_diff = output_diff + b * plan.pooled_block_size;
     const int* argmax = mask + b * plan.pooled_block_size;
     float* diff = input_diff + b * plan.block_size;
@@ -513,9 +511,7 @@ void max_backward(const BlockedPoolingPlan& plan, const float* output_diff, cons
 template <int B>
 void average_forward(const BlockedPoolingPlan& plan, const float* input, float* output,
                      bool output_blocked) {
-  const BlockKernels<B>& k = kernels<B>();
-  const std::size_t positions = plan.pooled_block_size / B;
-  parallel_for(plan.blocks, plan.window_work(), [&](std::int64_t b) {
+  for_each_block<B>(plan, [&](const BlockKernels<B>& k, std::size_t positions, std::int64_t b) {
     const float* in = input + b * plan.block_size;
     float* out = output + b * plan.pooled_block_size;
     if (output_blocked) {
@@ -532,9 +528,7 @@ void average_forward(const BlockedPoolingPlan& plan, const float* input, float* 
 template <int B>
 void average_backward(const BlockedPoolingPlan& plan, const float* output_diff, float* input_diff,
                       bool output_blocked) {
-  const BlockKernels<B>& k = kernels<B>();
-  const std::size_t positions = plan.pooled_block_size / B;
-  parallel_for(plan.blocks, plan.window_work(), [&](std::int64_t b) {
+  for_each_block<B>(plan, [&](const BlockKernels<B>& k, std::size_t positions, std::int64_t b) {
     const float* top_diff = output_diff + b * plan.pooled_block_size;
     float* diff = input_diff + b * plan.block_size;
     thread_local std::vector<float> share_buffer;
@@ -549,46 +543,48 @@ void average_backward(const BlockedPoolingPlan& plan, const float* output_diff, 
   });
 }
 
+// Runs body(lanes) with the plan's block width as a compile-time constant.
+template <typename Body>
+void with_lanes(const BlockedPoolingPlan& plan, Body body) {
+  if (plan.lanes == 16) {
+    body(std::integral_constant<int, 16>{});
+  } else {
+    body(std::integral_constant<int, 8>{});
+  }
+}
+
 }  // namespace
 
 void max_pool_forward_blocked(const PoolingGeometry& g, int channels, const float* input,
                               float* output, int* mask, bool output_blocked) {
   const BlockedPoolingPlan plan(g, channels, false);
-  if (plan.lanes == 16) {
-    max_forward<16>(plan, input, output, mask, output_blocked);
-  } else {
-    max_forward<8>(plan, input, output, mask, output_blocked);
-  }
+  with_lanes(plan, [&](auto lanes) {
+    max_forward<decltype(lanes)::value>(plan, input, output, mask, output_blocked);
+  });
 }
 
 void max_pool_backward_blocked(const PoolingGeometry& g, int channels, const float* output_diff,
                                const int* mask, float* input_diff, bool output_blocked) {
   const BlockedPoolingPlan plan(g, channels, true);
-  if (plan.lanes == 16) {
-    max_backward<16>(plan, output_diff, mask, input_diff, output_blocked);
-  } else {
-    max_backward<8>(plan, output_diff, mask, input_diff, output_blocked);
-  }
+  with_lanes(plan, [&](auto lanes) {
+    max_backward<decltype(lanes)::value>(plan, output_diff, mask, input_diff, output_blocked);
+  });
 }
 
 void average_pool_forward_blocked(const PoolingGeometry& g, int channels, const float* input,
                                   float* output, bool output_blocked) {
   const BlockedPoolingPlan plan(g, channels, false);
-  if (plan.lanes == 16) {
-    average_forward<16>(plan, input, output, output_blocked);
-  } else {
-    average_forward<8>(plan, input, output, output_blocked);
-  }
+  with_lanes(plan, [&](auto lanes) {
+    average_forward<decltype(lanes)::value>(plan, input, output, output_blocked);
+  });
 }
 
 void average_pool_backward_blocked(const PoolingGeometry& g, int channels, const float* output_diff,
                                    float* input_diff, bool output_blocked) {
   const BlockedPoolingPlan plan(g, channels, true);
-  if (plan.lanes == 16) {
-    average_backward<16>(plan, output_diff, input_diff, output_blocked);
-  } else {
-    average_backward<8>(plan, output_diff, input_diff, output_blocked);
-  }
+  with_lanes(plan, [&](auto lanes) {
+    average_backward<decltype(lanes)::value>(plan, output_diff, input_diff, output_blocked);
+  });
 }
 
 CpuIsa pooling_blocked_kernels_isa() {

@@ -26,6 +26,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/engine_hooks.hpp"
 #include "layers/pooling_kernels.hpp"
 #include "xtrain/layer.hpp"
 
@@ -43,7 +44,7 @@ namespace xtrain {
 // (cuDNN sizes its output by the floor formula).
 bool cudnn_average_pooling_is_caffes(const PoolingGeometry& g);
 
-class PoolingLayer : public Layer {
+class PoolingLayer : public Layer, public EngineHooks {
  public:
   explicit PoolingLayer(const LayerParameter& param);
   ~PoolingLayer() override;

@@ -249,7 +249,7 @@ void RecurrentLayer::zero_state_outputs(bool data) const {
   for (Blob* state : state_outputs_) fill_zero(device(), *state, data);
 }
 
-void RecurrentLayer::run_forward(const BlobVec& bottom, const BlobVec& top) {
+void RecurrentLayer::forward_on(const BlobVec& bottom, const BlobVec& top) {
   connect_blobs(bottom, top);
   if (!expose_hidden_) {
     // Continue from where the previous forward ended.
@@ -263,8 +263,8 @@ void RecurrentLayer::run_forward(const BlobVec& bottom, const BlobVec& top) {
   if (param_.recurrent_param().debug_info()) log_debug_info(/*backward=*/false);
 }
 
-void RecurrentLayer::run_backward(const BlobVec& top, const std::vector<bool>& propagate_down,
-                                  const BlobVec& bottom) {
+void RecurrentLayer::backward_on(const BlobVec& top, const std::vector<bool>& propagate_down,
+                                 const BlobVec& bottom) {
   XTRAIN_CHECK(!propagate_down[1], where(),
                ": cont (bottom[1]) takes no gradient; set propagate_down: false for it");
   connect_blobs(bottom, top);

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "layers/any_device_layer.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/net.hpp"
 
@@ -44,9 +45,9 @@ LayerParameter* add_shared_inner_product(NetParameter* net, const RecurrentParam
                                          const std::string& weight_name,
                                          const std::string& bias_name = "");
 
-class RecurrentLayer : public Layer {
+class RecurrentLayer : public AnyDeviceLayer<Layer> {
  public:
-  using Layer::Layer;
+  using AnyDeviceLayer::AnyDeviceLayer;
 
   int min_bottom_blobs() const override { return 2 + exposed_state_count(); }
   int max_bottom_blobs() const override { return 3 + exposed_state_count(); }
@@ -71,22 +72,11 @@ class RecurrentLayer : public Layer {
   bool static_input() const { return static_input_; }
   int num_output() const { return static_cast<int>(param_.recurrent_param().num_output()); }
 
-  // The unrolled net's layers run on this layer's device themselves.
-  void forward_cpu(const BlobVec& bottom, const BlobVec& top) override { run_forward(bottom, top); }
-  void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    run_backward(top, propagate_down, bottom);
-  }
-  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override { run_forward(bottom, top); }
-  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    run_backward(top, propagate_down, bottom);
-  }
-
  private:
-  void run_forward(const BlobVec& bottom, const BlobVec& top);
-  void run_backward(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom);
+  // The unrolled net's layers run on this layer's device themselves.
+  void forward_on(const BlobVec& bottom, const BlobVec& top) override;
+  void backward_on(const BlobVec& top, const std::vector<bool>& propagate_down,
+                   const BlobVec& bottom) override;
   int exposed_state_count() const;
   int first_state_bottom() const { return 2 + (static_input_ ? 1 : 0); }
   void check_shapes(const BlobVec& bottom) const;

@@ -4,6 +4,7 @@
 // Works in place: the backward pass then reads y instead of x, which has the
 // same sign for s >= 0.
 #include "core/elementwise_ops.hpp"
+#include "core/engine_hooks.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/neuron_layer.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -15,7 +16,7 @@
 namespace xtrain {
 namespace {
 
-class ReLULayer : public NeuronLayer {
+class ReLULayer : public NeuronLayer, public EngineHooks {
  public:
   using NeuronLayer::NeuronLayer;
   const char* type() const override { return "ReLU"; }

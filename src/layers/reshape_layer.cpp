@@ -10,23 +10,20 @@
 #include <vector>
 
 #include "layers/builtin_layers.hpp"
+#include "layers/view_layer.hpp"
 #include "xtrain/error.hpp"
-#include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
 
 namespace xtrain {
 namespace {
 
-class ReshapeLayer : public Layer {
+class ReshapeLayer : public ViewLayer {
  public:
-  using Layer::Layer;
+  using ViewLayer::ViewLayer;
   const char* type() const override { return "Reshape"; }
-  int exact_num_bottom_blobs() const override { return 1; }
-  int exact_num_top_blobs() const override { return 1; }
 
   void layer_setup(const BlobVec& bottom, const BlobVec& top) override {
-    XTRAIN_CHECK(top[0] != bottom[0], where(),
-                 " cannot run in place; give its top a name different from its bottom");
+    ViewLayer::layer_setup(bottom, top);
     const BlobShape& shape = param_.reshape_param().shape();
     copy_axes_.clear();
     inferred_axis_ = -1;
@@ -46,8 +43,8 @@ class ReshapeLayer : public Layer {
     }
   }
 
-  void reshape(const BlobVec& bottom, const BlobVec& top) override {
-    const Blob& input = *bottom[0];
+ protected:
+  std::vector<int> view_shape(const Blob& input) const override {
     const ReshapeParameter& reshape_param = param_.reshape_param();
     const int axes = input.num_axes();
     const int axis = reshape_param.axis();
@@ -90,16 +87,8 @@ class ReshapeLayer : public Layer {
     XTRAIN_CHECK(count == input.count(), where(), ": the new shape ", shape_to_string(shape),
                  " has ", count, " values but the bottom ", input.shape_string(), " has ",
                  input.count(), "; the counts must match");
-    top[0]->reshape(shape);
-    top[0]->share_data(input);
-    top[0]->share_diff(input);
+    return shape;
   }
-
- protected:
-  void forward_cpu(const BlobVec&, const BlobVec&) override {}
-  void backward_cpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
-  void forward_gpu(const BlobVec&, const BlobVec&) override {}
-  void backward_gpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
 
  private:
   std::vector<int> copy_axes_;  // positions in `shape` holding 0

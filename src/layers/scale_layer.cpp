@@ -12,8 +12,8 @@
 //   dbias[d]  = sum over o, i of dtop[o, d, i]
 // Learned blobs accumulate their gradients; bottom[1]'s diff is overwritten.
 // Works in place (forward then keeps a copy of x for dscale, unless the layer
-// before keeps one: Layer::use_kept_bottom_copy). In place it can
-// take over the in-place ReLU that follows it (Layer::absorb_following_relu):
+// before keeps one: EngineHooks::use_kept_bottom_copy). In place it can
+// take over the in-place ReLU that follows it (EngineHooks::absorb_following_relu):
 // forward then writes ReLU(top) and backward first masks dtop by top > 0, with
 // the ReLU's own functors, so the bits are the same. This is Caffe's
 // ScaleLayer with its inner BiasLayer folded in.

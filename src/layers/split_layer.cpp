@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/elementwise_ops.hpp"
+#include "core/engine_hooks.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/parallel_blocks.hpp"
 #include "xtrain/error.hpp"
@@ -20,7 +21,7 @@
 namespace xtrain {
 namespace {
 
-class SplitLayer : public Layer {
+class SplitLayer : public Layer, public EngineHooks {
  public:
   using Layer::Layer;
   const char* type() const override { return "Split"; }

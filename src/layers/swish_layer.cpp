@@ -6,6 +6,8 @@
 // ops::SigmoidForward) and the CPU gradient in double; so do we, on both
 // devices (ops::SwishSigmoid, ops::SwishBackward).
 #include "core/device_apply.hpp"
+#include "core/engine_hooks.hpp"
+#include "layers/any_device_layer.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/neuron_layer.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -13,9 +15,9 @@
 namespace xtrain {
 namespace {
 
-class SwishLayer : public NeuronLayer {
+class SwishLayer : public AnyDeviceLayer<NeuronLayer>, public EngineHooks {
  public:
-  using NeuronLayer::NeuronLayer;
+  using AnyDeviceLayer::AnyDeviceLayer;
   const char* type() const override { return "Swish"; }
 
   void reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -26,23 +28,10 @@ class SwishLayer : public NeuronLayer {
   bool backward_touches_bottom_data(int) const override { return false; }
   std::size_t buffer_bytes() const override { return sigmoid_.count() * sizeof(float); }
 
- protected:
-  void forward_cpu(const BlobVec& bottom, const BlobVec& top) override { forward_on(bottom, top); }
-  void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    backward_on(top, propagate_down, bottom);
-  }
-  void forward_gpu(const BlobVec& bottom, const BlobVec& top) override { forward_on(bottom, top); }
-  void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    backward_on(top, propagate_down, bottom);
-  }
-
  private:
   float beta() const { return param_.swish_param().beta(); }
 
-  // One body for both devices (ops::apply_on runs where the layer's device is).
-  void forward_on(const BlobVec& bottom, const BlobVec& top) {
+  void forward_on(const BlobVec& bottom, const BlobVec& top) override {
     const Device& on = device();
     const std::size_t n = bottom[0]->count();
     const float* x = ops::data_on(on, *bottom[0]);
@@ -54,7 +43,7 @@ class SwishLayer : public NeuronLayer {
   }
 
   void backward_on(const BlobVec& top, const std::vector<bool>& propagate_down,
-                   const BlobVec& bottom) {
+                   const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
     const Device& on = device();
     ops::apply_on(on, bottom[0]->count(), ops::SwishBackward{beta()},

@@ -82,8 +82,9 @@ int time_command() {
     if (with_backward) {
       const auto backward_start = Clock::now();
       // Through the Net, which also writes again the values its memory plan
-      // lent out (Layer::recompute_top): each layer's time runs from the
-      // previous layer's end to its own, so it includes that work.
+      // lent out (the layer that wrote them recomputes them): each layer's
+      // time runs from the previous layer's end to its own, so it includes
+      // that work.
       auto start = Clock::now();
       net.backward([&](int layer) {
         synchronize(options.device);  // GPU kernels run asynchronously
