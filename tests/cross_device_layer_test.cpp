@@ -458,6 +458,13 @@ std::vector<CrossDeviceCase> detection_cases() {
                                 0, 1, 0.4f, 0.5f,  0.5f, 1,     1,     //
                                 1, 2, 0.7f, 0.3f,  0.3f, 0.8f,  0.6f}),
            fixed({1, 1, 2, 8}, kGroundTruth)})),
+      forward_only(make_case(
+          "YoloDetectionOutput",
+          "name: 'y' type: 'YoloDetectionOutput' yolo_param { num_classes: 2 anchors: 10 "
+          "anchors: 14 anchors: 23 anchors: 27 anchors: 37 anchors: 58 mask: 1 mask: 2 mask: 0 "
+          "confidence_threshold: 0.3 nms_param { nms_threshold: 0.45 } keep_top_k: 10 }",
+          {uniform({2, 14, 2, 3}, -3, 3), uniform({2, 7, 4, 6}, -3, 3),
+           constant_input({2, 3, 32, 48}, 0, 1)})),
   };
 }
 

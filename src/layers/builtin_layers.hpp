@@ -86,7 +86,8 @@ class LayerRegistry;
   X(normalize) \
   X(multibox_loss) \
   X(detection_output) \
-  X(detection_evaluate)
+  X(detection_evaluate) \
+  X(yolo_detection_output)
 // clang-format on
 
 void register_builtin_layers(LayerRegistry& registry);

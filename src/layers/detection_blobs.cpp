@@ -1,5 +1,8 @@
 #include "layers/detection_blobs.hpp"
 
+#include <algorithm>
+#include <numeric>
+
 #include "xtrain/error.hpp"
 
 namespace xtrain::detection {
@@ -82,6 +85,46 @@ std::map<int, std::vector<Detection>> read_detections(const Blob& detections,
     list.push_back(d);
   }
   return result;
+}
+
+void keep_highest_scoring(int keep_top_k, std::vector<Detection>* detections) {
+  if (keep_top_k < 0 || static_cast<int>(detections->size()) <= keep_top_k) return;
+  std::vector<int> order(detections->size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return (*detections)[a].score > (*detections)[b].score; });
+  order.resize(keep_top_k);
+  std::sort(order.begin(), order.end());
+  std::vector<Detection> kept;
+  for (const int i : order) kept.push_back((*detections)[i]);
+  *detections = std::move(kept);
+}
+
+void write_detections(const std::vector<std::vector<Detection>>& by_item, Blob* top) {
+  const int items = static_cast<int>(by_item.size());
+  int rows = 0;
+  for (const auto& list : by_item) rows += static_cast<int>(list.size());
+  if (rows == 0) {
+    top->reshape({1, 1, items, kDetectionWidth});
+    float* out = top->mutable_cpu_data();
+    std::fill(out, out + top->count(), -1.0f);
+    for (int item = 0; item < items; ++item) out[item * kDetectionWidth] = static_cast<float>(item);
+    return;
+  }
+  top->reshape({1, 1, rows, kDetectionWidth});
+  float* row = top->mutable_cpu_data();
+  for (int item = 0; item < items; ++item) {
+    for (const Detection& d : by_item[item]) {
+      row[0] = static_cast<float>(item);
+      row[1] = static_cast<float>(d.label);
+      row[2] = d.score;
+      row[3] = d.box.xmin;
+      row[4] = d.box.ymin;
+      row[5] = d.box.xmax;
+      row[6] = d.box.ymax;
+      row += kDetectionWidth;
+    }
+  }
 }
 
 }  // namespace xtrain::detection

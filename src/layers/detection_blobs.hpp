@@ -60,4 +60,14 @@ std::map<int, std::vector<Detection>> read_detections(const Blob& detections,
                                                       const std::string& where,
                                                       const std::string& blob_name);
 
+// keep_top_k of the detection layers: when an image has more than
+// keep_top_k (>= 0) detections over all its classes, the keep_top_k
+// highest-scoring ones (ties: the earlier first), left in their order.
+void keep_highest_scoring(int keep_top_k, std::vector<Detection>* detections);
+
+// Writes the detections of each item (the index in `by_item` is the item id)
+// as rows of 1 x 1 x D x 7, in order. When no item has any detection, the
+// top is one row (item, -1, -1, -1, -1, -1, -1) per item, as SSD writes it.
+void write_detections(const std::vector<std::vector<Detection>>& by_item, Blob* top);
+
 }  // namespace xtrain::detection

@@ -20,10 +20,7 @@
 //
 // All of it runs on the host, as SSD's GPU path does its NMS: a sort and a
 // greedy walk per class; decoding is a few thousand boxes per image.
-#include <algorithm>
 #include <cfloat>
-#include <map>
-#include <utility>
 #include <vector>
 
 #include "layers/box_coding.hpp"
@@ -98,8 +95,7 @@ class DetectionOutputLayer : public Layer {
     const float* conf = bottom[1]->cpu_data();
     const auto code = static_cast<detection::BoxCode>(p.code_type());
 
-    std::vector<detection::Detection> rows;
-    std::vector<int> row_items;
+    std::vector<std::vector<detection::Detection>> by_item(items);
     for (int item = 0; item < items; ++item) {
       const float* loc_item = loc + static_cast<std::size_t>(item) * priors_ * loc_classes_ * 4;
       const float* conf_item = conf + static_cast<std::size_t>(item) * priors_ * classes_;
@@ -115,8 +111,8 @@ class DetectionOutputLayer : public Layer {
                                               detection::BoxOffsets{{t[0], t[1], t[2], t[3]}});
         }
       }
-      // (score, (label, prior)) of the boxes NMS kept, labels ascending.
-      std::vector<std::pair<float, std::pair<int, int>>> kept;
+      // The boxes NMS kept, labels ascending.
+      std::vector<detection::Detection>& kept = by_item[item];
       for (int c = 0; c < classes_; ++c) {
         if (c == background_) continue;
         std::vector<float> scores(priors_);
@@ -124,45 +120,12 @@ class DetectionOutputLayer : public Layer {
           scores[j] = conf_item[static_cast<std::size_t>(j) * classes_ + c];
         const auto& class_boxes = boxes[p.share_location() ? 0 : c];
         for (const int j : detection::non_maximum_suppression(class_boxes, scores, settings_)) {
-          kept.push_back({scores[j], {c, j}});
+          kept.push_back({class_boxes[j], c, scores[j]});
         }
       }
-      if (p.keep_top_k() > -1 && static_cast<int>(kept.size()) > p.keep_top_k()) {
-        std::stable_sort(kept.begin(), kept.end(),
-                         [](const auto& a, const auto& b) { return a.first > b.first; });
-        kept.resize(p.keep_top_k());
-        // Back to labels ascending, each label's boxes by descending score.
-        std::stable_sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) {
-          return a.second.first < b.second.first;
-        });
-      }
-      for (const auto& [score, where_from] : kept) {
-        const auto [label, prior] = where_from;
-        rows.push_back({boxes[p.share_location() ? 0 : label][prior], label, score});
-        row_items.push_back(item);
-      }
+      detection::keep_highest_scoring(p.keep_top_k(), &kept);
     }
-
-    if (rows.empty()) {
-      top[0]->reshape({1, 1, items, detection::kDetectionWidth});
-      float* out = top[0]->mutable_cpu_data();
-      std::fill(out, out + top[0]->count(), -1.0f);
-      for (int item = 0; item < items; ++item) out[item * detection::kDetectionWidth] = item;
-      return;
-    }
-    top[0]->reshape({1, 1, static_cast<int>(rows.size()), detection::kDetectionWidth});
-    float* out = top[0]->mutable_cpu_data();
-    for (std::size_t r = 0; r < rows.size(); ++r) {
-      float* row = out + r * detection::kDetectionWidth;
-      const detection::Detection& d = rows[r];
-      row[0] = static_cast<float>(row_items[r]);
-      row[1] = static_cast<float>(d.label);
-      row[2] = d.score;
-      row[3] = d.box.xmin;
-      row[4] = d.box.ymin;
-      row[5] = d.box.xmax;
-      row[6] = d.box.ymax;
-    }
+    detection::write_detections(by_item, top[0]);
   }
 
   void backward_cpu(const BlobVec&, const std::vector<bool>& propagate_down,
