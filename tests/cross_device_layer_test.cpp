@@ -451,6 +451,22 @@ std::vector<CrossDeviceCase> detection_cases() {
           "name: 'd' type: 'DetectionOutput' detection_output_param { num_classes: 3 "
           "code_type: CENTER_SIZE nms_param { nms_threshold: 0.45 top_k: 3 } keep_top_k: 4 }",
           {uniform({2, 16}, -0.5f, 0.5f), uniform({2, 12}, 0, 1), fixed({1, 2, 16}, kPriorBoxes)})),
+      make_case("UpsampleByTwo", "name: 'u' type: 'Upsample' upsample_param { scale: 2 }",
+                {uniform({2, 3, 3, 5})}),
+      make_case("UpsampleByThree", "name: 'u' type: 'Upsample' upsample_param { scale: 3 }",
+                {uniform({1, 2, 2, 3})}),
+      // Item 0's box fits anchor 2 best, item 1's anchor 1: with mask 0 1 only
+      // item 1's is trained here.
+      make_case("YoloLoss",
+                "name: 'y' type: 'YoloLoss' yolo_param { num_classes: 2 anchors: [2, 2, 5, 4, "
+                "7, 6] mask: [0, 1] img_h: 12 img_w: 12 ignore_thresh: 0.5 }",
+                {uniform({2, 14, 3, 3}, -2, 2), fixed({1, 1, 2, 8}, kGroundTruth)}, kSums),
+      make_case("YoloLossImageSizeFromData",
+                "name: 'y' type: 'YoloLoss' yolo_param { num_classes: 2 anchors: [2, 2, 5, 4, "
+                "7, 6] mask: [1, 2] truth_thresh: 0.6 }",
+                {uniform({2, 14, 3, 3}, -2, 2), fixed({1, 1, 2, 8}, kGroundTruth),
+                 constant_input({2, 3, 12, 12}, 0, 1)},
+                kSums),
       forward_only(make_case(
           "DetectionEvaluate",
           "name: 'e' type: 'DetectionEvaluate' detection_evaluate_param { num_classes: 3 }",

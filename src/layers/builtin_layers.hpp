@@ -87,6 +87,9 @@ class LayerRegistry;
   X(multibox_loss) \
   X(detection_output) \
   X(detection_evaluate) \
+  /* object detection (YOLOv3) */ \
+  X(upsample) \
+  X(yolo_loss) \
   X(yolo_detection_output)
 // clang-format on
 
