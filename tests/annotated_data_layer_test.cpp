@@ -205,9 +205,9 @@ TEST(AnnotatedDataLayer, TheSeedDecidesTheAugmentation) {
   EXPECT_NE(run(text, 43, 6), first);
 }
 
-TEST(AnnotatedDataLayer, ResumesExactly) {
-  TempDir dir("annotated_data");
-  const std::string text = augmenting(three_records(dir), 2);
+// Five batches straight, and three then two more in a layer restored from
+// the resume state after three: the same pixels and rows.
+void expect_exact_resume(const std::string& text) {
   LayerParameter param;
   read_proto_from_text_string(text, &param);
   param.set_phase(TRAIN);
@@ -232,6 +232,38 @@ TEST(AnnotatedDataLayer, ResumesExactly) {
     EXPECT_EQ(again.pixels(), straight[2 * k]) << "batch " << k;
     EXPECT_EQ(again.labels(), straight[2 * k + 1]) << "batch " << k;
   }
+}
+
+TEST(AnnotatedDataLayer, ResumesExactly) {
+  TempDir dir("annotated_data");
+  expect_exact_resume(augmenting(three_records(dir), 2));
+}
+
+// Darknet's jitter in place of resize_param (data/jitter_placement.hpp).
+std::string jittering(const std::string& db) {
+  return "name: 'data' type: 'AnnotatedData' top: 'data' top: 'label' "
+         "data_param { source: '" +
+         db +
+         "' backend: LMDB decode_threads: 2 batch_size: 2 } transform_param { mirror: true "
+         "jitter_param { jitter: 0.3 min_scale: 0.5 max_scale: 1.5 height: 6 width: 8 } "
+         "emit_constraint { emit_type: CENTER } }";
+}
+
+TEST(AnnotatedDataLayer, JitterIsTheSeedsAndResumesExactly) {
+  TempDir dir("annotated_data");
+  const std::string text = jittering(three_records(dir));
+  const auto first = run(text, 42, 6);
+  ASSERT_EQ(first[0].size(), 2u * 6 * 8);
+  EXPECT_EQ(run(text, 42, 6), first);
+  EXPECT_NE(run(text, 43, 6), first);
+  for (std::size_t k = 1; k < first.size(); k += 2) {
+    for (std::size_t v = 3; v < first[k].size(); v += 8) {
+      if (first[k][v - 3] < 0) continue;  // a batch without boxes
+      EXPECT_GE(first[k][v], 0.0f);       // clipped to the canvas
+      EXPECT_LE(first[k][v + 2], 1.0f);
+    }
+  }
+  expect_exact_resume(text);
 }
 
 TEST(AnnotatedDataLayer, ShardsReadTheirSliceOfTheGlobalBatch) {
@@ -318,6 +350,23 @@ TEST(AnnotatedDataLayer, ErrorsSayWhatToChange) {
   EXPECT_NE(setup_error("transform_param { resize_param { height: 4 width: 4 } } "
                         "annotated_data_param { batch_sampler { sampler { min_scale: 0 } } }")
                 .find("0 < min_scale"),
+            std::string::npos);
+
+  const auto jitter_error = [&](const std::string& jitter) {
+    return setup_error("transform_param { jitter_param { " + jitter + " } }");
+  };
+  EXPECT_NE(jitter_error("width: 8").find("needs height and width"), std::string::npos);
+  EXPECT_NE(jitter_error("height: 8 width: 8 jitter: 1").find("[0, 1)"), std::string::npos);
+  EXPECT_NE(jitter_error("height: 8 width: 8 jitter: -0.1").find("[0, 1)"), std::string::npos);
+  EXPECT_NE(jitter_error("height: 8 width: 8 min_scale: 2 max_scale: 1")
+                .find("0 < min_scale <= max_scale"),
+            std::string::npos);
+  EXPECT_NE(jitter_error("height: 8 width: 8 fill_value: 1 fill_value: 2 fill_value: 3")
+                .find("one for all channels or one per channel"),
+            std::string::npos);
+  EXPECT_NE(setup_error("transform_param { resize_param { height: 4 width: 4 } jitter_param { "
+                        "height: 4 width: 4 } }")
+                .find("both resize_param and jitter_param"),
             std::string::npos);
 
   // A Datum DB (convert_imageset's) is not an AnnotatedDatum DB.

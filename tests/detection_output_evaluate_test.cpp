@@ -170,5 +170,58 @@ XTRAIN_DEVICE_TEST(DetectionEvaluateLayerTest, NameSizeFileComparesInImagePixels
       {"'eval'", "name_size_file", "none.txt"});
 }
 
+XTRAIN_DEVICE_TEST(DetectionEvaluateLayerTest, ResizeParamMapsBoxesBackThroughTheLetterbox) {
+  // A 200 x 100 image letterboxed onto 100 x 100: scale 0.5, 100 x 50 at
+  // top 25, the frame (0, 0.25, 1, 0.75). The truth, image (0, 0, 0.1,
+  // 0.2), is (0, 0.25, 0.1, 0.35) there; the detection (0, 0.15, 0.1, 0.35)
+  // reaches 10 rows into the padding. Mapped back and clipped it is the
+  // truth (IoU 1); compared in the padded frame's pixels (0, 15, 20, 35)
+  // against (0, 25, 20, 35), IoU is 21 * 11 / (21 * 21) = 0.52 < 0.6: WARP,
+  // which leaves normalized boxes as they are, misses.
+  Blob detections({1, 1, 1, 7});
+  Blob truth({1, 1, 1, 8});
+  set_data(detections, {0, 1, 0.9f, 0, 0.15f, 0.1f, 0.35f});
+  set_data(truth, {0, 1, 0, 0, 0.25f, 0.1f, 0.35f, 0});
+  testing::TempDir dir("name_size");
+  const std::string sizes = dir.path() + "/name_size.txt";
+  std::ofstream(sizes) << "000001 100 200\n";
+  const auto evaluate = [&](const std::string& resize) {
+    Blob top;
+    auto layer = make_layer(
+        "name: 'eval' type: 'DetectionEvaluate' detection_evaluate_param { num_classes: 2 "
+        "overlap_threshold: 0.6 name_size_file: '" +
+        sizes + "' resize_param { " + resize + " } }");
+    layer->setup({&detections, &truth}, {&top});
+    layer->forward({&detections, &truth}, {&top});
+    return data_of(top);
+  };
+  EXPECT_EQ(evaluate("resize_mode: FIT_LARGE_SIZE_AND_PAD height: 100 width: 100"),
+            (std::vector<float>{-1, 1, 1, -1, -1, 0, 1, 0.9f, 1, 0}));
+  EXPECT_EQ(evaluate("resize_mode: WARP height: 100 width: 100"),
+            (std::vector<float>{-1, 1, 1, -1, -1, 0, 1, 0.9f, 0, 1}));
+
+  Blob top;
+  const auto setup_error = [&](const std::string& settings) {
+    auto layer = make_layer(
+        "name: 'eval' type: 'DetectionEvaluate' detection_evaluate_param { num_classes: 2 " +
+        settings + " }");
+    layer->setup({&detections, &truth}, {&top});
+  };
+  testing::expect_error([&] { setup_error("resize_param { height: 10 width: 10 }"); },
+                        {"'eval'", "name_size_file"});
+  testing::expect_error(
+      [&] {
+        setup_error("name_size_file: '" + sizes +
+                    "' resize_param { resize_mode: FIT_SMALL_SIZE height: 10 width: 10 }");
+      },
+      {"'eval'", "FIT_SMALL_SIZE"});
+  testing::expect_error(
+      [&] {
+        setup_error("name_size_file: '" + sizes +
+                    "' resize_param { resize_mode: FIT_LARGE_SIZE_AND_PAD }");
+      },
+      {"'eval'", "height and width"});
+}
+
 }  // namespace
 }  // namespace xtrain

@@ -3,6 +3,7 @@
 #include <opencv2/core.hpp>
 
 #include "data/box_sampling.hpp"
+#include "data/jitter_placement.hpp"
 #include "data/photometric_distortion.hpp"
 #include "layers/builtin_layers.hpp"
 #include "xtrain/error.hpp"
@@ -19,6 +20,7 @@ TransformationParameter mean_and_scale_only(const TransformationParameter& param
   kept.set_mirror(false);
   kept.clear_crop_size();
   kept.clear_resize_param();
+  kept.clear_jitter_param();
   kept.clear_noise_param();
   kept.clear_distort_param();
   kept.clear_expand_param();
@@ -38,6 +40,11 @@ void AnnotatedDataLayer::check_parameters() const {
                "output with transform_param.resize_param { height width }");
   XTRAIN_CHECK(!transform.has_noise_param() || transform.noise_param().prob() <= 0, where(),
                ": transform_param.noise_param is not implemented; remove it (or set prob: 0)");
+  XTRAIN_CHECK(!(transform.has_resize_param() && transform.has_jitter_param()), where(),
+               ": transform_param has both resize_param and jitter_param; jitter_param sizes "
+               "the output itself (height, width), so remove resize_param (or jitter_param "
+               "for a plain resize)");
+  if (transform.has_jitter_param()) check_jitter(transform.jitter_param());
   if (transform.has_resize_param()) {
     const ResizeParameter& resize = transform.resize_param();
     XTRAIN_CHECK(resize.resize_mode() != ResizeParameter::FIT_SMALL_SIZE, where(),
@@ -46,13 +53,13 @@ void AnnotatedDataLayer::check_parameters() const {
     XTRAIN_CHECK(resize.height() > 0 && resize.width() > 0, where(),
                  ": transform_param.resize_param needs height and width (> 0), the size of the "
                  "output images");
-  } else {
+  } else if (!transform.has_jitter_param()) {
     XTRAIN_CHECK(
         param_.annotated_data_param().batch_sampler_size() == 0 && !transform.has_expand_param(),
         where(),
         ": batch_sampler and expand_param change the images' sizes; give "
-        "transform_param.resize_param { height: H width: W } so that every image of a "
-        "batch has the output's size");
+        "transform_param.resize_param { height: H width: W } (or jitter_param) so that every "
+        "image of a batch has the output's size");
   }
   for (int i = 0; i < param_.annotated_data_param().batch_sampler_size(); ++i) {
     const Sampler& s = param_.annotated_data_param().batch_sampler(i).sampler();
@@ -69,6 +76,31 @@ void AnnotatedDataLayer::check_parameters() const {
                  ": expand_param.max_expand_ratio is ", transform.expand_param().max_expand_ratio(),
                  "; it must be at least 1");
   }
+}
+
+void AnnotatedDataLayer::check_jitter(const JitterParameter& jitter) const {
+  XTRAIN_CHECK(jitter.height() > 0 && jitter.width() > 0, where(),
+               ": transform_param.jitter_param needs height and width (> 0), the size of the "
+               "output images");
+  XTRAIN_CHECK(jitter.jitter() >= 0 && jitter.jitter() < 1, where(), ": jitter_param.jitter is ",
+               jitter.jitter(),
+               "; it must be in [0, 1) (each side changes by up to that fraction; Darknet's "
+               "YOLOv3 uses 0.3)");
+  XTRAIN_CHECK(jitter.min_scale() > 0 && jitter.min_scale() <= jitter.max_scale(), where(),
+               ": jitter_param has min_scale ", jitter.min_scale(), " and max_scale ",
+               jitter.max_scale(), "; need 0 < min_scale <= max_scale");
+  XTRAIN_CHECK(jitter.prob() >= 0 && jitter.prob() <= 1, where(), ": jitter_param.prob is ",
+               jitter.prob(), "; it must be in [0, 1]");
+}
+
+cv::Scalar AnnotatedDataLayer::jitter_fill(int channels) const {
+  const auto& values = param_.transform_param().jitter_param().fill_value();
+  XTRAIN_CHECK(values.size() <= 1 || values.size() == channels, where(), ": jitter_param has ",
+               values.size(), " fill_value entries for images of ", channels,
+               " channels; give one for all channels or one per channel");
+  cv::Scalar fill = cv::Scalar::all(values.empty() ? 127.5 : values[0]);
+  for (int c = 1; c < values.size(); ++c) fill[c] = values[c];
+  return fill;
 }
 
 void AnnotatedDataLayer::layer_setup(const BlobVec&, const BlobVec& top) {
@@ -92,10 +124,16 @@ void AnnotatedDataLayer::layer_setup(const BlobVec&, const BlobVec& top) {
     throw Error(where() + ": " + describe_record(record.key, source_) + ": " + error.what());
   }
   const int channels = image.pixels.channels();
-  output_shape_ = transform.has_resize_param()
-                      ? DatumShape{channels, static_cast<int>(transform.resize_param().height()),
-                                   static_cast<int>(transform.resize_param().width())}
-                      : DatumShape{channels, image.pixels.rows, image.pixels.cols};
+  output_shape_ = DatumShape{channels, image.pixels.rows, image.pixels.cols};
+  if (transform.has_resize_param()) {
+    output_shape_ = DatumShape{channels, static_cast<int>(transform.resize_param().height()),
+                               static_cast<int>(transform.resize_param().width())};
+  }
+  if (transform.has_jitter_param()) {
+    output_shape_ = DatumShape{channels, static_cast<int>(transform.jitter_param().height()),
+                               static_cast<int>(transform.jitter_param().width())};
+    jitter_fill_ = jitter_fill(channels);
+  }
   transformer_->check_input_shape(output_shape_);
   const auto& means = transform.mean_value();
   expand_fill_.assign(static_cast<std::size_t>(channels), 0.0f);
@@ -108,7 +146,7 @@ void AnnotatedDataLayer::layer_setup(const BlobVec&, const BlobVec& top) {
 
 bool AnnotatedDataLayer::augments_at_random() const {
   const TransformationParameter& t = param_.transform_param();
-  return t.mirror() || t.has_distort_param() || t.has_expand_param() ||
+  return t.mirror() || t.has_distort_param() || t.has_expand_param() || t.has_jitter_param() ||
          param_.annotated_data_param().batch_sampler_size() > 0 ||
          t.resize_param().interp_mode_size() > 1;
 }
@@ -143,6 +181,11 @@ void AnnotatedDataLayer::augment(RandomStream& random, AnnotatedImage* image) co
     }
   }
   if (transform.has_resize_param()) resize_annotated(transform.resize_param(), random, image);
+  if (transform.has_jitter_param()) {
+    jitter_annotated(transform.jitter_param(), jitter_fill_,
+                     transform.has_emit_constraint() ? &transform.emit_constraint() : nullptr,
+                     random, image);
+  }
   if (transform.mirror() && random.below(2) == 1) mirror_annotated(image);
 }
 

@@ -3,8 +3,9 @@
 // (convert_annoset), augmented as SSD trains its detectors.
 //
 // Tops: data (batch_size, C, H, W): C the records' channels (or
-// force_color / force_gray), H x W resize_param's height x width (without
-// resize_param, every record's own size, which must then all be equal);
+// force_color / force_gray), H x W resize_param's (or jitter_param's)
+// height x width (without either, every record's own size, which must then
+// all be equal);
 // optionally label: for records with boxes (AnnotatedDatum.type BBOX, or
 // annotated_data_param.anno_type), (1, 1, R, 8), one row per box of the
 // batch:
@@ -21,7 +22,10 @@
 //      one of them, drawn uniformly, is cut out (none kept: no crop), boxes
 //      kept as transform_param's emit_constraint says (none: every box that
 //      overlaps the crop), clipped to it
-//   4. resize_param: WARP or FIT_LARGE_SIZE_AND_PAD to height x width
+//   4. resize_param: WARP or FIT_LARGE_SIZE_AND_PAD to height x width, or
+//      jitter_param: Darknet's random aspect, scale and place on a canvas of
+//      height x width (data/jitter_placement.hpp), boxes kept as
+//      emit_constraint says; the two together are refused
 //   5. mirror: left-right at random (one draw below(2)), boxes too
 //   6. (x - mean) * scale, as the Data layer (mean_value or mean_file)
 // (data/annotated_image.hpp states the geometry.) Not supported, refused in
@@ -56,6 +60,8 @@ class AnnotatedDataLayer : public DataLayer {
 
  private:
   void check_parameters() const;
+  void check_jitter(const JitterParameter& jitter) const;
+  cv::Scalar jitter_fill(int channels) const;
   void parse_record(const Record& record, AnnotatedDatum* annotated) const;
   void augment(RandomStream& random, AnnotatedImage* image) const;
   void write_label_rows(const AnnotatedImage& image, std::vector<float>* rows) const;
@@ -63,6 +69,7 @@ class AnnotatedDataLayer : public DataLayer {
   bool boxes_ = false;  // label rows of boxes, else one datum.label per image
   DatumShape output_shape_;
   std::vector<float> expand_fill_;  // one value per channel
+  cv::Scalar jitter_fill_;
 };
 
 }  // namespace xtrain

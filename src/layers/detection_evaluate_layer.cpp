@@ -18,6 +18,19 @@
 // image first; pixel areas count both end pixels), one line per item that
 // appears in the detections (DetectionOutput lists every item when it found
 // nothing at all, only the items with detections otherwise), as SSD reads them.
+// With resize_param as well (the test data's transform_param.resize_param,
+// as SSD's test nets repeat it), both boxes are first mapped back through
+// that resize: WARP stretched the whole image, so normalized boxes stay;
+// FIT_LARGE_SIZE_AND_PAD put a w x h image (the item's size) into the
+// middle of the W x H output, with padding
+//   w / h > W / H:  p = (H - W h / w) / 2 rows above and below,
+//                   the frame f = (0, p / H, 1, 1 - p / H)
+//   otherwise:      p = (W - H w / h) / 2 columns left and right,
+//                   f = (p / W, 0, 1 - p / W, 1)
+// so a box b becomes ((b.xmin - f.xmin) / (f.xmax - f.xmin), ...) before
+// the clip, as SSD computes it (from the unrounded scale: the annotated
+// data's resize places the image on whole pixels, at most half a pixel
+// from f).
 #include <algorithm>
 #include <fstream>
 #include <map>
@@ -50,6 +63,7 @@ class DetectionEvaluateLayer : public Layer {
     XTRAIN_CHECK(p.overlap_threshold() > 0, where(), ": overlap_threshold ", p.overlap_threshold(),
                  " must be positive");
     if (!p.name_size_file().empty()) read_sizes(p.name_size_file());
+    if (p.has_resize_param()) check_resize(p.resize_param());
   }
 
   void reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -160,6 +174,21 @@ class DetectionEvaluateLayer : public Layer {
                  "' holds no \"name height width\" lines");
   }
 
+  void check_resize(const ResizeParameter& resize) const {
+    XTRAIN_CHECK(!sizes_.empty(), where(),
+                 ": resize_param maps boxes back to the original images, whose sizes come from "
+                 "name_size_file; give name_size_file too (or remove resize_param to compare "
+                 "normalized boxes)");
+    XTRAIN_CHECK(resize.resize_mode() != ResizeParameter::FIT_SMALL_SIZE, where(),
+                 ": resize_param.resize_mode FIT_SMALL_SIZE is not supported (nor by "
+                 "AnnotatedData); use WARP or FIT_LARGE_SIZE_AND_PAD, as the test data's");
+    XTRAIN_CHECK(resize.resize_mode() != ResizeParameter::FIT_LARGE_SIZE_AND_PAD ||
+                     (resize.height() > 0 && resize.width() > 0),
+                 where(),
+                 ": resize_param FIT_LARGE_SIZE_AND_PAD needs height and width (> 0), the test "
+                 "data's resize_param { height width }");
+  }
+
   // The image size of the next item, cycling through the file; null without
   // a name_size_file (normalized boxes).
   const std::pair<int, int>* next_size() {
@@ -169,11 +198,37 @@ class DetectionEvaluateLayer : public Layer {
     return size;
   }
 
-  static float overlap(const NormalizedBox& a, const NormalizedBox& b,
-                       const std::pair<int, int>* size) {
+  // `box` as a normalized box of the original image of (height, width) `size`.
+  NormalizedBox before_resize(const NormalizedBox& box, const std::pair<int, int>& size) const {
+    const DetectionEvaluateParameter& p = param_.detection_evaluate_param();
+    if (!p.has_resize_param() ||
+        p.resize_param().resize_mode() != ResizeParameter::FIT_LARGE_SIZE_AND_PAD) {
+      return box;
+    }
+    const float out_w = static_cast<float>(p.resize_param().width());
+    const float out_h = static_cast<float>(p.resize_param().height());
+    const float aspect = static_cast<float>(size.second) / static_cast<float>(size.first);
+    NormalizedBox f{0, 0, 1, 1};
+    if (aspect > out_w / out_h) {
+      const float rows = (out_h - out_w / aspect) / 2;
+      f.ymin = rows / out_h;
+      f.ymax = 1 - rows / out_h;
+    } else {
+      const float columns = (out_w - out_h * aspect) / 2;
+      f.xmin = columns / out_w;
+      f.xmax = 1 - columns / out_w;
+    }
+    const float w = f.xmax - f.xmin;
+    const float h = f.ymax - f.ymin;
+    return NormalizedBox{(box.xmin - f.xmin) / w, (box.ymin - f.ymin) / h, (box.xmax - f.xmin) / w,
+                         (box.ymax - f.ymin) / h};
+  }
+
+  float overlap(const NormalizedBox& a, const NormalizedBox& b,
+                const std::pair<int, int>* size) const {
     if (!size) return detection::jaccard_overlap(a, b);
     const auto to_pixels = [&](const NormalizedBox& box) {
-      const NormalizedBox c = detection::clipped(box);
+      const NormalizedBox c = detection::clipped(before_resize(box, *size));
       const float h = static_cast<float>(size->first);
       const float w = static_cast<float>(size->second);
       return NormalizedBox{c.xmin * w, c.ymin * h, c.xmax * w, c.ymax * h};
