@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "box_images.hpp"
 #include "device_test_support.hpp"
 #include "layer_test_support.hpp"
 #include "layers/average_precision.hpp"
 #include "solver_test_net.hpp"
 #include "xtrain/net.hpp"
-#include "xtrain/random.hpp"
 #include "xtrain/solver.hpp"
 
 namespace xtrain {
@@ -122,25 +122,9 @@ NetParameter ssd_net_param(Phase phase) {
 
 // Two images with a bright square each where the boxes are; labels 1 and 2.
 void feed(Net& net) {
-  Blob& data = *net.blob_by_name("data");
-  RandomStream random(5);
-  random.uniform(data.count(), 0.0f, 0.2f, data.mutable_cpu_data());
-  const std::vector<float> boxes = {0, 1, 0, 0.25f, 0.25f, 0.75f, 0.75f, 0,  //
-                                    1, 2, 0, 0.0f,  0.5f,  0.5f,  1.0f,  0,  //
-                                    1, 1, 0, 0.5f,  0.0f,  1.0f,  0.5f,  0};
-  float* image = data.mutable_cpu_data();
-  for (int row = 0; row < 3; ++row) {
-    const float* b = &boxes[row * 8];
-    const int item = static_cast<int>(b[0]);
-    for (int c = 0; c < 3; ++c) {
-      for (int y = static_cast<int>(b[4] * 16); y < static_cast<int>(b[6] * 16); ++y) {
-        for (int x = static_cast<int>(b[3] * 16); x < static_cast<int>(b[5] * 16); ++x) {
-          image[((item * 3 + c) * 16 + y) * 16 + x] = b[1] == 1 ? (c == 0 ? 1.0f : 0.0f) : 0.8f;
-        }
-      }
-    }
-  }
-  testing::set_data(*net.blob_by_name("label"), boxes);
+  testing::feed_boxes_as_squares(net, {0, 1, 0, 0.25f, 0.25f, 0.75f, 0.75f, 0,  //
+                                       1, 2, 0, 0.0f,  0.5f,  0.5f,  1.0f,  0,  //
+                                       1, 1, 0, 0.5f,  0.0f,  1.0f,  0.5f,  0});
 }
 
 NetOptions quiet_options() {

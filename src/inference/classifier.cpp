@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "inference/classifier_input.hpp"
+#include "inference/image_deploy_net.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/input_file.hpp"
 #include "xtrain/logging.hpp"
@@ -50,17 +51,8 @@ std::vector<std::string> read_label_file(const std::string& path) {
 
 Classifier::Classifier(const std::string& deploy_prototxt, const std::string& weights,
                        const ClassifierOptions& options) {
-  NetOptions net_options;
-  net_options.device = options.device;
-  net_options.verbose = false;
-  net_ = std::make_unique<Net>(deploy_prototxt, TEST, 0, std::vector<std::string>{}, net_options);
-  XTRAIN_CHECK(net_->input_blobs().size() == 1, "net '", deploy_prototxt, "' has ",
-               net_->input_blobs().size(),
-               " inputs; a classifier needs exactly one: an Input layer with one top of shape "
-               "N x C x H x W");
+  net_ = open_image_deploy_net(deploy_prototxt, options.device, "a classifier");
   const Blob& input = *net_->input_blobs().front();
-  XTRAIN_CHECK(input.num_axes() == 4, "net '", deploy_prototxt, "': its input has shape ",
-               input.shape_string(), "; a classifier needs N x C x H x W");
   XTRAIN_CHECK(!net_->output_blobs().empty(), "net '", deploy_prototxt,
                "' has no output (every top is consumed); a classifier reads the last output, "
                "e.g. a Softmax 'prob'");

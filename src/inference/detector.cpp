@@ -5,6 +5,7 @@
 
 #include "data/letterbox.hpp"
 #include "inference/classifier_input.hpp"
+#include "inference/image_deploy_net.hpp"
 #include "layers/detection_blobs.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/input_file.hpp"
@@ -37,17 +38,8 @@ std::map<int, std::string> read_label_names(const std::string& path) {
 Detector::Detector(const std::string& deploy_prototxt, const std::string& weights,
                    const DetectorOptions& options)
     : options_(options) {
-  NetOptions net_options;
-  net_options.device = options.device;
-  net_options.verbose = false;
-  net_ = std::make_unique<Net>(deploy_prototxt, TEST, 0, std::vector<std::string>{}, net_options);
-  XTRAIN_CHECK(net_->input_blobs().size() == 1, "net '", deploy_prototxt, "' has ",
-               net_->input_blobs().size(),
-               " inputs; a detector needs exactly one: an Input layer with one top of shape "
-               "N x C x H x W");
+  net_ = open_image_deploy_net(deploy_prototxt, options.device, "a detector");
   const Blob& input = *net_->input_blobs().front();
-  XTRAIN_CHECK(input.num_axes() == 4, "net '", deploy_prototxt, "': its input has shape ",
-               input.shape_string(), "; a detector needs N x C x H x W");
   for (int i = static_cast<int>(net_->layers().size()) - 1; i >= 0; --i) {
     const std::string type = net_->layers()[i]->type();
     if (type == "DetectionOutput" || type == "YoloDetectionOutput") {

@@ -127,4 +127,12 @@ void write_detections(const std::vector<std::vector<Detection>>& by_item, Blob* 
   }
 }
 
+void refuse_gradient(const std::string& where, const std::vector<bool>& propagate_down) {
+  for (const bool needed : propagate_down) {
+    XTRAIN_CHECK(!needed, where,
+                 " has no gradient (it outputs detections or their evaluation); add "
+                 "propagate_down: false for its bottoms or put it in the TEST phase only");
+  }
+}
+
 }  // namespace xtrain::detection

@@ -70,4 +70,9 @@ void keep_highest_scoring(int keep_top_k, std::vector<Detection>* detections);
 // top is one row (item, -1, -1, -1, -1, -1, -1) per item, as SSD writes it.
 void write_detections(const std::vector<std::vector<Detection>>& by_item, Blob* top);
 
+// The backward of the layers that output detections or their evaluation:
+// they have no gradient, so a bottom asking for one is a mistake in the net
+// (an error naming `where`, the layer).
+void refuse_gradient(const std::string& where, const std::vector<bool>& propagate_down);
+
 }  // namespace xtrain::detection

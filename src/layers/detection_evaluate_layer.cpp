@@ -156,9 +156,7 @@ class DetectionEvaluateLayer : public Layer {
 
   void backward_cpu(const BlobVec&, const std::vector<bool>& propagate_down,
                     const BlobVec&) override {
-    for (const bool needed : propagate_down) {
-      XTRAIN_CHECK(!needed, where(), " has no gradient; add propagate_down: false for its bottoms");
-    }
+    detection::refuse_gradient(where(), propagate_down);
   }
 
  private:

@@ -130,11 +130,7 @@ class DetectionOutputLayer : public Layer {
 
   void backward_cpu(const BlobVec&, const std::vector<bool>& propagate_down,
                     const BlobVec&) override {
-    for (const bool needed : propagate_down) {
-      XTRAIN_CHECK(!needed, where(),
-                   " has no gradient (it outputs detections); add propagate_down: false for "
-                   "its bottoms or put it in the TEST phase only");
-    }
+    detection::refuse_gradient(where(), propagate_down);
   }
 
  private:
