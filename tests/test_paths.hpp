@@ -12,18 +12,9 @@
 // file, would hide ::testing from code inside namespace xtrain.
 #pragma once
 
-#include <cstdlib>
-
 namespace xtrain_test_paths {
 
-inline const char* source_dir() {
-  const char* dir = std::getenv("XTRAIN_SOURCE_DIR");
-  return dir != nullptr && *dir != '\0' ? dir : XTRAIN_BUILD_SOURCE_DIR;
-}
-
-inline const char* tools_dir() {
-  const char* dir = std::getenv("XTRAIN_TOOLS_DIR");
-  return dir != nullptr && *dir != '\0' ? dir : XTRAIN_BUILD_TOOLS_DIR;
-}
+const char* source_dir();
+const char* tools_dir();
 
 }  // namespace xtrain_test_paths
