@@ -4,9 +4,14 @@
 //     feed 4 * XB fused multiply-adds (XB = 6 with AVX-512's 32 registers,
 //     else 3);
 //   weight gradient: OB output channels x TB neighbouring taps of one
-//     filter row (a "run", at most 5 taps); per chunk, OB loads of the
-//     output diff and TB of the source feed OB * TB multiply-adds, summed
-//     lane-wise into the caller's partial (OB = 4 with AVX-512, else 2).
+//     filter row (a "run" of at most MaxRun taps); per chunk, OB loads of
+//     the output diff and TB of the source feed OB * TB multiply-adds,
+//     summed lane-wise into the caller's partial (AVX-512: OB = 4, runs of
+//     up to 5; AVX2: 3 and 3, as 4 x 5 accumulators do not fit its 16
+//     registers and 2 x 5 ran at 30-59 GFLOP/s against 3 x 3's 75 on
+//     CIFAR10-quick's conv1; the baseline: 2 and 5). Each tap's sum over
+//     the chunks runs in the same order whatever the tile, so the tile
+//     sizes do not change the result.
 // This file is compiled with -ffp-contract=fast (see CMakeLists.txt) so
 // that `acc += a * b` becomes one fused multiply-add: the sums differ from
 // the reference's in rounding only, as oneDNN's do.
@@ -152,10 +157,14 @@ XTRAIN_KERNEL_BODY void gradient_run(const CorrelationPlan& p, const float* sour
   const int width = p.source_width;
   const int out_width = p.output_width();
   for (const OutputChunk& q : p.chunks) {
+    // Unrolled, so that d stays in registers: a rolled loop kept d on the
+    // stack, and each chunk then stalled on reloading what it had just stored.
     Floats d[OB];
+#pragma GCC unroll 8
     for (int o = 0; o < OB; ++o) load(d[o], diff[o] + q.y * out_width + q.x);
     if (q.covered > 0) {
       const Ints fresh = lane >= q.covered;
+#pragma GCC unroll 8
       for (int o = 0; o < OB; ++o) d[o] = fresh ? d[o] : Floats{};
     }
     const float* s = source_row + q.y * width + q.x;
@@ -165,7 +174,10 @@ XTRAIN_KERNEL_BODY void gradient_run(const CorrelationPlan& p, const float* sour
       for (int o = 0; o < OB; ++o) acc[o][t] += d[o] * value;
     }
   }
-  for (int o = 0; o < valid_outputs; ++o) {
+  // Constant bounds, so that GCC keeps acc in registers (a loop to
+  // valid_outputs made it keep acc on the stack, storing it every chunk).
+  for (int o = 0; o < OB; ++o) {
+    if (o >= valid_outputs) break;
     for (int t = 0; t < TB; ++t) {
       float* at = partial + o * output_step + t * V;
       Floats sum;
@@ -192,7 +204,7 @@ XTRAIN_KERNEL_BODY float plane_sum(const float* values, std::size_t count) {
   return sum;
 }
 
-template <int V, int OB>
+template <int V, int OB, int MaxRun>
 XTRAIN_KERNEL_BODY void weight_gradient_image(const CorrelationPlan& p, const float* source,
                                               const float* output_diff, float* partial,
                                               float* bias_partial) {
@@ -203,8 +215,8 @@ XTRAIN_KERNEL_BODY void weight_gradient_image(const CorrelationPlan& p, const fl
   // The outputs past the last of a group read zeros.
   thread_local std::vector<float> zeros;
   if (zeros.size() < out_plane) zeros.assign(out_plane, 0.0f);
-  // The filter row in runs of at most 5 taps, as even as possible.
-  const int runs = (p.kernel_w + 4) / 5;
+  // The filter row in runs of at most MaxRun taps, as even as possible.
+  const int runs = (p.kernel_w + MaxRun - 1) / MaxRun;
   for (int o0 = 0; o0 < p.output_channels; o0 += OB) {
     const int valid = std::min(OB, p.output_channels - o0);
     const float* diff[OB];
@@ -248,7 +260,7 @@ XTRAIN_KERNEL_BODY void weight_gradient_image(const CorrelationPlan& p, const fl
 }
 
 // The copy of both kernels for one instruction set and width.
-#define XTRAIN_CORRELATION_COPY(suffix, V, XB, OB, attributes)                                     \
+#define XTRAIN_CORRELATION_COPY(suffix, V, XB, OB, RUN, attributes)                                     \
   attributes void correlate_##suffix(const CorrelationPlan& p, const float* source,               \
                                      const float* packed, const float* bias, float* output) {     \
     correlate_image<V, XB>(p, source, packed, bias, output);                                       \
@@ -256,15 +268,15 @@ XTRAIN_KERNEL_BODY void weight_gradient_image(const CorrelationPlan& p, const fl
   attributes void weight_gradient_##suffix(const CorrelationPlan& p, const float* source,         \
                                            const float* output_diff, float* partial,              \
                                            float* bias_partial) {                                 \
-    weight_gradient_image<V, OB>(p, source, output_diff, partial, bias_partial);                   \
+    weight_gradient_image<V, OB, RUN>(p, source, output_diff, partial, bias_partial);                   \
   }                                                                                                \
   const CorrelationKernels kernels_##suffix = {correlate_##suffix, weight_gradient_##suffix};
 
-XTRAIN_CORRELATION_COPY(baseline_4, 4, 3, 2, )
+XTRAIN_CORRELATION_COPY(baseline_4, 4, 3, 2, 5, )
 #ifdef XTRAIN_HAVE_ISA_COPIES
-XTRAIN_CORRELATION_COPY(avx2_8, 8, 3, 2, __attribute__((target("avx2,fma"))))
-XTRAIN_CORRELATION_COPY(avx512_8, 8, 6, 4, __attribute__((target("avx512f,avx512vl,fma"))))
-XTRAIN_CORRELATION_COPY(avx512_16, 16, 6, 4, __attribute__((target("avx512f,avx512vl,fma"))))
+XTRAIN_CORRELATION_COPY(avx2_8, 8, 3, 3, 3, __attribute__((target("avx2,fma"))))
+XTRAIN_CORRELATION_COPY(avx512_8, 8, 6, 4, 5, __attribute__((target("avx512f,avx512vl,fma"))))
+XTRAIN_CORRELATION_COPY(avx512_16, 16, 6, 4, 5, __attribute__((target("avx512f,avx512vl,fma"))))
 #endif
 
 }  // namespace
