@@ -11,6 +11,7 @@
 #include "layers/direct_convolution.hpp"
 #include "layers/gemm_convolution.hpp"
 #include "layers/per_pass_convolution.hpp"
+#include "layers/winograd_convolution.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -152,6 +153,10 @@ struct PlainResult {
 std::unique_ptr<ConvolutionEngine> make_plain_engine(const ConvolutionShape& shape,
                                                      const std::string& token) {
   if (token == ConvolutionChoice::kGemm) return std::make_unique<GemmConvolution>(shape);
+  if (token == WinogradConvolution::kName) {
+    if (!WinogradConvolution::accepts(shape)) return nullptr;
+    return std::make_unique<WinogradConvolution>(shape);
+  }
   const int lanes = DirectConvolution::lanes_of(token);
   if (lanes > 0 && DirectConvolution::accepts(shape, lanes)) {
     return std::make_unique<DirectConvolution>(shape, lanes);
@@ -160,12 +165,13 @@ std::unique_ptr<ConvolutionEngine> make_plain_engine(const ConvolutionShape& sha
 }
 
 bool is_plain_token(const std::string& token) {
-  return token == ConvolutionChoice::kGemm || DirectConvolution::lanes_of(token) > 0;
+  return token == ConvolutionChoice::kGemm || token == WinogradConvolution::kName ||
+         DirectConvolution::lanes_of(token) > 0;
 }
 
 // Every plain token on this machine, for any shape.
 std::vector<std::string> all_plain_tokens() {
-  std::vector<std::string> tokens = {ConvolutionChoice::kGemm};
+  std::vector<std::string> tokens = {ConvolutionChoice::kGemm, WinogradConvolution::kName};
   for (int lanes : correlation_lane_widths()) tokens.push_back(DirectConvolution::name_for(lanes));
   return tokens;
 }
@@ -176,9 +182,12 @@ PlainResult search_plain(const ConvolutionShape& shape, const TimingArrays& arra
   result.seconds.fill(kNever);
   for (const std::string& token : all_plain_tokens()) {
     const std::unique_ptr<ConvolutionEngine> engine = make_plain_engine(shape, token);
-    if (!engine) continue;  // a direct width that does not take the shape
+    if (!engine) continue;  // a direct width or Winograd that does not take the shape
     for (Pass pass : kPasses) {
       const int p = static_cast<int>(pass);
+      // A pass the engine hands to another (Winograd's weight gradient is
+      // GEMM's) is timed under that one's token.
+      if (engine->kernel(pass) != token) continue;
       const double seconds =
           time_pass(*engine, pass, ConvolutionEngine::Layouts{}, arrays, best[p]);
       if (seconds < result.seconds[p]) {

@@ -1,0 +1,302 @@
+// One group of 8 images, tile row by tile row (so that a row's V and M stay
+// in the core's cache):
+//   1. interleave: x[c][y][x][lane] = source[lane][c][y - pad_h][x - pad_w]
+//      (zero outside), by 8x8 transposes;
+//   2. per tile row: V[xi][c][tile] = B^T d B of each 6x6 tile d (vectors of
+//      8 images); M[xi] = U[xi] V[xi] over the channels (4 outputs x XB
+//      tiles of accumulators); the outputs' 2x2 blocks A^T M A (+ bias) into
+//      the interleaved output;
+//   3. take the interleaved output apart into the 8 images, by transposes.
+// This file is compiled with -ffp-contract=fast, as the direct kernels.
+#include "layers/winograd_kernels.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/cpu_isa.hpp"
+#include "layers/isa_copies.hpp"
+#include "xtrain/error.hpp"
+
+namespace xtrain {
+
+namespace winograd_detail {
+const float kFilterTransform[6][5] = {
+    {1.0f / 4, 0, 0, 0, 0},
+    {1.0f / 6, 1.0f / 6, 1.0f / 6, 1.0f / 6, 1.0f / 6},
+    {1.0f / 6, -1.0f / 6, 1.0f / 6, -1.0f / 6, 1.0f / 6},
+    {1.0f / 24, 1.0f / 12, 1.0f / 6, 1.0f / 3, 2.0f / 3},
+    {1.0f / 24, -1.0f / 12, 1.0f / 6, -1.0f / 3, 2.0f / 3},
+    {0, 0, 0, 0, 1},
+};
+}  // namespace winograd_detail
+
+std::size_t WinogradPlan::transformed_weight_count() const {
+  return static_cast<std::size_t>(kWinogradPositions) * output_blocks() * kWinogradOutputBlock *
+         channels;
+}
+
+WinogradPlan make_winograd_plan(int channels, int height, int width, int pad_h, int pad_w,
+                                int outputs) {
+  WinogradPlan plan;
+  plan.channels = channels;
+  plan.height = height;
+  plan.width = width;
+  plan.pad_h = pad_h;
+  plan.pad_w = pad_w;
+  plan.outputs = outputs;
+  plan.out_h = height + 2 * pad_h - 4;
+  plan.out_w = width + 2 * pad_w - 4;
+  XTRAIN_ASSERT(plan.out_h > 0 && plan.out_w > 0 && pad_h <= 4 && pad_w <= 4,
+                "a Winograd plan needs an output and at most 4 pixels of padding");
+  return plan;
+}
+
+namespace {
+
+constexpr int L = kWinogradLanes;
+typedef float Floats __attribute__((vector_size(L * sizeof(float))));
+
+// Vectors go through references, never by value, so that no function
+// compiled for the baseline passes a 32-byte vector.
+XTRAIN_KERNEL_BODY void load(Floats& v, const float* p) { std::memcpy(&v, p, sizeof v); }
+XTRAIN_KERNEL_BODY void store(float* p, const Floats& v) { std::memcpy(p, &v, sizeof v); }
+
+// rows[r] (8 floats, r < 8) -> columns: out[k][r] = rows[r][k].
+XTRAIN_KERNEL_BODY void transpose8x8(Floats (&r)[8]) {
+  Floats a[8], b[8];
+  for (int p = 0; p < 8; p += 2) {
+    a[p] = __builtin_shufflevector(r[p], r[p + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    a[p + 1] = __builtin_shufflevector(r[p], r[p + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+  for (int p = 0; p < 8; p += 4) {
+    b[p] = __builtin_shufflevector(a[p], a[p + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+    b[p + 1] = __builtin_shufflevector(a[p], a[p + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+    b[p + 2] = __builtin_shufflevector(a[p + 1], a[p + 3], 0, 1, 8, 9, 4, 5, 12, 13);
+    b[p + 3] = __builtin_shufflevector(a[p + 1], a[p + 3], 2, 3, 10, 11, 6, 7, 14, 15);
+  }
+  for (int p = 0; p < 4; ++p) {
+    r[p] = __builtin_shufflevector(b[p], b[p + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    r[p + 4] = __builtin_shufflevector(b[p], b[p + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+  }
+}
+
+// 1. The group's sources, interleaved and padded into `x` (zeroed first).
+XTRAIN_KERNEL_BODY void interleave(const WinogradPlan& p, const float* const* sources, float* x) {
+  const int ph = p.padded_h(), pw = p.padded_w();
+  std::memset(x, 0, sizeof(float) * p.channels * ph * pw * L);
+  static const float kZeros[L] = {};
+  for (int c = 0; c < p.channels; ++c) {
+    for (int y = 0; y < p.height; ++y) {
+      const std::size_t row = (static_cast<std::size_t>(c) * p.height + y) * p.width;
+      float* to = x + ((static_cast<std::size_t>(c) * ph + y + p.pad_h) * pw + p.pad_w) * L;
+      int col = 0;
+      for (; col + L <= p.width; col += L) {
+        Floats r[8];
+        for (int l = 0; l < L; ++l) load(r[l], sources[l] ? sources[l] + row + col : kZeros);
+        transpose8x8(r);
+        for (int k = 0; k < L; ++k) store(to + (col + k) * L, r[k]);
+      }
+      for (; col < p.width; ++col) {
+        for (int l = 0; l < L; ++l) to[col * L + l] = sources[l] ? sources[l][row + col] : 0.0f;
+      }
+    }
+  }
+}
+
+// B^T applied to 6 vectors d[0..5] (a column or a row of a tile).
+XTRAIN_KERNEL_BODY void source_transform(const Floats (&d)[6], Floats (&out)[6]) {
+  const Floats t1 = 4.0f * d[2] - d[4], t2 = 4.0f * d[1] - d[3];
+  const Floats t3 = d[4] - d[2], t4 = 2.0f * (d[3] - d[1]);
+  out[0] = 4.0f * d[0] - 5.0f * d[2] + d[4];
+  out[1] = t1 + t2;
+  out[2] = t1 - t2;
+  out[3] = t3 + t4;
+  out[4] = t3 - t4;
+  out[5] = 4.0f * d[1] - 5.0f * d[3] + d[5];
+}
+
+// A^T applied to 6 vectors m[0..5].
+XTRAIN_KERNEL_BODY void output_transform(const Floats (&m)[6], Floats (&out)[2]) {
+  const Floats s = m[1] + m[2], t = m[3] + m[4];
+  out[0] = m[0] + s + t;
+  out[1] = (m[1] - m[2]) + 2.0f * (m[3] - m[4]) + m[5];
+}
+
+// 2a. V[xi][c][tile] for the tiles of tile row ty.
+XTRAIN_KERNEL_BODY void transform_sources(const WinogradPlan& p, const float* x, int ty,
+                                          float* v) {
+  const int pw = p.padded_w(), tiles = p.tiles_x();
+  const std::size_t position_step = static_cast<std::size_t>(p.channels) * tiles * L;
+  for (int c = 0; c < p.channels; ++c) {
+    const float* plane = x + (static_cast<std::size_t>(c) * p.padded_h() + 2 * ty) * pw * L;
+    for (int tx = 0; tx < tiles; ++tx) {
+      Floats rows[6][6];  // B^T d: rows[a][j]
+      for (int j = 0; j < 6; ++j) {
+        Floats column[6], transformed[6];
+        for (int i = 0; i < 6; ++i) load(column[i], plane + (i * pw + 2 * tx + j) * L);
+        source_transform(column, transformed);
+        for (int a = 0; a < 6; ++a) rows[a][j] = transformed[a];
+      }
+      float* to = v + (static_cast<std::size_t>(c) * tiles + tx) * L;
+      for (int a = 0; a < 6; ++a) {
+        Floats out[6];
+        source_transform(rows[a], out);
+        for (int b = 0; b < 6; ++b) store(to + (a * 6 + b) * position_step, out[b]);
+      }
+    }
+  }
+}
+
+// 2b. M[xi][o][tile] = sum over c of U[xi][o][c] * V[xi][c][tile] for
+// output block `block` and XB tiles from `tile`.
+template <int XB>
+XTRAIN_KERNEL_BODY void multiply_tile(const WinogradPlan& p, const float* u, const float* v,
+                                      int tiles, int tile, float* m) {
+  constexpr int B = kWinogradOutputBlock;
+  Floats acc[B][XB];
+  for (int o = 0; o < B; ++o) {
+    for (int k = 0; k < XB; ++k) acc[o][k] = Floats{};
+  }
+  const std::size_t row = static_cast<std::size_t>(tiles) * L;
+  for (int c = 0; c < p.channels; ++c, u += B) {
+    const float* from = v + c * row + tile * L;
+    // The source is loaded again for each output (folded into the
+    // multiply-adds), so that AVX2's 16 registers hold the accumulators.
+    for (int o = 0; o < B; ++o) {
+      const Floats weight = Floats{} + u[o];
+      for (int k = 0; k < XB; ++k) {
+        Floats value;
+        load(value, from + k * L);
+        acc[o][k] += weight * value;
+      }
+    }
+  }
+  for (int o = 0; o < B; ++o) {
+    for (int k = 0; k < XB; ++k) store(m + o * row + (tile + k) * L, acc[o][k]);
+  }
+}
+
+template <int XB>
+XTRAIN_KERNEL_BODY void multiply(const WinogradPlan& p, const float* transformed_weights,
+                                 const float* v, float* m) {
+  constexpr int B = kWinogradOutputBlock;
+  const int tiles = p.tiles_x(), blocks = p.output_blocks();
+  const std::size_t v_step = static_cast<std::size_t>(p.channels) * tiles * L;
+  const std::size_t m_step = static_cast<std::size_t>(blocks) * B * tiles * L;
+  for (int xi = 0; xi < kWinogradPositions; ++xi) {
+    for (int block = 0; block < blocks; ++block) {
+      const float* u =
+          transformed_weights + (static_cast<std::size_t>(xi) * blocks + block) * p.channels * B;
+      float* to = m + xi * m_step + static_cast<std::size_t>(block) * B * tiles * L;
+      int tile = 0;
+      for (; tile + XB <= tiles; tile += XB) multiply_tile<XB>(p, u, v + xi * v_step, tiles, tile, to);
+      for (; tile < tiles; ++tile) multiply_tile<1>(p, u, v + xi * v_step, tiles, tile, to);
+    }
+  }
+}
+
+// 2c. The 2x2 output blocks of tile row ty, from M, into the interleaved
+// output y[o][2 ty + a][2 tx + b][lane] (rows 2 * tiles_y, columns 2 * tiles_x).
+XTRAIN_KERNEL_BODY void transform_products(const WinogradPlan& p, const float* m, const float* bias,
+                                           int ty, float* y) {
+  const int tiles = p.tiles_x(), width = 2 * tiles;
+  const std::size_t m_step = static_cast<std::size_t>(p.output_blocks()) * kWinogradOutputBlock *
+                             tiles * L;
+  for (int o = 0; o < p.outputs; ++o) {
+    const Floats b = Floats{} + (bias != nullptr ? bias[o] : 0.0f);
+    float* plane = y + (static_cast<std::size_t>(o) * 2 * p.tiles_y() + 2 * ty) * width * L;
+    for (int tx = 0; tx < tiles; ++tx) {
+      const float* from = m + (static_cast<std::size_t>(o) * tiles + tx) * L;
+      Floats columns[2][6];  // A^T applied down each column: columns[a][j]
+      for (int j = 0; j < 6; ++j) {
+        Floats column[6], out[2];
+        for (int i = 0; i < 6; ++i) load(column[i], from + (i * 6 + j) * m_step);
+        output_transform(column, out);
+        columns[0][j] = out[0];
+        columns[1][j] = out[1];
+      }
+      for (int a = 0; a < 2; ++a) {
+        Floats out[2];
+        output_transform(columns[a], out);
+        store(plane + (a * width + 2 * tx) * L, out[0] + b);
+        store(plane + (a * width + 2 * tx + 1) * L, out[1] + b);
+      }
+    }
+  }
+}
+
+// 3. The interleaved output into the images' plain arrays.
+XTRAIN_KERNEL_BODY void take_apart(const WinogradPlan& p, const float* y, float* const* outputs) {
+  const int width = 2 * p.tiles_x(), height = 2 * p.tiles_y();
+  for (int o = 0; o < p.outputs; ++o) {
+    for (int row = 0; row < p.out_h; ++row) {
+      const float* from = y + ((static_cast<std::size_t>(o) * height + row) * width) * L;
+      const std::size_t at = (static_cast<std::size_t>(o) * p.out_h + row) * p.out_w;
+      int col = 0;
+      for (; col + L <= p.out_w; col += L) {
+        Floats r[8];
+        for (int k = 0; k < L; ++k) load(r[k], from + (col + k) * L);
+        transpose8x8(r);
+        for (int l = 0; l < L; ++l) {
+          if (outputs[l] != nullptr) store(outputs[l] + at + col, r[l]);
+        }
+      }
+      for (; col < p.out_w; ++col) {
+        for (int l = 0; l < L; ++l) {
+          if (outputs[l] != nullptr) outputs[l][at + col] = from[col * L + l];
+        }
+      }
+    }
+  }
+}
+
+template <int XB>
+XTRAIN_KERNEL_BODY void convolve_group_body(const WinogradPlan& p, const float* const* sources,
+                                            const float* transformed_weights, const float* bias,
+                                            float* const* outputs, WinogradScratch& s) {
+  const std::size_t tiles = p.tiles_x();
+  s.source.resize(static_cast<std::size_t>(p.channels) * p.padded_h() * p.padded_w() * L);
+  s.transformed.resize(kWinogradPositions * p.channels * tiles * L);
+  s.products.resize(kWinogradPositions * static_cast<std::size_t>(p.output_blocks()) *
+                    kWinogradOutputBlock * tiles * L);
+  s.output.resize(static_cast<std::size_t>(p.outputs) * 2 * p.tiles_y() * 2 * tiles * L);
+  interleave(p, sources, s.source.data());
+  for (int ty = 0; ty < p.tiles_y(); ++ty) {
+    transform_sources(p, s.source.data(), ty, s.transformed.data());
+    multiply<XB>(p, transformed_weights, s.transformed.data(), s.products.data());
+    transform_products(p, s.products.data(), bias, ty, s.output.data());
+  }
+  take_apart(p, s.output.data(), outputs);
+}
+
+#define XTRAIN_WINOGRAD_COPY(suffix, XB, attributes)                                             \
+  attributes void convolve_group_##suffix(const WinogradPlan& p, const float* const* sources,   \
+                                          const float* transformed_weights, const float* bias,  \
+                                          float* const* outputs, WinogradScratch& scratch) {    \
+    convolve_group_body<XB>(p, sources, transformed_weights, bias, outputs, scratch);           \
+  }                                                                                              \
+  const WinogradKernels kernels_##suffix = {convolve_group_##suffix};
+
+XTRAIN_WINOGRAD_COPY(baseline, 1, )
+#ifdef XTRAIN_HAVE_ISA_COPIES
+XTRAIN_WINOGRAD_COPY(avx2, 3, __attribute__((target("avx2,fma"))))
+XTRAIN_WINOGRAD_COPY(avx512, 6, __attribute__((target("avx512f,avx512vl,fma"))))
+#endif
+
+}  // namespace
+
+const WinogradKernels& winograd_kernels() {
+#ifdef XTRAIN_HAVE_ISA_COPIES
+  switch (cpu_isa()) {
+    case CpuIsa::kAvx512:
+      return kernels_avx512;
+    case CpuIsa::kAvx2:
+      return kernels_avx2;
+    case CpuIsa::kBaseline:
+      break;
+  }
+#endif
+  return kernels_baseline;
+}
+
+}  // namespace xtrain

@@ -1,0 +1,135 @@
+// The vector kernels of WinogradConvolution: a stride-1 correlation with a
+// 5x5 filter bank by Winograd's minimal filtering F(2x2, 5x5), which makes
+// each 2x2 block of outputs from a 6x6 tile of the source with 36
+// multiplications per (output, input) channel pair instead of 100.
+//
+// In one dimension (points 0, 1, -1, 2, -2 and infinity), for a filter g of
+// 5 taps and a source tile d of 6 values, the 2 outputs
+//   y[i] = sum over k of g[k] * d[i + k]
+// are y = A^T [(G g) . (B^T d)], with
+//   B^T = [ 4  0 -5  0  1  0 ]     G = [ 1/4    0     0     0    0   ]
+//         [ 0  4  4 -1 -1  0 ]         [ 1/6   1/6   1/6   1/6  1/6  ]
+//         [ 0 -4  4  1 -1  0 ]         [ 1/6  -1/6   1/6  -1/6  1/6  ]
+//         [ 0 -2 -1  2  1  0 ]         [ 1/24  1/12  1/6   1/3  2/3  ]
+//         [ 0  2 -1 -2  1  0 ]         [ 1/24 -1/12  1/6  -1/3  2/3  ]
+//         [ 0  4  0 -5  0  1 ]         [ 0     0     0     0    1    ]
+//   A^T = [ 1  1  1  1  1  0 ]
+//         [ 0  1 -1  2 -2  1 ]
+// and in two, Y = A^T [(G g G^T) . (B^T d B)] A: the 36 products of a tile
+// are, for each of its 36 positions xi, a matrix product over the input
+// channels, M[xi](o, tile) = sum over c of U[xi](o, c) * V[xi](c, tile).
+//
+// The vectors run over images: a group of 8 images is interleaved first
+// (x[c][y][x][image]), so that every load is contiguous whatever the image
+// size, and taken apart again at the end. Compiled once per instruction set
+// (AVX-512 with 32 registers, AVX2, the baseline), as the direct kernels.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace xtrain {
+
+// Images per group: the lanes of a vector.
+constexpr int kWinogradLanes = 8;
+// The 6x6 tile positions.
+constexpr int kWinogradPositions = 36;
+// Output channels whose transformed weights are packed together.
+constexpr int kWinogradOutputBlock = 4;
+
+struct WinogradPlan {
+  int channels = 0;  // of the source
+  int height = 0;
+  int width = 0;
+  int pad_h = 0;
+  int pad_w = 0;
+  int outputs = 0;  // output channels
+  int out_h = 0;
+  int out_w = 0;
+
+  int tiles_y() const { return (out_h + 1) / 2; }
+  int tiles_x() const { return (out_w + 1) / 2; }
+  // The interleaved source, padded to whole tiles.
+  int padded_h() const { return 2 * tiles_y() + 4; }
+  int padded_w() const { return 2 * tiles_x() + 4; }
+  int output_blocks() const {
+    return (outputs + kWinogradOutputBlock - 1) / kWinogradOutputBlock;
+  }
+  // Floats of the transformed weights: 36 * output_blocks() * 4 * channels.
+  std::size_t transformed_weight_count() const;
+};
+
+// A plan for a 5x5 correlation of a (channels, height, width) source padded
+// by pad_h, pad_w, into `outputs` channels; out_h, out_w from those.
+WinogradPlan make_winograd_plan(int channels, int height, int width, int pad_h, int pad_w,
+                                int outputs);
+
+// U[xi] = G g G^T for each (output o, channel c) filter g(i, j) = weight(o,
+// c, i, j), stored at [((xi * output_blocks + o / 4) * channels + c) * 4 +
+// o % 4], zero for the outputs past the last.
+template <typename Weight>
+void transform_winograd_weights(const WinogradPlan& plan, Weight weight, float* transformed);
+
+// Per thread: the buffers of one group.
+struct WinogradScratch {
+  std::vector<float> source;       // interleaved, padded
+  std::vector<float> transformed;  // V of one tile row
+  std::vector<float> products;     // M of one tile row
+  std::vector<float> output;       // interleaved
+};
+
+struct WinogradKernels {
+  // Up to 8 images: sources[l] (or null: the lane is unused) -> outputs[l] =
+  // bias (or 0 where null) + the correlation, each a plain (outputs, out_h,
+  // out_w) array, overwritten.
+  void (*convolve_group)(const WinogradPlan& plan, const float* const* sources,
+                         const float* transformed_weights, const float* bias,
+                         float* const* outputs, WinogradScratch& scratch);
+};
+
+// The kernels at the instruction set cpu_isa() allows.
+const WinogradKernels& winograd_kernels();
+
+// ----------------------------------------------------------------------------
+
+namespace winograd_detail {
+// G (6 x 5), the filter transform above.
+extern const float kFilterTransform[6][5];
+}  // namespace winograd_detail
+
+template <typename Weight>
+void transform_winograd_weights(const WinogradPlan& plan, Weight weight, float* transformed) {
+  using winograd_detail::kFilterTransform;
+  const int blocks = plan.output_blocks(), channels = plan.channels;
+  for (int o = 0; o < blocks * kWinogradOutputBlock; ++o) {
+    for (int c = 0; c < channels; ++c) {
+      float u[6][6] = {};
+      if (o < plan.outputs) {
+        float g_gt[5][6];  // g G^T
+        for (int i = 0; i < 5; ++i) {
+          for (int b = 0; b < 6; ++b) {
+            float sum = 0;
+            for (int j = 0; j < 5; ++j) sum += weight(o, c, i, j) * kFilterTransform[b][j];
+            g_gt[i][b] = sum;
+          }
+        }
+        for (int a = 0; a < 6; ++a) {
+          for (int b = 0; b < 6; ++b) {
+            float sum = 0;
+            for (int i = 0; i < 5; ++i) sum += kFilterTransform[a][i] * g_gt[i][b];
+            u[a][b] = sum;
+          }
+        }
+      }
+      for (int xi = 0; xi < kWinogradPositions; ++xi) {
+        const std::size_t at =
+            ((static_cast<std::size_t>(xi) * blocks + o / kWinogradOutputBlock) * channels + c) *
+                kWinogradOutputBlock +
+            o % kWinogradOutputBlock;
+        transformed[at] = u[xi / 6][xi % 6];
+      }
+    }
+  }
+}
+
+}  // namespace xtrain
