@@ -56,24 +56,53 @@ namespace {
 constexpr int L = kWinogradLanes;
 typedef float Floats __attribute__((vector_size(L * sizeof(float))));
 
-// Vectors go through references, never by value, so that no function
+// Loads and stores through a vector type of float alignment: GCC moves
+// whole vectors so (a memcpy between a tile's stack arrays and the buffers
+// went by 16-byte halves, and each half-written vector then stalled its next
+// load). Vectors go through references, never by value, so that no function
 // compiled for the baseline passes a 32-byte vector.
-XTRAIN_KERNEL_BODY void load(Floats& v, const float* p) { std::memcpy(&v, p, sizeof v); }
-XTRAIN_KERNEL_BODY void store(float* p, const Floats& v) { std::memcpy(p, &v, sizeof v); }
+typedef float UnalignedFloats
+    __attribute__((vector_size(L * sizeof(float)), aligned(alignof(float)), may_alias));
+XTRAIN_KERNEL_BODY void load(Floats& v, const float* p) {
+  v = *reinterpret_cast<const UnalignedFloats*>(p);
+}
+XTRAIN_KERNEL_BODY void store(float* p, const Floats& v) {
+  *reinterpret_cast<UnalignedFloats*>(p) = v;
+}
+// Every lane `value` (Floats{} + value would add 0 first, as -0 must stay -0).
+XTRAIN_KERNEL_BODY void splat(Floats& v, float value) {
+  v = Floats{value, value, value, value, value, value, value, value};
+}
+
+// Floats from one tile position's V (or M) to the next: a tile row's worth
+// and a cache line more, so that the 36 stores (or loads) of one tile do not
+// all fall into one set of the L1 cache (when a multiple of 4 KiB apart they
+// evicted each other: the transforms ran 20x slower).
+constexpr std::size_t kPositionSkew = 64 / sizeof(float);
+XTRAIN_KERNEL_BODY std::size_t source_position_step(const WinogradPlan& p) {
+  return static_cast<std::size_t>(p.channels) * p.tiles_x() * L + kPositionSkew;
+}
+XTRAIN_KERNEL_BODY std::size_t product_position_step(const WinogradPlan& p) {
+  return static_cast<std::size_t>(p.output_blocks()) * kWinogradOutputBlock * p.tiles_x() * L +
+         kPositionSkew;
+}
 
 // rows[r] (8 floats, r < 8) -> columns: out[k][r] = rows[r][k].
 XTRAIN_KERNEL_BODY void transpose8x8(Floats (&r)[8]) {
   Floats a[8], b[8];
+  XTRAIN_UNROLL
   for (int p = 0; p < 8; p += 2) {
     a[p] = __builtin_shufflevector(r[p], r[p + 1], 0, 8, 1, 9, 4, 12, 5, 13);
     a[p + 1] = __builtin_shufflevector(r[p], r[p + 1], 2, 10, 3, 11, 6, 14, 7, 15);
   }
+  XTRAIN_UNROLL
   for (int p = 0; p < 8; p += 4) {
     b[p] = __builtin_shufflevector(a[p], a[p + 2], 0, 1, 8, 9, 4, 5, 12, 13);
     b[p + 1] = __builtin_shufflevector(a[p], a[p + 2], 2, 3, 10, 11, 6, 7, 14, 15);
     b[p + 2] = __builtin_shufflevector(a[p + 1], a[p + 3], 0, 1, 8, 9, 4, 5, 12, 13);
     b[p + 3] = __builtin_shufflevector(a[p + 1], a[p + 3], 2, 3, 10, 11, 6, 7, 14, 15);
   }
+  XTRAIN_UNROLL
   for (int p = 0; p < 4; ++p) {
     r[p] = __builtin_shufflevector(b[p], b[p + 4], 0, 1, 2, 3, 8, 9, 10, 11);
     r[p + 4] = __builtin_shufflevector(b[p], b[p + 4], 4, 5, 6, 7, 12, 13, 14, 15);
@@ -92,11 +121,14 @@ XTRAIN_KERNEL_BODY void interleave(const WinogradPlan& p, const float* const* so
       int col = 0;
       for (; col + L <= p.width; col += L) {
         Floats r[8];
+        XTRAIN_UNROLL
         for (int l = 0; l < L; ++l) load(r[l], sources[l] ? sources[l] + row + col : kZeros);
         transpose8x8(r);
+        XTRAIN_UNROLL
         for (int k = 0; k < L; ++k) store(to + (col + k) * L, r[k]);
       }
       for (; col < p.width; ++col) {
+        XTRAIN_UNROLL
         for (int l = 0; l < L; ++l) to[col * L + l] = sources[l] ? sources[l][row + col] : 0.0f;
       }
     }
@@ -126,21 +158,26 @@ XTRAIN_KERNEL_BODY void output_transform(const Floats (&m)[6], Floats (&out)[2])
 XTRAIN_KERNEL_BODY void transform_sources(const WinogradPlan& p, const float* x, int ty,
                                           float* v) {
   const int pw = p.padded_w(), tiles = p.tiles_x();
-  const std::size_t position_step = static_cast<std::size_t>(p.channels) * tiles * L;
+  const std::size_t position_step = source_position_step(p);
   for (int c = 0; c < p.channels; ++c) {
     const float* plane = x + (static_cast<std::size_t>(c) * p.padded_h() + 2 * ty) * pw * L;
     for (int tx = 0; tx < tiles; ++tx) {
       Floats rows[6][6];  // B^T d: rows[a][j]
+      XTRAIN_UNROLL
       for (int j = 0; j < 6; ++j) {
         Floats column[6], transformed[6];
+        XTRAIN_UNROLL
         for (int i = 0; i < 6; ++i) load(column[i], plane + (i * pw + 2 * tx + j) * L);
         source_transform(column, transformed);
+        XTRAIN_UNROLL
         for (int a = 0; a < 6; ++a) rows[a][j] = transformed[a];
       }
       float* to = v + (static_cast<std::size_t>(c) * tiles + tx) * L;
+      XTRAIN_UNROLL
       for (int a = 0; a < 6; ++a) {
         Floats out[6];
         source_transform(rows[a], out);
+        XTRAIN_UNROLL
         for (int b = 0; b < 6; ++b) store(to + (a * 6 + b) * position_step, out[b]);
       }
     }
@@ -148,30 +185,36 @@ XTRAIN_KERNEL_BODY void transform_sources(const WinogradPlan& p, const float* x,
 }
 
 // 2b. M[xi][o][tile] = sum over c of U[xi][o][c] * V[xi][c][tile] for
-// output block `block` and XB tiles from `tile`.
+// output block `block` and XB tiles from `tile`: per channel, XB loads and 8
+// broadcasts feed 8 * XB multiply-adds (XB = 1 with AVX2's 16 registers, so
+// that any number of tiles fills the tile; 3 with AVX-512's 32).
 template <int XB>
 XTRAIN_KERNEL_BODY void multiply_tile(const WinogradPlan& p, const float* u, const float* v,
                                       int tiles, int tile, float* m) {
   constexpr int B = kWinogradOutputBlock;
   Floats acc[B][XB];
+  XTRAIN_UNROLL
   for (int o = 0; o < B; ++o) {
+    XTRAIN_UNROLL
     for (int k = 0; k < XB; ++k) acc[o][k] = Floats{};
   }
   const std::size_t row = static_cast<std::size_t>(tiles) * L;
   for (int c = 0; c < p.channels; ++c, u += B) {
     const float* from = v + c * row + tile * L;
-    // The source is loaded again for each output (folded into the
-    // multiply-adds), so that AVX2's 16 registers hold the accumulators.
+    Floats value[XB];
+    XTRAIN_UNROLL
+    for (int k = 0; k < XB; ++k) load(value[k], from + k * L);
+    XTRAIN_UNROLL
     for (int o = 0; o < B; ++o) {
-      const Floats weight = Floats{} + u[o];
-      for (int k = 0; k < XB; ++k) {
-        Floats value;
-        load(value, from + k * L);
-        acc[o][k] += weight * value;
-      }
+      Floats weight;
+      splat(weight, u[o]);
+      XTRAIN_UNROLL
+      for (int k = 0; k < XB; ++k) acc[o][k] += weight * value[k];
     }
   }
+  XTRAIN_UNROLL
   for (int o = 0; o < B; ++o) {
+    XTRAIN_UNROLL
     for (int k = 0; k < XB; ++k) store(m + o * row + (tile + k) * L, acc[o][k]);
   }
 }
@@ -181,8 +224,7 @@ XTRAIN_KERNEL_BODY void multiply(const WinogradPlan& p, const float* transformed
                                  const float* v, float* m) {
   constexpr int B = kWinogradOutputBlock;
   const int tiles = p.tiles_x(), blocks = p.output_blocks();
-  const std::size_t v_step = static_cast<std::size_t>(p.channels) * tiles * L;
-  const std::size_t m_step = static_cast<std::size_t>(blocks) * B * tiles * L;
+  const std::size_t v_step = source_position_step(p), m_step = product_position_step(p);
   for (int xi = 0; xi < kWinogradPositions; ++xi) {
     for (int block = 0; block < blocks; ++block) {
       const float* u =
@@ -200,21 +242,24 @@ XTRAIN_KERNEL_BODY void multiply(const WinogradPlan& p, const float* transformed
 XTRAIN_KERNEL_BODY void transform_products(const WinogradPlan& p, const float* m, const float* bias,
                                            int ty, float* y) {
   const int tiles = p.tiles_x(), width = 2 * tiles;
-  const std::size_t m_step = static_cast<std::size_t>(p.output_blocks()) * kWinogradOutputBlock *
-                             tiles * L;
+  const std::size_t m_step = product_position_step(p);
   for (int o = 0; o < p.outputs; ++o) {
-    const Floats b = Floats{} + (bias != nullptr ? bias[o] : 0.0f);
+    Floats b;
+    splat(b, bias != nullptr ? bias[o] : 0.0f);
     float* plane = y + (static_cast<std::size_t>(o) * 2 * p.tiles_y() + 2 * ty) * width * L;
     for (int tx = 0; tx < tiles; ++tx) {
       const float* from = m + (static_cast<std::size_t>(o) * tiles + tx) * L;
       Floats columns[2][6];  // A^T applied down each column: columns[a][j]
+      XTRAIN_UNROLL
       for (int j = 0; j < 6; ++j) {
         Floats column[6], out[2];
+        XTRAIN_UNROLL
         for (int i = 0; i < 6; ++i) load(column[i], from + (i * 6 + j) * m_step);
         output_transform(column, out);
         columns[0][j] = out[0];
         columns[1][j] = out[1];
       }
+      XTRAIN_UNROLL
       for (int a = 0; a < 2; ++a) {
         Floats out[2];
         output_transform(columns[a], out);
@@ -235,13 +280,16 @@ XTRAIN_KERNEL_BODY void take_apart(const WinogradPlan& p, const float* y, float*
       int col = 0;
       for (; col + L <= p.out_w; col += L) {
         Floats r[8];
+        XTRAIN_UNROLL
         for (int k = 0; k < L; ++k) load(r[k], from + (col + k) * L);
         transpose8x8(r);
+        XTRAIN_UNROLL
         for (int l = 0; l < L; ++l) {
           if (outputs[l] != nullptr) store(outputs[l] + at + col, r[l]);
         }
       }
       for (; col < p.out_w; ++col) {
+        XTRAIN_UNROLL
         for (int l = 0; l < L; ++l) {
           if (outputs[l] != nullptr) outputs[l][at + col] = from[col * L + l];
         }
@@ -256,9 +304,8 @@ XTRAIN_KERNEL_BODY void convolve_group_body(const WinogradPlan& p, const float* 
                                             float* const* outputs, WinogradScratch& s) {
   const std::size_t tiles = p.tiles_x();
   s.source.resize(static_cast<std::size_t>(p.channels) * p.padded_h() * p.padded_w() * L);
-  s.transformed.resize(kWinogradPositions * p.channels * tiles * L);
-  s.products.resize(kWinogradPositions * static_cast<std::size_t>(p.output_blocks()) *
-                    kWinogradOutputBlock * tiles * L);
+  s.transformed.resize(kWinogradPositions * source_position_step(p));
+  s.products.resize(kWinogradPositions * product_position_step(p));
   s.output.resize(static_cast<std::size_t>(p.outputs) * 2 * p.tiles_y() * 2 * tiles * L);
   interleave(p, sources, s.source.data());
   for (int ty = 0; ty < p.tiles_y(); ++ty) {
@@ -279,8 +326,8 @@ XTRAIN_KERNEL_BODY void convolve_group_body(const WinogradPlan& p, const float* 
 
 XTRAIN_WINOGRAD_COPY(baseline, 1, )
 #ifdef XTRAIN_HAVE_ISA_COPIES
-XTRAIN_WINOGRAD_COPY(avx2, 3, __attribute__((target("avx2,fma"))))
-XTRAIN_WINOGRAD_COPY(avx512, 6, __attribute__((target("avx512f,avx512vl,fma"))))
+XTRAIN_WINOGRAD_COPY(avx2, 1, __attribute__((target("avx2,fma"))))
+XTRAIN_WINOGRAD_COPY(avx512, 3, __attribute__((target("avx512f,avx512vl,fma"))))
 #endif
 
 }  // namespace

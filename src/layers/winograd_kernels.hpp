@@ -35,7 +35,7 @@ constexpr int kWinogradLanes = 8;
 // The 6x6 tile positions.
 constexpr int kWinogradPositions = 36;
 // Output channels whose transformed weights are packed together.
-constexpr int kWinogradOutputBlock = 4;
+constexpr int kWinogradOutputBlock = 8;
 
 struct WinogradPlan {
   int channels = 0;  // of the source
@@ -55,7 +55,7 @@ struct WinogradPlan {
   int output_blocks() const {
     return (outputs + kWinogradOutputBlock - 1) / kWinogradOutputBlock;
   }
-  // Floats of the transformed weights: 36 * output_blocks() * 4 * channels.
+  // Floats of the transformed weights: 36 * output_blocks() * 8 * channels.
   std::size_t transformed_weight_count() const;
 };
 
@@ -65,8 +65,8 @@ WinogradPlan make_winograd_plan(int channels, int height, int width, int pad_h, 
                                 int outputs);
 
 // U[xi] = G g G^T for each (output o, channel c) filter g(i, j) = weight(o,
-// c, i, j), stored at [((xi * output_blocks + o / 4) * channels + c) * 4 +
-// o % 4], zero for the outputs past the last.
+// c, i, j), stored at [((xi * output_blocks + o / 8) * channels + c) * 8 +
+// o % 8], zero for the outputs past the last.
 template <typename Weight>
 void transform_winograd_weights(const WinogradPlan& plan, Weight weight, float* transformed);
 
