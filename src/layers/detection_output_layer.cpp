@@ -51,15 +51,8 @@ class DetectionOutputLayer : public Layer {
     classes_ = static_cast<int>(p.num_classes());
     loc_classes_ = p.share_location() ? 1 : classes_;
     background_ = p.background_label_id();
-    const NonMaximumSuppressionParameter& nms = p.nms_param();
-    XTRAIN_CHECK(nms.nms_threshold() >= 0, where(), ": nms_param.nms_threshold ",
-                 nms.nms_threshold(), " must not be negative");
-    XTRAIN_CHECK(nms.eta() > 0 && nms.eta() <= 1, where(), ": nms_param.eta ", nms.eta(),
-                 " must be in (0, 1]");
-    settings_.nms_threshold = nms.nms_threshold();
-    settings_.eta = nms.eta();
-    settings_.top_k = nms.has_top_k() ? nms.top_k() : -1;
-    settings_.score_threshold = p.has_confidence_threshold() ? p.confidence_threshold() : -FLT_MAX;
+    settings_ = detection::suppression_settings(
+        p.nms_param(), p.has_confidence_threshold() ? p.confidence_threshold() : -FLT_MAX, where());
     if (!p.save_output_param().output_directory().empty() || p.visualize()) {
       XLOG(INFO) << where()
                  << ": save_output_param and visualize are ignored; the detections are the top";

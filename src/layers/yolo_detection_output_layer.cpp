@@ -103,16 +103,8 @@ class YoloDetectionOutputLayer : public Layer {
                  "mask: 0 mask: 1 mask: 2)");
     XTRAIN_CHECK(std::isfinite(p.confidence_threshold()), where(),
                  ": confidence_threshold must be a number");
-    const NonMaximumSuppressionParameter& nms = p.nms_param();
-    XTRAIN_CHECK(nms.nms_threshold() >= 0, where(), ": nms_param.nms_threshold ",
-                 nms.nms_threshold(), " must not be negative");
-    XTRAIN_CHECK(nms.eta() > 0 && nms.eta() <= 1, where(), ": nms_param.eta ", nms.eta(),
-                 " must be in (0, 1]");
-    settings_.nms_threshold = nms.nms_threshold();
-    settings_.eta = nms.eta();
-    settings_.top_k = nms.has_top_k() ? nms.top_k() : -1;
     // The candidates are already thresholded (score >= confidence_threshold).
-    settings_.score_threshold = -FLT_MAX;
+    settings_ = detection::suppression_settings(p.nms_param(), -FLT_MAX, where());
   }
 
   void reshape(const BlobVec& bottom, const BlobVec& top) override {
