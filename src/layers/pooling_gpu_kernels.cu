@@ -7,24 +7,34 @@
 namespace xtrain::cuda {
 namespace {
 
-// Output `index` = (p * pooled_h + y) * pooled_w + x: the offset of its
-// plane p in the input and its window (y, x).
+// index = (plane * rows + row) * cols + col in a stack of rows x cols planes.
+struct PlaneIndex {
+  std::int64_t plane;
+  int row;
+  int col;
+};
+__device__ PlaneIndex split_index(std::int64_t index, int rows, int cols) {
+  return {index / cols / rows, static_cast<int>(index / cols % rows),
+          static_cast<int>(index % cols)};
+}
+
+// Output `index` (p, y, x): the offset of its plane p in the input and its
+// window (y, x).
 struct OutputWindow {
   std::int64_t plane;
   PoolingWindow rows;
   PoolingWindow cols;
 };
 __device__ OutputWindow output_window(const PoolingGeometry& g, std::int64_t index) {
-  const int x = static_cast<int>(index % g.pooled_w);
-  const int y = static_cast<int>(index / g.pooled_w % g.pooled_h);
-  const std::int64_t p = index / g.pooled_w / g.pooled_h;
-  return {p * g.height * g.width, pooling_window(y, g.kernel_h, g.pad_h, g.stride_h, g.height),
-          pooling_window(x, g.kernel_w, g.pad_w, g.stride_w, g.width)};
+  const PlaneIndex at = split_index(index, g.pooled_h, g.pooled_w);
+  return {at.plane * g.height * g.width,
+          pooling_window(at.row, g.kernel_h, g.pad_h, g.stride_h, g.height),
+          pooling_window(at.col, g.kernel_w, g.pad_w, g.stride_w, g.width)};
 }
 
-// Input `index` = (p * height + h) * width + w: the offset of its plane p in
-// the output, its position h * width + w within the plane, and the windows
-// (ys, xs) holding it.
+// Input `index` (p, h, w): the offset of its plane p in the output, its
+// position h * width + w within the plane, and the windows (ys, xs) holding
+// it.
 struct InputPosition {
   std::int64_t pooled_plane;
   int here;
@@ -32,12 +42,10 @@ struct InputPosition {
   PoolingWindowRange xs;
 };
 __device__ InputPosition input_position(const PoolingGeometry& g, std::int64_t index) {
-  const int w = static_cast<int>(index % g.width);
-  const int h = static_cast<int>(index / g.width % g.height);
-  const std::int64_t p = index / g.width / g.height;
-  return {p * g.pooled_h * g.pooled_w, h * g.width + w,
-          windows_holding(h, g.kernel_h, g.pad_h, g.stride_h, g.pooled_h),
-          windows_holding(w, g.kernel_w, g.pad_w, g.stride_w, g.pooled_w)};
+  const PlaneIndex at = split_index(index, g.height, g.width);
+  return {at.plane * g.pooled_h * g.pooled_w, at.row * g.width + at.col,
+          windows_holding(at.row, g.kernel_h, g.pad_h, g.stride_h, g.pooled_h),
+          windows_holding(at.col, g.kernel_w, g.pad_w, g.stride_w, g.pooled_w)};
 }
 
 // One thread per output.
