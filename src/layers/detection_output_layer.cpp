@@ -26,6 +26,7 @@
 #include "layers/box_coding.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/detection_blobs.hpp"
+#include "layers/detection_result_layer.hpp"
 #include "layers/non_maximum_suppression.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
@@ -37,12 +38,11 @@ namespace {
 
 using detection::NormalizedBox;
 
-class DetectionOutputLayer : public Layer {
+class DetectionOutputLayer : public DetectionResultLayer {
  public:
-  using Layer::Layer;
+  using DetectionResultLayer::DetectionResultLayer;
   const char* type() const override { return "DetectionOutput"; }
   int exact_num_bottom_blobs() const override { return 3; }
-  int exact_num_top_blobs() const override { return 1; }
 
   void layer_setup(const BlobVec&, const BlobVec&) override {
     const DetectionOutputParameter& p = param_.detection_output_param();
@@ -119,11 +119,6 @@ class DetectionOutputLayer : public Layer {
       detection::keep_highest_scoring(p.keep_top_k(), &kept);
     }
     detection::write_detections(by_item, top[0]);
-  }
-
-  void backward_cpu(const BlobVec&, const std::vector<bool>& propagate_down,
-                    const BlobVec&) override {
-    detection::refuse_gradient(where(), propagate_down);
   }
 
  private:
