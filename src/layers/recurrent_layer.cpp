@@ -68,6 +68,38 @@ LayerParameter* add_shared_inner_product(NetParameter* net, const RecurrentParam
   return layer;
 }
 
+LayerParameter steps_concat(const std::string& output) {
+  LayerParameter concat;
+  concat.set_name(output + "_concat");
+  concat.set_type("Concat");
+  concat.add_top(output);
+  concat.mutable_concat_param()->set_axis(0);
+  return concat;
+}
+
+RecurrentLayer::StepSlices RecurrentLayer::add_input_transforms(NetParameter* net,
+                                                                const std::string& g,
+                                                                int width) const {
+  const RecurrentParameter& recurrent = param_.recurrent_param();
+  const std::string w_x = "W_x" + g;
+  LayerParameter* cont_slice = add_unrolled_layer(net, "cont_slice", "Slice", {"cont"}, {});
+  cont_slice->mutable_slice_param()->set_axis(0);
+  add_shared_inner_product(net, recurrent, "x_transform", "x", w_x + "_x", width, 2, w_x, "b_" + g);
+  if (static_input()) {
+    add_shared_inner_product(net, recurrent, w_x + "_x_static", "x_static",
+                             w_x + "_x_static_preshape", width, 1, w_x + "_static");
+    LayerParameter* reshape = add_unrolled_layer(net, w_x + "_x_static_reshape", "Reshape",
+                                                 {w_x + "_x_static_preshape"}, {w_x + "_x_static"});
+    BlobShape* shape = reshape->mutable_reshape_param()->mutable_shape();
+    shape->add_dim(1);
+    shape->add_dim(-1);
+    shape->add_dim(width);
+  }
+  LayerParameter* x_slice = add_unrolled_layer(net, w_x + "_x_slice", "Slice", {w_x + "_x"}, {});
+  x_slice->mutable_slice_param()->set_axis(0);
+  return {cont_slice, x_slice};
+}
+
 int RecurrentLayer::exposed_state_count() const {
   return param_.recurrent_param().expose_hidden() ? static_cast<int>(state_input_names().size())
                                                   : 0;
