@@ -214,20 +214,12 @@ __global__ void hinge_backward_kernel(std::size_t count, int classes, const floa
   }
 }
 
-struct MultinomialLogisticPosition {
+// The label's probability of sample n of the (num, classes) probabilities.
+struct MultinomialLogisticAt {
   const float* probability;
-  const float* labels;
-  ops::LabelRule rule;
-  __device__ PositionLoss operator()(std::size_t n) const {
-    PositionLoss loss;
-    const int label = rule(labels[n]);
-    if (label < 0) {
-      loss.invalid = true;
-      return loss;
-    }
-    loss.value = ops::MultinomialLogisticTerm{}(probability[n * rule.classes + label]);
-    loss.counted = true;
-    return loss;
+  int classes;
+  __device__ float operator()(std::size_t n, int label) const {
+    return ops::MultinomialLogisticTerm{}(probability[n * classes + label]);
   }
 };
 
@@ -378,9 +370,10 @@ void hinge_backward(const float* margins, const float* labels, float* dx, std::s
 
 LossTotals multinomial_logistic_forward(const float* probability, const float* labels,
                                         std::size_t num, int classes, void* scratch) {
-  return sum_positions(
-      num, MultinomialLogisticPosition{probability, labels, ops::LabelRule{false, 0, classes}},
-      scratch);
+  // Without an ignore_label every label is counted or invalid.
+  const LabelledPosition<MultinomialLogisticAt> term{labels, ops::LabelRule{false, 0, classes},
+                                                     MultinomialLogisticAt{probability, classes}};
+  return sum_positions(num, term, scratch);
 }
 
 void multinomial_logistic_backward(const float* probability, const float* labels, float* dx,
