@@ -100,6 +100,26 @@ RecurrentLayer::StepSlices RecurrentLayer::add_input_transforms(NetParameter* ne
   return {cont_slice, x_slice};
 }
 
+void RecurrentLayer::add_step_input(NetParameter* net, const StepSlices& slices, int t,
+                                    const std::string& g, int width,
+                                    const StepInputNames& names) const {
+  const std::string now = std::to_string(t);
+  const std::string before = std::to_string(t - 1);
+  const std::string w_x_x = "W_x" + g + "_x";
+  const std::string w_h_h = "W_h" + g + "_h_" + before;
+  slices.cont->add_top("cont_" + now);
+  slices.x->add_top(w_x_x + "_" + now);
+  add_unrolled_layer(net, "h_conted_" + before, "Scale", {"h_" + before, "cont_" + now},
+                     {"h_conted_" + before})
+      ->mutable_scale_param()
+      ->set_axis(0);
+  add_shared_inner_product(net, param_.recurrent_param(), names.transform, "h_conted_" + before,
+                           w_h_h, width, 2, "W_h" + g);
+  std::vector<std::string> sum = {w_h_h, w_x_x + "_" + now};
+  if (static_input()) sum.push_back(w_x_x + "_static");
+  add_unrolled_layer(net, names.sum, "Eltwise", sum, {names.sum_top});
+}
+
 int RecurrentLayer::exposed_state_count() const {
   return param_.recurrent_param().expose_hidden() ? static_cast<int>(state_input_names().size())
                                                   : 0;

@@ -82,6 +82,19 @@ class RecurrentLayer : public AnyDeviceLayer<Layer> {
     LayerParameter* x;
   };
   StepSlices add_input_transforms(NetParameter* net, const std::string& g, int width) const;
+  // The names an architecture gives step t's layers below (Caffe's, which
+  // the unrolled nets keep).
+  struct StepInputNames {
+    std::string transform;  // the InnerProduct W_hg h_conted_{t-1}
+    std::string sum;        // the Eltwise sum
+    std::string sum_top;    // its top
+  };
+  // Step t's input to the recurrence of g (as above): the slices' tops
+  // "cont_t" and "W_xg_x_t", h_conted_{t-1} = cont_t h_{t-1} (a new sequence
+  // starts from zero), and sum_top = W_hg h_conted_{t-1} + W_xg x_t
+  // (+ W_xg_x_static).
+  void add_step_input(NetParameter* net, const StepSlices& slices, int t, const std::string& g,
+                      int width, const StepInputNames& names) const;
 
   int time_steps() const { return time_steps_; }
   bool static_input() const { return static_input_; }

@@ -38,18 +38,8 @@ class RnnLayer : public RecurrentLayer {
     for (int t = 1; t <= steps; ++t) {
       const std::string now = std::to_string(t);
       const std::string before = std::to_string(t - 1);
-      slices.cont->add_top("cont_" + now);
-      slices.x->add_top("W_xh_x_" + now);
-      // h_conted_{t-1} = cont_t h_{t-1}: a new sequence starts from zero.
-      add_unrolled_layer(net, "h_conted_" + before, "Scale", {"h_" + before, "cont_" + now},
-                         {"h_conted_" + before})
-          ->mutable_scale_param()
-          ->set_axis(0);
-      add_shared_inner_product(net, recurrent, "W_hh_h_" + before, "h_conted_" + before,
-                               "W_hh_h_" + before, hidden, 2, "W_hh");
-      std::vector<std::string> sum = {"W_hh_h_" + before, "W_xh_x_" + now};
-      if (static_input()) sum.push_back("W_xh_x_static");
-      add_unrolled_layer(net, "h_input_sum_" + now, "Eltwise", sum, {"h_neuron_input_" + now});
+      add_step_input(net, slices, t, "h", hidden,
+                     {"W_hh_h_" + before, "h_input_sum_" + now, "h_neuron_input_" + now});
       add_unrolled_layer(net, "h_neuron_" + now, "TanH", {"h_neuron_input_" + now}, {"h_" + now});
       add_shared_inner_product(net, recurrent, "W_ho_h_" + now, "h_" + now, "W_ho_h_" + now, hidden,
                                2, "W_ho", "b_o");
