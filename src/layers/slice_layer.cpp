@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "layers/axis_parts.hpp"
 #include "layers/builtin_layers.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
@@ -88,8 +89,8 @@ class SliceLayer : public Layer {
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
     if (top.size() == 1) return;
     const float* input = bottom[0]->cpu_data();
-    for_each_top(
-        *bottom[0], top,
+    for_each_axis_part(
+        *bottom[0], top, axis_, inner_,
         [&](std::size_t t, std::size_t block, std::size_t bottom_block, std::size_t offset) {
           float* output = top[t]->mutable_cpu_data();
           for (std::size_t o = 0; o < outer_; ++o) {
@@ -103,8 +104,8 @@ class SliceLayer : public Layer {
                     const BlobVec& bottom) override {
     if (!propagate_down[0] || top.size() == 1) return;
     float* input_diff = bottom[0]->mutable_cpu_diff();
-    for_each_top(
-        *bottom[0], top,
+    for_each_axis_part(
+        *bottom[0], top, axis_, inner_,
         [&](std::size_t t, std::size_t block, std::size_t bottom_block, std::size_t offset) {
           const float* diff = top[t]->cpu_diff();
           for (std::size_t o = 0; o < outer_; ++o) {
@@ -120,8 +121,8 @@ class SliceLayer : public Layer {
   void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
     if (top.size() == 1) return;
     const float* input = bottom[0]->gpu_data();
-    for_each_top(
-        *bottom[0], top,
+    for_each_axis_part(
+        *bottom[0], top, axis_, inner_,
         [&](std::size_t t, std::size_t block, std::size_t bottom_block, std::size_t offset) {
           math::gpu::copy_rows(outer_, block, input + offset, bottom_block,
                                top[t]->mutable_gpu_data(), block);
@@ -132,8 +133,8 @@ class SliceLayer : public Layer {
                     const BlobVec& bottom) override {
     if (!propagate_down[0] || top.size() == 1) return;
     float* input_diff = bottom[0]->mutable_gpu_diff();
-    for_each_top(
-        *bottom[0], top,
+    for_each_axis_part(
+        *bottom[0], top, axis_, inner_,
         [&](std::size_t t, std::size_t block, std::size_t bottom_block, std::size_t offset) {
           math::gpu::copy_rows(outer_, block, top[t]->gpu_diff(), block, input_diff + offset,
                                bottom_block);
@@ -142,20 +143,6 @@ class SliceLayer : public Layer {
 #endif
 
  private:
-  // body(t, block, bottom_block, offset) for every top t: each of the outer_
-  // rows of the bottom (bottom_block values) holds top t's row of `block`
-  // values at `offset`.
-  template <typename Body>
-  void for_each_top(const Blob& input, const BlobVec& top, Body body) const {
-    const std::size_t bottom_block = input.shape(axis_) * inner_;
-    std::size_t offset = 0;
-    for (std::size_t t = 0; t < top.size(); ++t) {
-      const std::size_t block = sizes_[t] * inner_;
-      body(t, block, bottom_block, offset);
-      offset += block;
-    }
-  }
-
   int axis_ = 1;
   std::vector<int> sizes_;  // each top's size on the axis
   std::size_t outer_ = 1;
