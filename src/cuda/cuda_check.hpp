@@ -8,23 +8,23 @@
 
 #include "xtrain/error.hpp"
 
-#define XTRAIN_CUDA_CHECK(call)                                                    \
-  do {                                                                             \
-    const cudaError_t xtrain_cuda_status = (call);                                 \
-    XTRAIN_CHECK(xtrain_cuda_status == cudaSuccess, "CUDA error in ", #call, ": ", \
-                 cudaGetErrorString(xtrain_cuda_status));                          \
-  } while (0)
+namespace xtrain::cuda {
 
-#define XTRAIN_CUBLAS_CHECK(call)                                                                \
-  do {                                                                                           \
-    const cublasStatus_t xtrain_cublas_status = (call);                                          \
-    XTRAIN_CHECK(xtrain_cublas_status == CUBLAS_STATUS_SUCCESS, "cuBLAS error in ", #call, ": ", \
-                 cublasGetStatusString(xtrain_cublas_status));                                   \
-  } while (0)
+// Throws "<library> error in <call>: <describe(status)>" unless `status` is
+// the library's `success`.
+template <typename Status>
+inline void check_status(Status status, Status success, const char* library, const char* call,
+                         const char* (*describe)(Status)) {
+  XTRAIN_CHECK(status == success, library, " error in ", call, ": ", describe(status));
+}
 
-#define XTRAIN_CUDNN_CHECK(call)                                                              \
-  do {                                                                                        \
-    const cudnnStatus_t xtrain_cudnn_status = (call);                                         \
-    XTRAIN_CHECK(xtrain_cudnn_status == CUDNN_STATUS_SUCCESS, "cuDNN error in ", #call, ": ", \
-                 cudnnGetErrorString(xtrain_cudnn_status));                                   \
-  } while (0)
+}  // namespace xtrain::cuda
+
+#define XTRAIN_CUDA_CHECK(call) \
+  ::xtrain::cuda::check_status<cudaError_t>((call), cudaSuccess, "CUDA", #call, cudaGetErrorString)
+#define XTRAIN_CUBLAS_CHECK(call)                                                              \
+  ::xtrain::cuda::check_status<cublasStatus_t>((call), CUBLAS_STATUS_SUCCESS, "cuBLAS", #call, \
+                                               cublasGetStatusString)
+#define XTRAIN_CUDNN_CHECK(call)                                                            \
+  ::xtrain::cuda::check_status<cudnnStatus_t>((call), CUDNN_STATUS_SUCCESS, "cuDNN", #call, \
+                                              cudnnGetErrorString)

@@ -12,34 +12,37 @@
 
 namespace xtrain::cuda {
 
+// What every descriptor owner below shares: one cuDNN descriptor, created by
+// the owner's constructor and destroyed by its destructor, never copied.
+template <typename Descriptor>
+class CudnnDescriptor {
+ public:
+  CudnnDescriptor(const CudnnDescriptor&) = delete;
+  CudnnDescriptor& operator=(const CudnnDescriptor&) = delete;
+  Descriptor get() const { return descriptor_; }
+
+ protected:
+  CudnnDescriptor() = default;
+  ~CudnnDescriptor() = default;
+  Descriptor descriptor_ = nullptr;
+};
+
 // cudnnTensorDescriptor_t of a dense float (n, c, h, w) array. Throws
 // xtrain::Error if cuDNN rejects the shape (e.g. more than 2^31 values).
-class CudnnTensor {
+class CudnnTensor : public CudnnDescriptor<cudnnTensorDescriptor_t> {
  public:
   CudnnTensor();
   ~CudnnTensor();
-  CudnnTensor(const CudnnTensor&) = delete;
-  CudnnTensor& operator=(const CudnnTensor&) = delete;
   void set(int n, int c, int h, int w);
-  cudnnTensorDescriptor_t get() const { return descriptor_; }
-
- private:
-  cudnnTensorDescriptor_t descriptor_ = nullptr;
 };
 
 // cudnnFilterDescriptor_t of float (k, c, h, w) filters in NCHW order: k
 // output channels, c input channels per group.
-class CudnnFilter {
+class CudnnFilter : public CudnnDescriptor<cudnnFilterDescriptor_t> {
  public:
   CudnnFilter();
   ~CudnnFilter();
-  CudnnFilter(const CudnnFilter&) = delete;
-  CudnnFilter& operator=(const CudnnFilter&) = delete;
   void set(int k, int c, int h, int w);
-  cudnnFilterDescriptor_t get() const { return descriptor_; }
-
- private:
-  cudnnFilterDescriptor_t descriptor_ = nullptr;
 };
 
 // cudnnConvolutionDescriptor_t of a 2-D cross-correlation (Caffe's
@@ -48,45 +51,27 @@ class CudnnFilter {
 // half-precision tensor-core conversion, so the GPU's results stay within
 // float rounding of the CPU's; under tf32 with cuDNN's default math type,
 // which allows TF32 tensor cores (set() reads xtrain/gpu_math.hpp).
-class CudnnConvolutionDescriptor {
+class CudnnConvolutionDescriptor : public CudnnDescriptor<cudnnConvolutionDescriptor_t> {
  public:
   CudnnConvolutionDescriptor();
   ~CudnnConvolutionDescriptor();
-  CudnnConvolutionDescriptor(const CudnnConvolutionDescriptor&) = delete;
-  CudnnConvolutionDescriptor& operator=(const CudnnConvolutionDescriptor&) = delete;
   void set(int pad_h, int pad_w, int stride_h, int stride_w, int dilation_h, int dilation_w,
            int group);
-  cudnnConvolutionDescriptor_t get() const { return descriptor_; }
-
- private:
-  cudnnConvolutionDescriptor_t descriptor_ = nullptr;
 };
 
-class CudnnPoolingDescriptor {
+class CudnnPoolingDescriptor : public CudnnDescriptor<cudnnPoolingDescriptor_t> {
  public:
   CudnnPoolingDescriptor();
   ~CudnnPoolingDescriptor();
-  CudnnPoolingDescriptor(const CudnnPoolingDescriptor&) = delete;
-  CudnnPoolingDescriptor& operator=(const CudnnPoolingDescriptor&) = delete;
   void set(cudnnPoolingMode_t mode, int kernel_h, int kernel_w, int pad_h, int pad_w, int stride_h,
            int stride_w);
-  cudnnPoolingDescriptor_t get() const { return descriptor_; }
-
- private:
-  cudnnPoolingDescriptor_t descriptor_ = nullptr;
 };
 
-class CudnnLrnDescriptor {
+class CudnnLrnDescriptor : public CudnnDescriptor<cudnnLRNDescriptor_t> {
  public:
   CudnnLrnDescriptor();
   ~CudnnLrnDescriptor();
-  CudnnLrnDescriptor(const CudnnLrnDescriptor&) = delete;
-  CudnnLrnDescriptor& operator=(const CudnnLrnDescriptor&) = delete;
   void set(unsigned size, double alpha, double beta, double k);
-  cudnnLRNDescriptor_t get() const { return descriptor_; }
-
- private:
-  cudnnLRNDescriptor_t descriptor_ = nullptr;
 };
 
 // Device memory that grows to the largest size asked for and is kept until

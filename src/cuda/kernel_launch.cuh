@@ -52,4 +52,15 @@ void apply(std::size_t n, cudaStream_t stream, Op op, float* out, const Inputs*.
 // faults surface at the next synchronising call.
 inline void check_launch() { XTRAIN_CUDA_CHECK(cudaGetLastError()); }
 
+// kernel(arguments...) on `stream` with enough threads for n elements (its
+// grid-stride loop covers the rest), checked; nothing when n is 0 (a grid of
+// no blocks is a launch error).
+template <typename... Parameters, typename... Arguments>
+void launch_for(std::size_t n, cudaStream_t stream, void (*kernel)(Parameters...),
+                const Arguments&... arguments) {
+  if (n == 0) return;
+  kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream>>>(arguments...);
+  check_launch();
+}
+
 }  // namespace xtrain::cuda

@@ -54,27 +54,19 @@ struct WriteDimSums {
 void bias_forward(const float* x, const float* bias, float* y, std::size_t outer, std::size_t dim,
                   std::size_t inner) {
   const std::size_t n = outer * dim * inner;
-  if (n == 0) return;
-  bias_forward_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream()>>>(n, dim, inner, x, bias, y);
-  check_launch();
+  launch_for(n, stream(), bias_forward_kernel, n, dim, inner, x, bias, y);
 }
 
 void scale_forward(const float* x, const float* scale, const float* bias, float* y,
                    std::size_t outer, std::size_t dim, std::size_t inner, bool fused_relu) {
   const std::size_t n = outer * dim * inner;
-  if (n == 0) return;
-  scale_forward_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream()>>>(n, dim, inner, x, scale,
-                                                                         bias, fused_relu, y);
-  check_launch();
+  launch_for(n, stream(), scale_forward_kernel, n, dim, inner, x, scale, bias, fused_relu, y);
 }
 
 void scale_backward(const float* dy, const float* scale, float* dx, std::size_t outer,
                     std::size_t dim, std::size_t inner) {
   const std::size_t n = outer * dim * inner;
-  if (n == 0) return;
-  scale_backward_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream()>>>(n, dim, inner, dy, scale,
-                                                                          dx);
-  check_launch();
+  launch_for(n, stream(), scale_backward_kernel, n, dim, inner, dy, scale, dx);
 }
 
 void per_dim_sums(const float* dy, const float* x, std::size_t outer, std::size_t dim,

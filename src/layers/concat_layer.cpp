@@ -10,6 +10,7 @@
 
 #include "core/engine_hooks.hpp"
 #include "core/parallel_loop.hpp"
+#include "layers/axis_parts.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/parallel_blocks.hpp"
 #include "xtrain/error.hpp"
@@ -116,34 +117,29 @@ class ConcatLayer : public Layer, public EngineHooks {
   }
 
 #ifdef XTRAIN_USE_CUDA
-  // Bottom i is `outer` rows of blocks[i] values, at offsets[i] in each top
-  // row of top_block values: one strided copy per bottom.
+  // One strided copy per bottom (see axis_parts.hpp).
   void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
     if (bottom.size() == 1) return;
     float* output = top[0]->mutable_gpu_data();
-    const std::size_t top_block = top[0]->shape(axis_) * inner_;
-    std::size_t offset = 0;
-    for (const Blob* input : bottom) {
-      const std::size_t block = input->shape(axis_) * inner_;
-      math::gpu::copy_rows(outer_, block, input->gpu_data(), block, output + offset, top_block);
-      offset += block;
-    }
+    for_each_axis_part(
+        *top[0], bottom, axis_, inner_,
+        [&](std::size_t i, std::size_t block, std::size_t top_block, std::size_t offset) {
+          math::gpu::copy_rows(outer_, block, bottom[i]->gpu_data(), block, output + offset,
+                               top_block);
+        });
   }
 
   void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
     if (bottom.size() == 1) return;
     const float* output_diff = top[0]->gpu_diff();
-    const std::size_t top_block = top[0]->shape(axis_) * inner_;
-    std::size_t offset = 0;
-    for (std::size_t i = 0; i < bottom.size(); ++i) {
-      const std::size_t block = bottom[i]->shape(axis_) * inner_;
-      if (propagate_down[i]) {
-        math::gpu::copy_rows(outer_, block, output_diff + offset, top_block,
-                             bottom[i]->mutable_gpu_diff(), block);
-      }
-      offset += block;
-    }
+    for_each_axis_part(
+        *top[0], bottom, axis_, inner_,
+        [&](std::size_t i, std::size_t block, std::size_t top_block, std::size_t offset) {
+          if (!propagate_down[i]) return;
+          math::gpu::copy_rows(outer_, block, output_diff + offset, top_block,
+                               bottom[i]->mutable_gpu_diff(), block);
+        });
   }
 #endif
 

@@ -75,17 +75,12 @@ __global__ void embed_weight_backward_kernel(std::size_t positions, int num_outp
 }  // namespace
 
 void crop_forward(const float* bottom, float* top, std::size_t n, const CropGeometry& geometry) {
-  if (n == 0) return;
-  crop_forward_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream()>>>(n, geometry, bottom, top);
-  check_launch();
+  launch_for(n, stream(), crop_forward_kernel, n, geometry, bottom, top);
 }
 
 void crop_backward(const float* top_diff, float* bottom_diff, std::size_t n,
                    const CropGeometry& geometry) {
-  if (n == 0) return;
-  crop_backward_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream()>>>(n, geometry, top_diff,
-                                                                         bottom_diff);
-  check_launch();
+  launch_for(n, stream(), crop_backward_kernel, n, geometry, top_diff, bottom_diff);
 }
 
 void tile_backward(const float* dy, float* dx, std::size_t outer, int tiles, std::size_t inner) {
@@ -104,10 +99,7 @@ long long embed_first_invalid_index(const float* indices, std::size_t positions,
 void embed_forward(const float* indices, const float* weights, float* y, std::size_t positions,
                    int num_output) {
   const std::size_t n = positions * static_cast<std::size_t>(num_output);
-  if (n == 0) return;
-  embed_forward_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream()>>>(n, num_output, indices,
-                                                                         weights, y);
-  check_launch();
+  launch_for(n, stream(), embed_forward_kernel, n, num_output, indices, weights, y);
 }
 
 void embed_weight_backward(const float* indices, const float* dy, float* weight_diff,

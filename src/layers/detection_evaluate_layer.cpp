@@ -40,6 +40,7 @@
 
 #include "layers/builtin_layers.hpp"
 #include "layers/detection_blobs.hpp"
+#include "layers/detection_result_layer.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -49,12 +50,11 @@ namespace {
 
 using detection::NormalizedBox;
 
-class DetectionEvaluateLayer : public Layer {
+class DetectionEvaluateLayer : public DetectionResultLayer {
  public:
-  using Layer::Layer;
+  using DetectionResultLayer::DetectionResultLayer;
   const char* type() const override { return "DetectionEvaluate"; }
   int exact_num_bottom_blobs() const override { return 2; }
-  int exact_num_top_blobs() const override { return 1; }
 
   void layer_setup(const BlobVec&, const BlobVec&) override {
     const DetectionEvaluateParameter& p = param_.detection_evaluate_param();
@@ -152,11 +152,6 @@ class DetectionEvaluateLayer : public Layer {
         }
       }
     }
-  }
-
-  void backward_cpu(const BlobVec&, const std::vector<bool>& propagate_down,
-                    const BlobVec&) override {
-    detection::refuse_gradient(where(), propagate_down);
   }
 
  private:

@@ -76,18 +76,12 @@ __global__ void normalize_add_scale_gradient_kernel(ops::NormalizeGeometry geome
 
 void permute_forward(const float* bottom, float* top, std::size_t n,
                      const PermuteGeometry& geometry) {
-  if (n == 0) return;
-  permute_forward_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream()>>>(n, geometry, bottom,
-                                                                           top);
-  check_launch();
+  launch_for(n, stream(), permute_forward_kernel, n, geometry, bottom, top);
 }
 
 void permute_backward(const float* top_diff, float* bottom_diff, std::size_t n,
                       const PermuteGeometry& geometry) {
-  if (n == 0) return;
-  permute_backward_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream()>>>(n, geometry, top_diff,
-                                                                            bottom_diff);
-  check_launch();
+  launch_for(n, stream(), permute_backward_kernel, n, geometry, top_diff, bottom_diff);
 }
 
 void normalize_forward(const ops::NormalizeGeometry& geometry, float eps, const float* x,

@@ -26,6 +26,7 @@
 #include "layers/box_coding.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/detection_blobs.hpp"
+#include "layers/detection_result_layer.hpp"
 #include "layers/non_maximum_suppression.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
@@ -37,12 +38,11 @@ namespace {
 
 using detection::NormalizedBox;
 
-class DetectionOutputLayer : public Layer {
+class DetectionOutputLayer : public DetectionResultLayer {
  public:
-  using Layer::Layer;
+  using DetectionResultLayer::DetectionResultLayer;
   const char* type() const override { return "DetectionOutput"; }
   int exact_num_bottom_blobs() const override { return 3; }
-  int exact_num_top_blobs() const override { return 1; }
 
   void layer_setup(const BlobVec&, const BlobVec&) override {
     const DetectionOutputParameter& p = param_.detection_output_param();
@@ -51,15 +51,8 @@ class DetectionOutputLayer : public Layer {
     classes_ = static_cast<int>(p.num_classes());
     loc_classes_ = p.share_location() ? 1 : classes_;
     background_ = p.background_label_id();
-    const NonMaximumSuppressionParameter& nms = p.nms_param();
-    XTRAIN_CHECK(nms.nms_threshold() >= 0, where(), ": nms_param.nms_threshold ",
-                 nms.nms_threshold(), " must not be negative");
-    XTRAIN_CHECK(nms.eta() > 0 && nms.eta() <= 1, where(), ": nms_param.eta ", nms.eta(),
-                 " must be in (0, 1]");
-    settings_.nms_threshold = nms.nms_threshold();
-    settings_.eta = nms.eta();
-    settings_.top_k = nms.has_top_k() ? nms.top_k() : -1;
-    settings_.score_threshold = p.has_confidence_threshold() ? p.confidence_threshold() : -FLT_MAX;
+    settings_ = detection::suppression_settings(
+        p.nms_param(), p.has_confidence_threshold() ? p.confidence_threshold() : -FLT_MAX, where());
     if (!p.save_output_param().output_directory().empty() || p.visualize()) {
       XLOG(INFO) << where()
                  << ": save_output_param and visualize are ignored; the detections are the top";
@@ -126,11 +119,6 @@ class DetectionOutputLayer : public Layer {
       detection::keep_highest_scoring(p.keep_top_k(), &kept);
     }
     detection::write_detections(by_item, top[0]);
-  }
-
-  void backward_cpu(const BlobVec&, const std::vector<bool>& propagate_down,
-                    const BlobVec&) override {
-    detection::refuse_gradient(where(), propagate_down);
   }
 
  private:

@@ -7,10 +7,13 @@
 // (Exp, Log) derives from it and sets forward_ and backward_ in layer_setup.
 #pragma once
 
+#include <cmath>
+#include <string>
 #include <vector>
 
 #include "core/elementwise_ops.hpp"
 #include "layers/neuron_layer.hpp"
+#include "xtrain/error.hpp"
 
 #ifdef XTRAIN_USE_CUDA
 #include "cuda/device_apply_kernels.hpp"
@@ -69,5 +72,15 @@ class ElementwiseNeuronLayer : public NeuronLayer {
   Forward forward_{};
   Backward backward_{};
 };
+
+// ln(B) for the `base` B of Exp's and Log's parameters (`param`: "exp_param"
+// or "log_param"), where -1 means e; an Error naming the layer `where` for a
+// base neither positive nor -1.
+inline float natural_log_of_base(float base, const std::string& where, const char* param) {
+  const bool natural = base == -1.0f;
+  XTRAIN_CHECK(natural || base > 0, where, ": ", param, ".base must be positive, or -1 for e; got ",
+               base);
+  return natural ? 1.0f : std::log(base);
+}
 
 }  // namespace xtrain

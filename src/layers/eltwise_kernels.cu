@@ -43,15 +43,11 @@ void eltwise_prod_gradient_from_top(const float* y, const float* x, const float*
 }
 
 void eltwise_max_first(const float* a, const float* b, float* out, int* winner, std::size_t n) {
-  if (n == 0) return;
-  max_first_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream()>>>(n, a, b, out, winner);
-  check_launch();
+  launch_for(n, stream(), max_first_kernel, n, a, b, out, winner);
 }
 
 void eltwise_max_next(const float* x, int k, float* out, int* winner, std::size_t n) {
-  if (n == 0) return;
-  max_next_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream()>>>(n, x, k, out, winner);
-  check_launch();
+  launch_for(n, stream(), max_next_kernel, n, x, k, out, winner);
 }
 
 void eltwise_max_backward(const int* winner, const float* dy, int k, float* dx, std::size_t n) {

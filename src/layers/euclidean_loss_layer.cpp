@@ -49,16 +49,13 @@ class EuclideanLossLayer : public LossLayer {
 
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
-    for (int i = 0; i < 2; ++i) {
-      if (static_cast<int>(propagate_down.size()) <= i || !propagate_down[i]) continue;
-      const float sign = i == 0 ? 1.0f : -1.0f;
-      const float scale = sign * top[0]->cpu_diff()[0] / static_cast<float>(bottom[i]->shape(0));
+    for_each_gradient(top, propagate_down, bottom, [&](int i, float scale) {
       const std::size_t count = bottom[i]->count();
       const float* difference = difference_.cpu_data();
       float* diff = bottom[i]->mutable_cpu_diff();
       const ops::ScaleBy scale_by{scale};
       for (std::size_t j = 0; j < count; ++j) diff[j] = scale_by(difference[j]);
-    }
+    });
   }
 
 #ifdef XTRAIN_USE_CUDA
@@ -72,17 +69,26 @@ class EuclideanLossLayer : public LossLayer {
 
   void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
-    for (int i = 0; i < 2; ++i) {
-      if (static_cast<int>(propagate_down.size()) <= i || !propagate_down[i]) continue;
-      const float sign = i == 0 ? 1.0f : -1.0f;
-      const float scale = sign * top[0]->cpu_diff()[0] / static_cast<float>(bottom[i]->shape(0));
+    for_each_gradient(top, propagate_down, bottom, [&](int i, float scale) {
       cuda::scale_values(difference_.gpu_data(), scale, bottom[i]->mutable_gpu_diff(),
                          bottom[i]->count());
-    }
+    });
   }
 #endif
 
  private:
+  // body(i, scale) for each bottom i whose gradient is asked for:
+  // dE/d(bottom i) = scale (a - b), scale = +-dE/dloss / num (+ for a, - for b).
+  template <typename Body>
+  static void for_each_gradient(const BlobVec& top, const std::vector<bool>& propagate_down,
+                                const BlobVec& bottom, Body body) {
+    for (int i = 0; i < 2; ++i) {
+      if (static_cast<int>(propagate_down.size()) <= i || !propagate_down[i]) continue;
+      const float sign = i == 0 ? 1.0f : -1.0f;
+      body(i, sign * top[0]->cpu_diff()[0] / static_cast<float>(bottom[i]->shape(0)));
+    }
+  }
+
   Blob difference_;  // a - b, kept for backward
 };
 

@@ -23,10 +23,8 @@ class ExpLayer : public ElementwiseNeuronLayer<kExp, ops::ExpForward, ops::ExpBa
     ElementwiseNeuronLayer::layer_setup(bottom, top);
     const ExpParameter& exp_param = param_.exp_param();
     const float base = exp_param.base();
+    const float log_base = natural_log_of_base(base, where(), "exp_param");
     const bool natural = base == -1.0f;
-    XTRAIN_CHECK(natural || base > 0, where(),
-                 ": exp_param.base must be positive, or -1 for e; got ", base);
-    const float log_base = natural ? 1.0f : std::log(base);
     XTRAIN_CHECK(std::isfinite(log_base), where(), ": exp_param.base ", base,
                  " has no finite logarithm; use a finite positive base");
     const float inner_scale = log_base * exp_param.scale();  // k

@@ -78,9 +78,7 @@ void im2col(const float* images, std::size_t images_count, const Im2colGeometry&
   const Geometry g = device_geometry(geometry);
   const std::size_t total = images_count * static_cast<std::size_t>(g.channels) * g.kernel_h *
                             g.kernel_w * g.out_h * g.out_w;
-  if (total == 0) return;
-  im2col_kernel<<<blocks_for(total), kThreadsPerBlock, 0, stream()>>>(total, g, images, columns);
-  check_launch();
+  launch_for(total, stream(), im2col_kernel, total, g, images, columns);
 }
 
 void col2im(const float* columns, std::size_t images_count, const Im2colGeometry& geometry,
@@ -88,9 +86,7 @@ void col2im(const float* columns, std::size_t images_count, const Im2colGeometry
   const Geometry g = device_geometry(geometry);
   const std::size_t total =
       images_count * static_cast<std::size_t>(g.channels) * g.height * g.width;
-  if (total == 0) return;
-  col2im_kernel<<<blocks_for(total), kThreadsPerBlock, 0, stream()>>>(total, g, columns, images);
-  check_launch();
+  launch_for(total, stream(), col2im_kernel, total, g, columns, images);
 }
 
 }  // namespace xtrain::cuda

@@ -23,10 +23,7 @@ class LogLayer : public ElementwiseNeuronLayer<kLog, ops::LogForward, ops::LogBa
     ElementwiseNeuronLayer::layer_setup(bottom, top);
     const LogParameter& log_param = param_.log_param();
     const float base = log_param.base();
-    const bool natural = base == -1.0f;
-    XTRAIN_CHECK(natural || base > 0, where(),
-                 ": log_param.base must be positive, or -1 for e; got ", base);
-    const float log_base = natural ? 1.0f : std::log(base);
+    const float log_base = natural_log_of_base(base, where(), "log_param");
     const float base_scale = 1.0f / log_base;
     XTRAIN_CHECK(std::isfinite(log_base) && std::isfinite(base_scale), where(), ": log_param.base ",
                  base, " gives no finite 1 / ln(base); use a positive base other than 1");

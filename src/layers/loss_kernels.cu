@@ -8,28 +8,36 @@
 namespace xtrain::cuda {
 namespace {
 
-// Position p = o * inner + i of a (outer, classes, inner) array of
-// probabilities; the label's probability is at (o * classes + label) * inner + i.
-struct SoftmaxLossPosition {
-  const float* prob;
+// The loss of position p, labelled rule(labels[p]): invalid for a label the
+// rule rejects, nothing for an ignored one, else term(p, label), counted.
+template <typename Term>
+struct LabelledPosition {
   const float* labels;
-  int classes;
-  std::size_t inner;
   ops::LabelRule rule;
+  Term term;
   __device__ PositionLoss operator()(std::size_t p) const {
     PositionLoss loss;
     const int label = rule(labels[p]);
     if (label == ops::kInvalidLabel) {
       loss.invalid = true;
     } else if (label != ops::kIgnoredLabel) {
-      const std::size_t o = p / inner;
-      const std::size_t i = p % inner;
-      const float term =
-          static_cast<float>(ops::SoftmaxLossTerm{}(prob[(o * classes + label) * inner + i]));
-      loss.value = term;
+      loss.value = term(p, label);
       loss.counted = true;
     }
     return loss;
+  }
+};
+
+// Position p = o * inner + i of a (outer, classes, inner) array of
+// probabilities; the label's probability is at (o * classes + label) * inner + i.
+struct SoftmaxLossAt {
+  const float* prob;
+  int classes;
+  std::size_t inner;
+  __device__ float operator()(std::size_t p, int label) const {
+    const std::size_t o = p / inner;
+    const std::size_t i = p % inner;
+    return static_cast<float>(ops::SoftmaxLossTerm{}(prob[(o * classes + label) * inner + i]));
   }
 };
 
@@ -46,24 +54,15 @@ __global__ void softmax_loss_backward_kernel(std::size_t n, const float* prob, c
   }
 }
 
-struct AccuracyPosition {
+// 1 when the label is among the top_k scores of position p, else 0.
+struct AccuracyHitAt {
   const float* scores;
-  const float* labels;
   int classes;
   std::size_t inner;
   unsigned top_k;
-  ops::LabelRule rule;
-  __device__ PositionLoss operator()(std::size_t p) const {
-    PositionLoss hit;
-    const int label = rule(labels[p]);
-    if (label == ops::kInvalidLabel) {
-      hit.invalid = true;
-    } else if (label != ops::kIgnoredLabel) {
-      const float* column = scores + (p / inner) * classes * inner + p % inner;
-      hit.value = ops::in_top_k(column, inner, classes, label, top_k) ? 1.0f : 0.0f;
-      hit.counted = true;
-    }
-    return hit;
+  __device__ float operator()(std::size_t p, int label) const {
+    const float* column = scores + (p / inner) * classes * inner + p % inner;
+    return ops::in_top_k(column, inner, classes, label, top_k) ? 1.0f : 0.0f;
   }
 };
 
@@ -215,20 +214,12 @@ __global__ void hinge_backward_kernel(std::size_t count, int classes, const floa
   }
 }
 
-struct MultinomialLogisticPosition {
+// The label's probability of sample n of the (num, classes) probabilities.
+struct MultinomialLogisticAt {
   const float* probability;
-  const float* labels;
-  ops::LabelRule rule;
-  __device__ PositionLoss operator()(std::size_t n) const {
-    PositionLoss loss;
-    const int label = rule(labels[n]);
-    if (label < 0) {
-      loss.invalid = true;
-      return loss;
-    }
-    loss.value = ops::MultinomialLogisticTerm{}(probability[n * rule.classes + label]);
-    loss.counted = true;
-    return loss;
+  int classes;
+  __device__ float operator()(std::size_t n, int label) const {
+    return ops::MultinomialLogisticTerm{}(probability[n * classes + label]);
   }
 };
 
@@ -277,27 +268,19 @@ __global__ void contrastive_backward_kernel(std::size_t count, int channels,
   }
 }
 
-struct InfogainPosition {
+// sum over k of InfogainTerm(H[label][k], prob of class k at position p).
+struct InfogainAt {
   const float* prob;
-  const float* labels;
   const float* infogain;
+  int classes;
   std::size_t inner;
-  ops::LabelRule rule;
-  __device__ PositionLoss operator()(std::size_t p) const {
-    PositionLoss loss;
-    const int label = rule(labels[p]);
-    if (label == ops::kInvalidLabel) {
-      loss.invalid = true;
-      return loss;
-    }
-    if (label == ops::kIgnoredLabel) return loss;
-    const int classes = rule.classes;
+  __device__ float operator()(std::size_t p, int label) const {
     const float* row = infogain + static_cast<std::size_t>(label) * classes;
     const float* column = prob + (p / inner) * classes * inner + p % inner;
     const ops::InfogainTerm term;
-    for (int k = 0; k < classes; ++k) loss.value += term(row[k], column[k * inner]);
-    loss.counted = true;
-    return loss;
+    float sum = 0;
+    for (int k = 0; k < classes; ++k) sum += term(row[k], column[k * inner]);
+    return sum;
   }
 };
 
@@ -335,10 +318,10 @@ __global__ void infogain_backward_kernel(std::size_t n, int classes, std::size_t
 LossTotals infogain_forward(const float* prob, const float* labels, const float* infogain,
                             std::size_t outer, int classes, std::size_t inner,
                             bool has_ignore_label, int ignore_label, void* scratch) {
-  return sum_positions(outer * inner,
-                       InfogainPosition{prob, labels, infogain, inner,
-                                        ops::LabelRule{has_ignore_label, ignore_label, classes}},
-                       scratch);
+  const LabelledPosition<InfogainAt> term{labels,
+                                          ops::LabelRule{has_ignore_label, ignore_label, classes},
+                                          InfogainAt{prob, infogain, classes, inner}};
+  return sum_positions(outer * inner, term, scratch);
 }
 
 void infogain_backward(const float* prob, const float* labels, const float* infogain,
@@ -349,11 +332,8 @@ void infogain_backward(const float* prob, const float* labels, const float* info
       classes, infogain, row_sums);
   check_launch();
   const std::size_t n = outer * static_cast<std::size_t>(classes) * inner;
-  if (n == 0) return;
-  infogain_backward_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream()>>>(
-      n, classes, inner, prob, labels, infogain, row_sums,
-      ops::LabelRule{has_ignore_label, ignore_label, classes}, scale, dx);
-  check_launch();
+  launch_for(n, stream(), infogain_backward_kernel, n, classes, inner, prob, labels, infogain,
+             row_sums, ops::LabelRule{has_ignore_label, ignore_label, classes}, scale, dx);
 }
 
 long long first_invalid_label(const float* labels, std::size_t positions, int classes,
@@ -371,52 +351,41 @@ LossTotals sigmoid_cross_entropy_forward(const float* x, const float* target, st
 void sigmoid_cross_entropy_backward(const float* probability, const float* target, float* dx,
                                     std::size_t count, bool has_ignore_label, int ignore_label,
                                     float scale) {
-  if (count == 0) return;
-  sigmoid_cross_entropy_backward_kernel<<<blocks_for(count), kThreadsPerBlock, 0, stream()>>>(
-      count, probability, target, has_ignore_label, ignore_label,
-      ops::SigmoidCrossEntropyGradient{scale}, dx);
-  check_launch();
+  launch_for(count, stream(), sigmoid_cross_entropy_backward_kernel, count, probability, target,
+             has_ignore_label, ignore_label, ops::SigmoidCrossEntropyGradient{scale}, dx);
 }
 
 void hinge_margins(const float* scores, const float* labels, float* margins, std::size_t num,
                    int classes) {
   const std::size_t count = num * static_cast<std::size_t>(classes);
-  if (count == 0) return;
-  hinge_margins_kernel<<<blocks_for(count), kThreadsPerBlock, 0, stream()>>>(count, classes, scores,
-                                                                             labels, margins);
-  check_launch();
+  launch_for(count, stream(), hinge_margins_kernel, count, classes, scores, labels, margins);
 }
 
 void hinge_backward(const float* margins, const float* labels, float* dx, std::size_t num,
                     int classes, float scale, bool l2) {
   const std::size_t count = num * static_cast<std::size_t>(classes);
-  if (count == 0) return;
-  hinge_backward_kernel<<<blocks_for(count), kThreadsPerBlock, 0, stream()>>>(
-      count, classes, margins, labels, ops::HingeGradient{scale, l2}, dx);
-  check_launch();
+  launch_for(count, stream(), hinge_backward_kernel, count, classes, margins, labels,
+             ops::HingeGradient{scale, l2}, dx);
 }
 
 LossTotals multinomial_logistic_forward(const float* probability, const float* labels,
                                         std::size_t num, int classes, void* scratch) {
-  return sum_positions(
-      num, MultinomialLogisticPosition{probability, labels, ops::LabelRule{false, 0, classes}},
-      scratch);
+  // Without an ignore_label every label is counted or invalid.
+  const LabelledPosition<MultinomialLogisticAt> term{labels, ops::LabelRule{false, 0, classes},
+                                                     MultinomialLogisticAt{probability, classes}};
+  return sum_positions(num, term, scratch);
 }
 
 void multinomial_logistic_backward(const float* probability, const float* labels, float* dx,
                                    std::size_t num, int classes, float scale) {
-  if (num == 0) return;
-  multinomial_logistic_backward_kernel<<<blocks_for(num), kThreadsPerBlock, 0, stream()>>>(
-      num, classes, probability, labels, ops::MultinomialLogisticGradient{scale}, dx);
-  check_launch();
+  launch_for(num, stream(), multinomial_logistic_backward_kernel, num, classes, probability, labels,
+             ops::MultinomialLogisticGradient{scale}, dx);
 }
 
 void contrastive_distances(const float* difference, float* squared_distance, std::size_t num,
                            int channels) {
-  if (num == 0) return;
-  contrastive_distances_kernel<<<blocks_for(num), kThreadsPerBlock, 0, stream()>>>(
-      num, channels, difference, squared_distance);
-  check_launch();
+  launch_for(num, stream(), contrastive_distances_kernel, num, channels, difference,
+             squared_distance);
 }
 
 LossTotals contrastive_forward(const float* squared_distance, const float* similar, std::size_t num,
@@ -430,11 +399,8 @@ void contrastive_backward(const float* squared_distance, const float* similar,
                           const float* difference, float* dx, std::size_t num, int channels,
                           float margin, bool legacy, float alpha) {
   const std::size_t count = num * static_cast<std::size_t>(channels);
-  if (count == 0) return;
-  contrastive_backward_kernel<<<blocks_for(count), kThreadsPerBlock, 0, stream()>>>(
-      count, channels, squared_distance, similar, difference,
-      ops::ContrastiveGradientScale{margin, legacy, alpha}, dx);
-  check_launch();
+  launch_for(count, stream(), contrastive_backward_kernel, count, channels, squared_distance,
+             similar, difference, ops::ContrastiveGradientScale{margin, legacy, alpha}, dx);
 }
 
 LossTotals accuracy_forward(const float* scores, const float* labels, std::size_t outer,
@@ -444,15 +410,17 @@ LossTotals accuracy_forward(const float* scores, const float* labels, std::size_
   if (per_class && classes > 0) {
     per_class_accuracy(scores, labels, outer * inner, classes, inner, top_k, rule, per_class);
   }
-  return sum_positions(outer * inner, AccuracyPosition{scores, labels, classes, inner, top_k, rule},
-                       scratch);
+  const LabelledPosition<AccuracyHitAt> hit{labels, rule,
+                                            AccuracyHitAt{scores, classes, inner, top_k}};
+  return sum_positions(outer * inner, hit, scratch);
 }
 
 LossTotals softmax_loss_forward(const float* prob, const float* labels, std::size_t outer,
                                 int classes, std::size_t inner, bool has_ignore_label,
                                 int ignore_label, void* scratch) {
-  const SoftmaxLossPosition term{prob, labels, classes, inner,
-                                 ops::LabelRule{has_ignore_label, ignore_label, classes}};
+  const LabelledPosition<SoftmaxLossAt> term{
+      labels, ops::LabelRule{has_ignore_label, ignore_label, classes},
+      SoftmaxLossAt{prob, classes, inner}};
   return sum_positions(outer * inner, term, scratch);
 }
 
@@ -460,11 +428,9 @@ void softmax_loss_backward(const float* prob, const float* labels, float* dscore
                            std::size_t outer, int classes, std::size_t inner, bool has_ignore_label,
                            int ignore_label, float scale) {
   const std::size_t n = outer * static_cast<std::size_t>(classes) * inner;
-  if (n == 0) return;
-  softmax_loss_backward_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream()>>>(
-      n, prob, labels, classes, inner, ops::LabelRule{has_ignore_label, ignore_label, classes},
-      ops::SoftmaxLossGradient{scale}, dscores);
-  check_launch();
+  launch_for(n, stream(), softmax_loss_backward_kernel, n, prob, labels, classes, inner,
+             ops::LabelRule{has_ignore_label, ignore_label, classes},
+             ops::SoftmaxLossGradient{scale}, dscores);
 }
 
 }  // namespace xtrain::cuda

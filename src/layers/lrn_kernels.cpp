@@ -161,29 +161,44 @@ const float* within_channel_power(const LrnParameters& lrn, const LrnShape& shap
   return scratch;
 }
 
+// ACROSS_CHANNELS: body(blocks, at, length) for every block of pixels of
+// every image (its first value `at`, its pixel count), in parallel.
+template <typename Body>
+void for_each_pixel_block(const LrnShape& shape, Body body) {
+  const PixelBlocks blocks(shape);
+  const std::size_t work = static_cast<std::size_t>(shape.channels) * blocks.block * 8;
+  parallel_for(static_cast<std::int64_t>(shape.num) * blocks.per_image, work,
+               [&](std::int64_t i) { body(blocks, blocks.offset(i), blocks.length(i)); });
+}
+
+// WITHIN_CHANNEL: body(at, plane, scratch) for every channel plane (its first
+// value `at`, its size), in parallel, with a per-thread scratch of
+// `scratch_planes` planes.
+template <typename Body>
+void for_each_plane(const LrnParameters& lrn, const LrnShape& shape, std::size_t scratch_planes,
+                    Body body) {
+  const std::size_t plane = static_cast<std::size_t>(shape.height) * shape.width;
+  const std::size_t work = plane * (2 * lrn.size + 8);
+  parallel_for(static_cast<std::int64_t>(shape.num) * shape.channels, work, [&](std::int64_t p) {
+    thread_local std::vector<float> scratch;
+    if (scratch.size() < scratch_planes * plane) scratch.resize(scratch_planes * plane);
+    body(p * plane, plane, scratch.data());
+  });
+}
+
 }  // namespace
 
 void lrn_forward(const LrnParameters& lrn, const LrnShape& shape, const float* input,
                  float* output) {
   if (lrn.across_channels) {
-    const PixelBlocks blocks(shape);
-    const std::size_t work = static_cast<std::size_t>(shape.channels) * blocks.block * 8;
-    parallel_for(static_cast<std::int64_t>(shape.num) * blocks.per_image, work,
-                 [&](std::int64_t i) {
-                   const std::size_t at = blocks.offset(i);
-                   across_channel_forward_block(lrn, shape.channels, blocks.plane, blocks.length(i),
-                                                input + at, output + at);
-                 });
+    for_each_pixel_block(shape, [&](const PixelBlocks& blocks, std::size_t at, int length) {
+      across_channel_forward_block(lrn, shape.channels, blocks.plane, length, input + at,
+                                   output + at);
+    });
     return;
   }
-  const std::size_t plane = static_cast<std::size_t>(shape.height) * shape.width;
-  const std::size_t work = plane * (2 * lrn.size + 8);
-  parallel_for(static_cast<std::int64_t>(shape.num) * shape.channels, work, [&](std::int64_t p) {
-    thread_local std::vector<float> scratch;
-    if (scratch.size() < 3 * plane) scratch.resize(3 * plane);
-    const std::size_t at = p * plane;
-    const float* power =
-        within_channel_power(lrn, shape, input + at, scratch.data(), scratch.data() + 2 * plane);
+  for_each_plane(lrn, shape, 3, [&](std::size_t at, std::size_t plane, float* scratch) {
+    const float* power = within_channel_power(lrn, shape, input + at, scratch, scratch + 2 * plane);
     for (std::size_t i = 0; i < plane; ++i) output[at + i] = input[at + i] * power[i];
   });
 }
@@ -191,44 +206,33 @@ void lrn_forward(const LrnParameters& lrn, const LrnShape& shape, const float* i
 void lrn_backward(const LrnParameters& lrn, const LrnShape& shape, const float* input,
                   const float* output, const float* output_diff, float* input_diff) {
   if (lrn.across_channels) {
-    const PixelBlocks blocks(shape);
-    const std::size_t work = static_cast<std::size_t>(shape.channels) * blocks.block * 8;
-    parallel_for(
-        static_cast<std::int64_t>(shape.num) * blocks.per_image, work, [&](std::int64_t i) {
-          thread_local std::vector<float> ring;
-          thread_local std::vector<float> scales;
-          const int length = blocks.length(i);
-          const std::size_t needed = static_cast<std::size_t>(lrn.size) * blocks.block;
-          if (ring.size() < needed) ring.resize(needed);
-          const std::size_t scale_count = static_cast<std::size_t>(shape.channels) * length;
-          if (scales.size() < scale_count) scales.resize(scale_count);
-          const std::size_t at = blocks.offset(i);
-          // Forward's scales of this block, recomputed by forward's code.
-          across_channel_scales(lrn, shape.channels, blocks.plane, length, input + at,
-                                [&](int c, const float* scale) {
-                                  std::copy(scale, scale + length,
-                                            scales.data() + static_cast<std::size_t>(c) * length);
-                                });
-          across_channel_backward_block(lrn, shape.channels, blocks.plane, length, input + at,
-                                        output + at, output_diff + at, scales.data(), ring.data(),
-                                        input_diff + at);
-        });
+    for_each_pixel_block(shape, [&](const PixelBlocks& blocks, std::size_t at, int length) {
+      thread_local std::vector<float> ring;
+      thread_local std::vector<float> scales;
+      const std::size_t needed = static_cast<std::size_t>(lrn.size) * blocks.block;
+      if (ring.size() < needed) ring.resize(needed);
+      const std::size_t scale_count = static_cast<std::size_t>(shape.channels) * length;
+      if (scales.size() < scale_count) scales.resize(scale_count);
+      // Forward's scales of this block, recomputed by forward's code.
+      across_channel_scales(
+          lrn, shape.channels, blocks.plane, length, input + at, [&](int c, const float* scale) {
+            std::copy(scale, scale + length, scales.data() + static_cast<std::size_t>(c) * length);
+          });
+      across_channel_backward_block(lrn, shape.channels, blocks.plane, length, input + at,
+                                    output + at, output_diff + at, scales.data(), ring.data(),
+                                    input_diff + at);
+    });
     return;
   }
-  const std::size_t plane = static_cast<std::size_t>(shape.height) * shape.width;
-  const std::size_t work = plane * (2 * lrn.size + 8);
-  parallel_for(static_cast<std::int64_t>(shape.num) * shape.channels, work, [&](std::int64_t p) {
-    thread_local std::vector<float> scratch;
-    if (scratch.size() < 4 * plane) scratch.resize(4 * plane);
-    const std::size_t at = p * plane;
+  for_each_plane(lrn, shape, 4, [&](std::size_t at, std::size_t plane, float* scratch) {
     // Forward's scale and power of this plane, recomputed by forward's code
     // (the power into scratch the step below overwrites after this loop).
-    float* scale = scratch.data() + 3 * plane;
-    const float* power = within_channel_power(lrn, shape, input + at, scratch.data(), scale);
+    float* scale = scratch + 3 * plane;
+    const float* power = within_channel_power(lrn, shape, input + at, scratch, scale);
     for (std::size_t i = 0; i < plane; ++i) input_diff[at + i] = output_diff[at + i] * power[i];
-    lrn_within_channel_backward_plane(
-        lrn, shape.height, shape.width, input + at, output + at, output_diff + at, scale,
-        scratch.data(), scratch.data() + plane, scratch.data() + 2 * plane, input_diff + at);
+    lrn_within_channel_backward_plane(lrn, shape.height, shape.width, input + at, output + at,
+                                      output_diff + at, scale, scratch, scratch + plane,
+                                      scratch + 2 * plane, input_diff + at);
   });
 }
 

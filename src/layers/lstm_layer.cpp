@@ -29,48 +29,19 @@ class LstmLayer : public RecurrentLayer {
   std::string output_name() const override { return "h"; }
 
   void add_unrolled_layers(NetParameter* net) const override {
-    const RecurrentParameter& recurrent = param_.recurrent_param();
     const int gates = 4 * num_output();
     const int steps = time_steps();
 
-    LayerParameter* cont_slice = add_unrolled_layer(net, "cont_slice", "Slice", {"cont"}, {});
-    cont_slice->mutable_slice_param()->set_axis(0);
     // W_xc x_t + b_c for every step at once.
-    add_shared_inner_product(net, recurrent, "x_transform", "x", "W_xc_x", gates, 2, "W_xc", "b_c");
-    if (static_input()) {
-      add_shared_inner_product(net, recurrent, "W_xc_x_static", "x_static",
-                               "W_xc_x_static_preshape", gates, 1, "W_xc_static");
-      LayerParameter* reshape = add_unrolled_layer(net, "W_xc_x_static_reshape", "Reshape",
-                                                   {"W_xc_x_static_preshape"}, {"W_xc_x_static"});
-      BlobShape* shape = reshape->mutable_reshape_param()->mutable_shape();
-      shape->add_dim(1);
-      shape->add_dim(-1);
-      shape->add_dim(gates);
-    }
-    LayerParameter* x_slice = add_unrolled_layer(net, "W_xc_x_slice", "Slice", {"W_xc_x"}, {});
-    x_slice->mutable_slice_param()->set_axis(0);
-    LayerParameter concat;
-    concat.set_name("h_concat");
-    concat.set_type("Concat");
-    concat.add_top("h");
-    concat.mutable_concat_param()->set_axis(0);
+    const StepSlices slices = add_input_transforms(net, "c", gates);
+    LayerParameter concat = steps_concat("h");
 
     for (int t = 1; t <= steps; ++t) {
       const std::string now = std::to_string(t);
       const std::string before = std::to_string(t - 1);
-      cont_slice->add_top("cont_" + now);
-      x_slice->add_top("W_xc_x_" + now);
-      // h_conted_{t-1} = cont_t h_{t-1}: a new sequence starts from zero
-      // (the cell's reset is LSTMUnit's, through its forget gate).
-      add_unrolled_layer(net, "h_conted_" + before, "Scale", {"h_" + before, "cont_" + now},
-                         {"h_conted_" + before})
-          ->mutable_scale_param()
-          ->set_axis(0);
-      add_shared_inner_product(net, recurrent, "transform_" + now, "h_conted_" + before,
-                               "W_hc_h_" + before, gates, 2, "W_hc");
-      std::vector<std::string> sum = {"W_hc_h_" + before, "W_xc_x_" + now};
-      if (static_input()) sum.push_back("W_xc_x_static");
-      add_unrolled_layer(net, "gate_input_" + now, "Eltwise", sum, {"gate_input_" + now});
+      // The cell's reset is LSTMUnit's, through its forget gate.
+      add_step_input(net, slices, t, "c", gates,
+                     {"transform_" + now, "gate_input_" + now, "gate_input_" + now});
       add_unrolled_layer(net, "unit_" + now, "LSTMUnit",
                          {"c_" + before, "gate_input_" + now, "cont_" + now},
                          {"c_" + now, "h_" + now});

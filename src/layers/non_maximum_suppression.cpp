@@ -3,8 +3,23 @@
 #include <algorithm>
 
 #include "xtrain/error.hpp"
+#include "xtrain/proto/xtrain.pb.h"
 
 namespace xtrain::detection {
+
+SuppressionSettings suppression_settings(const NonMaximumSuppressionParameter& nms,
+                                         float score_threshold, const std::string& where) {
+  XTRAIN_CHECK(nms.nms_threshold() >= 0, where, ": nms_param.nms_threshold ", nms.nms_threshold(),
+               " must not be negative");
+  XTRAIN_CHECK(nms.eta() > 0 && nms.eta() <= 1, where, ": nms_param.eta ", nms.eta(),
+               " must be in (0, 1]");
+  SuppressionSettings settings;
+  settings.score_threshold = score_threshold;
+  settings.nms_threshold = nms.nms_threshold();
+  settings.eta = nms.eta();
+  settings.top_k = nms.has_top_k() ? nms.top_k() : -1;
+  return settings;
+}
 
 std::vector<int> indices_by_score(const std::vector<float>& scores, float threshold, int top_k) {
   std::vector<int> order;

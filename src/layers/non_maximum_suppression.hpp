@@ -12,9 +12,14 @@
 #pragma once
 
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "layers/normalized_box.hpp"
+
+namespace xtrain {
+class NonMaximumSuppressionParameter;
+}
 
 namespace xtrain::detection {
 
@@ -24,6 +29,11 @@ struct SuppressionSettings {
   float eta = 1.0f;
   int top_k = -1;
 };
+
+// The settings of a layer's nms_param (checked: a threshold >= 0, an eta in
+// (0, 1], else an Error naming the layer `where`), with `score_threshold`.
+SuppressionSettings suppression_settings(const NonMaximumSuppressionParameter& nms,
+                                         float score_threshold, const std::string& where);
 
 // The indices of the scores above `threshold`, by descending score (stable),
 // at most top_k of them (top_k < 0: all).

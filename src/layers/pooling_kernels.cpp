@@ -136,6 +136,29 @@ void with_stride(int stride, Kernel kernel) {
   }
 }
 
+// AVE over every plane, in parallel: by_window(one_plane, at, pooled_at) on
+// rows too short for the sweep (see kSweepMinOutputs), else
+// by_sweep(stride, columns, at, pooled_at) with the stride as with_stride
+// gives it; `at` and `pooled_at` are the plane's first value in the input
+// and in the pooled output, `one_plane` the geometry of a single plane.
+template <typename ByWindow, typename BySweep>
+void average_pool_planes(const PoolingGeometry& g, ByWindow by_window, BySweep by_sweep) {
+  const std::size_t plane = static_cast<std::size_t>(g.height) * g.width;
+  const std::size_t pooled_plane = static_cast<std::size_t>(g.pooled_h) * g.pooled_w;
+  if (!use_sweep(g)) {
+    PoolingGeometry one_plane = g;
+    one_plane.planes = 1;
+    parallel_for(g.planes, window_work(g),
+                 [&](std::int64_t p) { by_window(one_plane, p * plane, p * pooled_plane); });
+    return;
+  }
+  const ColumnSweep columns(g);
+  parallel_for(g.planes, window_work(g), [&](std::int64_t p) {
+    with_stride(g.stride_w,
+                [&](auto stride) { by_sweep(stride, columns, p * plane, p * pooled_plane); });
+  });
+}
+
 }  // namespace
 
 void max_pool_backward(const PoolingGeometry& g, const float* output_diff, const float* mask_top,
@@ -163,46 +186,29 @@ void max_pool_backward(const PoolingGeometry& g, const float* output_diff, const
 }
 
 void average_pool_forward(const PoolingGeometry& g, const float* input, float* output) {
-  const std::size_t plane = static_cast<std::size_t>(g.height) * g.width;
-  const std::size_t pooled_plane = static_cast<std::size_t>(g.pooled_h) * g.pooled_w;
-  PoolingGeometry one_plane = g;
-  one_plane.planes = 1;
-  if (!use_sweep(g)) {
-    parallel_for(g.planes, window_work(g), [&](std::int64_t p) {
-      average_pool_forward_reference(one_plane, input + p * plane, output + p * pooled_plane);
-    });
-    return;
-  }
-  const ColumnSweep sweep(g);
-  parallel_for(g.planes, window_work(g), [&](std::int64_t p) {
-    with_stride(g.stride_w, [&](auto stride) {
-      average_pool_plane_sweep<decltype(stride)::value>(g, sweep, input + p * plane,
-                                                        output + p * pooled_plane);
-    });
-  });
+  average_pool_planes(
+      g,
+      [&](const PoolingGeometry& one_plane, std::size_t at, std::size_t pooled_at) {
+        average_pool_forward_reference(one_plane, input + at, output + pooled_at);
+      },
+      [&](auto stride, const ColumnSweep& columns, std::size_t at, std::size_t pooled_at) {
+        average_pool_plane_sweep<decltype(stride)::value>(g, columns, input + at,
+                                                          output + pooled_at);
+      });
 }
 
 void average_pool_backward(const PoolingGeometry& g, const float* output_diff, float* input_diff) {
-  const std::size_t plane = static_cast<std::size_t>(g.height) * g.width;
-  const std::size_t pooled_plane = static_cast<std::size_t>(g.pooled_h) * g.pooled_w;
-  PoolingGeometry one_plane = g;
-  one_plane.planes = 1;
-  if (!use_sweep(g)) {
-    parallel_for(g.planes, window_work(g), [&](std::int64_t p) {
-      average_pool_backward_reference(one_plane, output_diff + p * pooled_plane,
-                                      input_diff + p * plane);
-    });
-    return;
-  }
-  const ColumnSweep sweep(g);
-  parallel_for(g.planes, window_work(g), [&](std::int64_t p) {
-    thread_local std::vector<float> share;
-    if (share.size() < static_cast<std::size_t>(g.pooled_w)) share.resize(g.pooled_w);
-    with_stride(g.stride_w, [&](auto stride) {
-      average_backward_plane_sweep<decltype(stride)::value>(
-          g, sweep, output_diff + p * pooled_plane, input_diff + p * plane, share.data());
-    });
-  });
+  average_pool_planes(
+      g,
+      [&](const PoolingGeometry& one_plane, std::size_t at, std::size_t pooled_at) {
+        average_pool_backward_reference(one_plane, output_diff + pooled_at, input_diff + at);
+      },
+      [&](auto stride, const ColumnSweep& columns, std::size_t at, std::size_t pooled_at) {
+        thread_local std::vector<float> share;
+        if (share.size() < static_cast<std::size_t>(g.pooled_w)) share.resize(g.pooled_w);
+        average_backward_plane_sweep<decltype(stride)::value>(g, columns, output_diff + pooled_at,
+                                                              input_diff + at, share.data());
+      });
 }
 
 }  // namespace xtrain

@@ -1,8 +1,8 @@
 // The reference pooling kernels: one window at a time, Caffe's loops as
 // written. The test oracle of the fast kernels in pooling_kernels.cpp.
 #include <algorithm>
-#include <cfloat>
 #include <cmath>
+#include <cstddef>
 
 #include "layers/pooling_kernels.hpp"
 
@@ -15,52 +15,42 @@ int pooled_size(int input, int kernel, int pad, int stride, bool any_padding) {
   return pooled;
 }
 
-void max_pool_forward_reference(const PoolingGeometry& g, const float* input, float* output,
-                                float* mask_top, int* mask) {
-  const int plane = g.height * g.width;
-  for (int p = 0; p < g.planes; ++p, input += plane) {
+namespace {
+
+// visit(plane, rows, cols) for every window of every plane, in output order;
+// `plane` is the offset of the window's plane in the input.
+template <typename Visit>
+void for_each_window(const PoolingGeometry& g, Visit visit) {
+  const std::ptrdiff_t plane_size = static_cast<std::ptrdiff_t>(g.height) * g.width;
+  for (std::ptrdiff_t plane = 0; plane < g.planes * plane_size; plane += plane_size) {
     for (int y = 0; y < g.pooled_h; ++y) {
       const PoolingWindow rows = pooling_window(y, g.kernel_h, g.pad_h, g.stride_h, g.height);
       for (int x = 0; x < g.pooled_w; ++x) {
-        const PoolingWindow cols = pooling_window(x, g.kernel_w, g.pad_w, g.stride_w, g.width);
-        // Caffe starts from -FLT_MAX and keeps the first of equal maxima.
-        float best = -FLT_MAX;
-        int best_index = -1;
-        for (int h = rows.begin; h < rows.end; ++h) {
-          for (int w = cols.begin; w < cols.end; ++w) {
-            const int index = h * g.width + w;
-            if (input[index] > best) {
-              best = input[index];
-              best_index = index;
-            }
-          }
-        }
-        *output++ = best;
-        if (mask_top) {
-          *mask_top++ = static_cast<float>(best_index);
-        } else {
-          *mask++ = best_index;
-        }
+        visit(plane, rows, pooling_window(x, g.kernel_w, g.pad_w, g.stride_w, g.width));
       }
     }
   }
 }
 
-void average_pool_forward_reference(const PoolingGeometry& g, const float* input, float* output) {
-  const int plane = g.height * g.width;
-  for (int p = 0; p < g.planes; ++p, input += plane) {
-    for (int y = 0; y < g.pooled_h; ++y) {
-      const PoolingWindow rows = pooling_window(y, g.kernel_h, g.pad_h, g.stride_h, g.height);
-      for (int x = 0; x < g.pooled_w; ++x) {
-        const PoolingWindow cols = pooling_window(x, g.kernel_w, g.pad_w, g.stride_w, g.width);
-        float sum = 0;
-        for (int h = rows.begin; h < rows.end; ++h) {
-          for (int w = cols.begin; w < cols.end; ++w) sum += input[h * g.width + w];
-        }
-        *output++ = sum / (rows.divisor_extent * cols.divisor_extent);
-      }
+}  // namespace
+
+void max_pool_forward_reference(const PoolingGeometry& g, const float* input, float* output,
+                                float* mask_top, int* mask) {
+  for_each_window(g, [&](std::ptrdiff_t plane, const auto& rows, const auto& cols) {
+    const WindowMaximum best = window_maximum(input + plane, g.width, rows, cols);
+    *output++ = best.value;
+    if (mask_top) {
+      *mask_top++ = static_cast<float>(best.index);
+    } else {
+      *mask++ = best.index;
     }
-  }
+  });
+}
+
+void average_pool_forward_reference(const PoolingGeometry& g, const float* input, float* output) {
+  for_each_window(g, [&](std::ptrdiff_t plane, const auto& rows, const auto& cols) {
+    *output++ = window_average(input + plane, g.width, rows, cols);
+  });
 }
 
 void max_pool_backward_reference(const PoolingGeometry& g, const float* output_diff,
@@ -80,20 +70,14 @@ void max_pool_backward_reference(const PoolingGeometry& g, const float* output_d
 
 void average_pool_backward_reference(const PoolingGeometry& g, const float* output_diff,
                                      float* input_diff) {
-  const int plane = g.height * g.width;
-  std::fill(input_diff, input_diff + static_cast<long>(g.planes) * plane, 0.0f);
-  for (int p = 0; p < g.planes; ++p, input_diff += plane) {
-    for (int y = 0; y < g.pooled_h; ++y) {
-      const PoolingWindow rows = pooling_window(y, g.kernel_h, g.pad_h, g.stride_h, g.height);
-      for (int x = 0; x < g.pooled_w; ++x) {
-        const PoolingWindow cols = pooling_window(x, g.kernel_w, g.pad_w, g.stride_w, g.width);
-        const float share = *output_diff++ / (rows.divisor_extent * cols.divisor_extent);
-        for (int h = rows.begin; h < rows.end; ++h) {
-          for (int w = cols.begin; w < cols.end; ++w) input_diff[h * g.width + w] += share;
-        }
-      }
+  std::fill(input_diff, input_diff + static_cast<long>(g.planes) * g.height * g.width, 0.0f);
+  for_each_window(g, [&](std::ptrdiff_t plane, const auto& rows, const auto& cols) {
+    const float share = *output_diff++ / (rows.divisor_extent * cols.divisor_extent);
+    float* diff = input_diff + plane;
+    for (int h = rows.begin; h < rows.end; ++h) {
+      for (int w = cols.begin; w < cols.end; ++w) diff[h * g.width + w] += share;
     }
-  }
+  });
 }
 
 }  // namespace xtrain

@@ -4,6 +4,8 @@
 // the divisors and the gradient-gathering ranges the GPU uses.
 #pragma once
 
+#include <cfloat>
+
 #include "core/host_device.hpp"
 
 namespace xtrain {
@@ -41,6 +43,41 @@ XTRAIN_HOST_DEVICE inline PoolingWindowRange windows_holding(int position, int k
   const int first = shifted < kernel ? 0 : (shifted - kernel) / stride + 1;
   const int after_last = shifted / stride + 1;
   return {first, after_last < pooled ? after_last : pooled};
+}
+
+// The first largest value of window (rows, cols) of a plane `width` values
+// wide and its index h * width + w (-1 when none exceeds -FLT_MAX): Caffe
+// scans the window row-major from -FLT_MAX, and `>` keeps the first maximum.
+struct WindowMaximum {
+  float value;
+  int index;
+};
+XTRAIN_HOST_DEVICE inline WindowMaximum window_maximum(const float* plane, int width,
+                                                       const PoolingWindow& rows,
+                                                       const PoolingWindow& cols) {
+  WindowMaximum best{-FLT_MAX, -1};
+  for (int h = rows.begin; h < rows.end; ++h) {
+    for (int w = cols.begin; w < cols.end; ++w) {
+      const int at = h * width + w;
+      if (plane[at] > best.value) {
+        best.value = plane[at];
+        best.index = at;
+      }
+    }
+  }
+  return best;
+}
+
+// Caffe's AVE of a window: the row-major sum over the window clipped to the
+// image, divided by the pool size clipped to input + pad.
+XTRAIN_HOST_DEVICE inline float window_average(const float* plane, int width,
+                                               const PoolingWindow& rows,
+                                               const PoolingWindow& cols) {
+  float sum = 0;
+  for (int h = rows.begin; h < rows.end; ++h) {
+    for (int w = cols.begin; w < cols.end; ++w) sum += plane[h * width + w];
+  }
+  return sum / (rows.divisor_extent * cols.divisor_extent);
 }
 
 }  // namespace xtrain

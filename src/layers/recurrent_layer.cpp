@@ -68,6 +68,58 @@ LayerParameter* add_shared_inner_product(NetParameter* net, const RecurrentParam
   return layer;
 }
 
+LayerParameter steps_concat(const std::string& output) {
+  LayerParameter concat;
+  concat.set_name(output + "_concat");
+  concat.set_type("Concat");
+  concat.add_top(output);
+  concat.mutable_concat_param()->set_axis(0);
+  return concat;
+}
+
+RecurrentLayer::StepSlices RecurrentLayer::add_input_transforms(NetParameter* net,
+                                                                const std::string& g,
+                                                                int width) const {
+  const RecurrentParameter& recurrent = param_.recurrent_param();
+  const std::string w_x = "W_x" + g;
+  LayerParameter* cont_slice = add_unrolled_layer(net, "cont_slice", "Slice", {"cont"}, {});
+  cont_slice->mutable_slice_param()->set_axis(0);
+  add_shared_inner_product(net, recurrent, "x_transform", "x", w_x + "_x", width, 2, w_x, "b_" + g);
+  if (static_input()) {
+    add_shared_inner_product(net, recurrent, w_x + "_x_static", "x_static",
+                             w_x + "_x_static_preshape", width, 1, w_x + "_static");
+    LayerParameter* reshape = add_unrolled_layer(net, w_x + "_x_static_reshape", "Reshape",
+                                                 {w_x + "_x_static_preshape"}, {w_x + "_x_static"});
+    BlobShape* shape = reshape->mutable_reshape_param()->mutable_shape();
+    shape->add_dim(1);
+    shape->add_dim(-1);
+    shape->add_dim(width);
+  }
+  LayerParameter* x_slice = add_unrolled_layer(net, w_x + "_x_slice", "Slice", {w_x + "_x"}, {});
+  x_slice->mutable_slice_param()->set_axis(0);
+  return {cont_slice, x_slice};
+}
+
+void RecurrentLayer::add_step_input(NetParameter* net, const StepSlices& slices, int t,
+                                    const std::string& g, int width,
+                                    const StepInputNames& names) const {
+  const std::string now = std::to_string(t);
+  const std::string before = std::to_string(t - 1);
+  const std::string w_x_x = "W_x" + g + "_x";
+  const std::string w_h_h = "W_h" + g + "_h_" + before;
+  slices.cont->add_top("cont_" + now);
+  slices.x->add_top(w_x_x + "_" + now);
+  add_unrolled_layer(net, "h_conted_" + before, "Scale", {"h_" + before, "cont_" + now},
+                     {"h_conted_" + before})
+      ->mutable_scale_param()
+      ->set_axis(0);
+  add_shared_inner_product(net, param_.recurrent_param(), names.transform, "h_conted_" + before,
+                           w_h_h, width, 2, "W_h" + g);
+  std::vector<std::string> sum = {w_h_h, w_x_x + "_" + now};
+  if (static_input()) sum.push_back(w_x_x + "_static");
+  add_unrolled_layer(net, names.sum, "Eltwise", sum, {names.sum_top});
+}
+
 int RecurrentLayer::exposed_state_count() const {
   return param_.recurrent_param().expose_hidden() ? static_cast<int>(state_input_names().size())
                                                   : 0;

@@ -44,6 +44,9 @@ LayerParameter* add_shared_inner_product(NetParameter* net, const RecurrentParam
                                          const std::string& top, int num_output, int axis,
                                          const std::string& weight_name,
                                          const std::string& bias_name = "");
+// The Concat along the time axis that gathers the steps' outputs (the caller
+// adds them as bottoms) into `output`, named output + "_concat".
+LayerParameter steps_concat(const std::string& output);
 
 class RecurrentLayer : public AnyDeviceLayer<Layer> {
  public:
@@ -67,6 +70,31 @@ class RecurrentLayer : public AnyDeviceLayer<Layer> {
   virtual std::vector<std::string> state_output_names() const = 0;
   virtual std::string output_name() const = 0;
   virtual void add_unrolled_layers(NetParameter* net) const = 0;
+
+  // The layers every unrolled net starts with, for the gate input or state
+  // `g` ("c" for LSTM, "h" for RNN) of `width` values: "cont" and W_xg x + b_g
+  // (every step at once, as "W_xg_x") each sliced along the time axis (the
+  // caller adds the slices' tops "cont_t" and "W_xg_x_t"), and with
+  // static_input() the static input's W_xg_static x_static as
+  // "W_xg_x_static" (1 x N x width).
+  struct StepSlices {
+    LayerParameter* cont;
+    LayerParameter* x;
+  };
+  StepSlices add_input_transforms(NetParameter* net, const std::string& g, int width) const;
+  // The names an architecture gives step t's layers below (Caffe's, which
+  // the unrolled nets keep).
+  struct StepInputNames {
+    std::string transform;  // the InnerProduct W_hg h_conted_{t-1}
+    std::string sum;        // the Eltwise sum
+    std::string sum_top;    // its top
+  };
+  // Step t's input to the recurrence of g (as above): the slices' tops
+  // "cont_t" and "W_xg_x_t", h_conted_{t-1} = cont_t h_{t-1} (a new sequence
+  // starts from zero), and sum_top = W_hg h_conted_{t-1} + W_xg x_t
+  // (+ W_xg_x_static).
+  void add_step_input(NetParameter* net, const StepSlices& slices, int t, const std::string& g,
+                      int width, const StepInputNames& names) const;
 
   int time_steps() const { return time_steps_; }
   bool static_input() const { return static_input_; }

@@ -115,19 +115,14 @@ void reduce_rows(const float* x, std::size_t rows, std::size_t row_size, ops::Re
 void reduce_rows_backward(const float* x, const float* dy, std::size_t rows, std::size_t row_size,
                           ops::ReductionKind kind, float coeff, float* dx) {
   const std::size_t n = rows * row_size;
-  if (n == 0) return;
-  reduce_rows_backward_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream()>>>(
-      n, row_size, ops::ReductionGradient{kind}, coeff, x, dy, dx);
-  check_launch();
+  launch_for(n, stream(), reduce_rows_backward_kernel, n, row_size, ops::ReductionGradient{kind},
+             coeff, x, dy, dx);
 }
 
 void mvn_subtract_row_values(const float* in, const float* row_values, float* out, std::size_t rows,
                              std::size_t row_size) {
   const std::size_t n = rows * row_size;
-  if (n == 0) return;
-  subtract_row_values_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream()>>>(n, row_size, in,
-                                                                               row_values, out);
-  check_launch();
+  launch_for(n, stream(), subtract_row_values_kernel, n, row_size, in, row_values, out);
 }
 
 void mvn_square(const float* in, float* out, std::size_t n) {
@@ -141,20 +136,15 @@ void mvn_stddev(float* variance, std::size_t rows, float eps) {
 void mvn_divide_by_row_values(float* y, const float* row_values, std::size_t rows,
                               std::size_t row_size) {
   const std::size_t n = rows * row_size;
-  if (n == 0) return;
-  divide_by_row_values_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream()>>>(n, row_size,
-                                                                                row_values, y);
-  check_launch();
+  launch_for(n, stream(), divide_by_row_values_kernel, n, row_size, row_values, y);
 }
 
 void mvn_backward(const float* dy, const float* y, const float* dy_sums, const float* dy_y_sums,
                   const float* stddev, float* dx, std::size_t rows, std::size_t row_size,
                   float minus_inverse_size) {
   const std::size_t n = rows * row_size;
-  if (n == 0) return;
-  mvn_backward_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream()>>>(
-      n, row_size, ops::MvnGradient{minus_inverse_size}, dy, y, dy_sums, dy_y_sums, stddev, dx);
-  check_launch();
+  launch_for(n, stream(), mvn_backward_kernel, n, row_size, ops::MvnGradient{minus_inverse_size},
+             dy, y, dy_sums, dy_y_sums, stddev, dx);
 }
 
 void argmax(const float* x, float* y, std::size_t searches, std::size_t candidates,

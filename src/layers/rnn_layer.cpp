@@ -31,44 +31,15 @@ class RnnLayer : public RecurrentLayer {
     const int hidden = num_output();
     const int steps = time_steps();
 
-    LayerParameter* cont_slice = add_unrolled_layer(net, "cont_slice", "Slice", {"cont"}, {});
-    cont_slice->mutable_slice_param()->set_axis(0);
     // W_xh x_t + b_h for every step at once.
-    add_shared_inner_product(net, recurrent, "x_transform", "x", "W_xh_x", hidden, 2, "W_xh",
-                             "b_h");
-    if (static_input()) {
-      add_shared_inner_product(net, recurrent, "W_xh_x_static", "x_static",
-                               "W_xh_x_static_preshape", hidden, 1, "W_xh_static");
-      LayerParameter* reshape = add_unrolled_layer(net, "W_xh_x_static_reshape", "Reshape",
-                                                   {"W_xh_x_static_preshape"}, {"W_xh_x_static"});
-      BlobShape* shape = reshape->mutable_reshape_param()->mutable_shape();
-      shape->add_dim(1);
-      shape->add_dim(-1);
-      shape->add_dim(hidden);
-    }
-    LayerParameter* x_slice = add_unrolled_layer(net, "W_xh_x_slice", "Slice", {"W_xh_x"}, {});
-    x_slice->mutable_slice_param()->set_axis(0);
-    LayerParameter concat;
-    concat.set_name("o_concat");
-    concat.set_type("Concat");
-    concat.add_top("o");
-    concat.mutable_concat_param()->set_axis(0);
+    const StepSlices slices = add_input_transforms(net, "h", hidden);
+    LayerParameter concat = steps_concat("o");
 
     for (int t = 1; t <= steps; ++t) {
       const std::string now = std::to_string(t);
       const std::string before = std::to_string(t - 1);
-      cont_slice->add_top("cont_" + now);
-      x_slice->add_top("W_xh_x_" + now);
-      // h_conted_{t-1} = cont_t h_{t-1}: a new sequence starts from zero.
-      add_unrolled_layer(net, "h_conted_" + before, "Scale", {"h_" + before, "cont_" + now},
-                         {"h_conted_" + before})
-          ->mutable_scale_param()
-          ->set_axis(0);
-      add_shared_inner_product(net, recurrent, "W_hh_h_" + before, "h_conted_" + before,
-                               "W_hh_h_" + before, hidden, 2, "W_hh");
-      std::vector<std::string> sum = {"W_hh_h_" + before, "W_xh_x_" + now};
-      if (static_input()) sum.push_back("W_xh_x_static");
-      add_unrolled_layer(net, "h_input_sum_" + now, "Eltwise", sum, {"h_neuron_input_" + now});
+      add_step_input(net, slices, t, "h", hidden,
+                     {"W_hh_h_" + before, "h_input_sum_" + now, "h_neuron_input_" + now});
       add_unrolled_layer(net, "h_neuron_" + now, "TanH", {"h_neuron_input_" + now}, {"h_" + now});
       add_shared_inner_product(net, recurrent, "W_ho_h_" + now, "h_" + now, "W_ho_h_" + now, hidden,
                                2, "W_ho", "b_o");

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "layers/axis_parts.hpp"
 #include "layers/builtin_layers.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
@@ -88,33 +89,30 @@ class SliceLayer : public Layer {
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
     if (top.size() == 1) return;
     const float* input = bottom[0]->cpu_data();
-    const std::size_t bottom_block = bottom[0]->shape(axis_) * inner_;
-    std::size_t offset = 0;
-    for (std::size_t t = 0; t < top.size(); ++t) {
-      const std::size_t block = sizes_[t] * inner_;
-      float* output = top[t]->mutable_cpu_data();
-      for (std::size_t o = 0; o < outer_; ++o) {
-        const float* source = input + o * bottom_block + offset;
-        std::copy(source, source + block, output + o * block);
-      }
-      offset += block;
-    }
+    for_each_axis_part(
+        *bottom[0], top, axis_, inner_,
+        [&](std::size_t t, std::size_t block, std::size_t bottom_block, std::size_t offset) {
+          float* output = top[t]->mutable_cpu_data();
+          for (std::size_t o = 0; o < outer_; ++o) {
+            const float* source = input + o * bottom_block + offset;
+            std::copy(source, source + block, output + o * block);
+          }
+        });
   }
 
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
     if (!propagate_down[0] || top.size() == 1) return;
     float* input_diff = bottom[0]->mutable_cpu_diff();
-    const std::size_t bottom_block = bottom[0]->shape(axis_) * inner_;
-    std::size_t offset = 0;
-    for (std::size_t t = 0; t < top.size(); ++t) {
-      const std::size_t block = sizes_[t] * inner_;
-      const float* diff = top[t]->cpu_diff();
-      for (std::size_t o = 0; o < outer_; ++o) {
-        std::copy(diff + o * block, diff + (o + 1) * block, input_diff + o * bottom_block + offset);
-      }
-      offset += block;
-    }
+    for_each_axis_part(
+        *bottom[0], top, axis_, inner_,
+        [&](std::size_t t, std::size_t block, std::size_t bottom_block, std::size_t offset) {
+          const float* diff = top[t]->cpu_diff();
+          for (std::size_t o = 0; o < outer_; ++o) {
+            std::copy(diff + o * block, diff + (o + 1) * block,
+                      input_diff + o * bottom_block + offset);
+          }
+        });
   }
 
 #ifdef XTRAIN_USE_CUDA
@@ -123,28 +121,24 @@ class SliceLayer : public Layer {
   void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
     if (top.size() == 1) return;
     const float* input = bottom[0]->gpu_data();
-    const std::size_t bottom_block = bottom[0]->shape(axis_) * inner_;
-    std::size_t offset = 0;
-    for (std::size_t t = 0; t < top.size(); ++t) {
-      const std::size_t block = sizes_[t] * inner_;
-      math::gpu::copy_rows(outer_, block, input + offset, bottom_block, top[t]->mutable_gpu_data(),
-                           block);
-      offset += block;
-    }
+    for_each_axis_part(
+        *bottom[0], top, axis_, inner_,
+        [&](std::size_t t, std::size_t block, std::size_t bottom_block, std::size_t offset) {
+          math::gpu::copy_rows(outer_, block, input + offset, bottom_block,
+                               top[t]->mutable_gpu_data(), block);
+        });
   }
 
   void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
     if (!propagate_down[0] || top.size() == 1) return;
     float* input_diff = bottom[0]->mutable_gpu_diff();
-    const std::size_t bottom_block = bottom[0]->shape(axis_) * inner_;
-    std::size_t offset = 0;
-    for (std::size_t t = 0; t < top.size(); ++t) {
-      const std::size_t block = sizes_[t] * inner_;
-      math::gpu::copy_rows(outer_, block, top[t]->gpu_diff(), block, input_diff + offset,
-                           bottom_block);
-      offset += block;
-    }
+    for_each_axis_part(
+        *bottom[0], top, axis_, inner_,
+        [&](std::size_t t, std::size_t block, std::size_t bottom_block, std::size_t offset) {
+          math::gpu::copy_rows(outer_, block, top[t]->gpu_diff(), block, input_diff + offset,
+                               bottom_block);
+        });
   }
 #endif
 

@@ -73,21 +73,20 @@ void SoftmaxLayer::for_each_task(std::size_t work_per_value, Body body) {
                  const std::size_t o = static_cast<std::size_t>(task) / tasks_per_sample;
                  const std::size_t first =
                      static_cast<std::size_t>(task) % tasks_per_sample * kPositionsPerTask;
-                 body(o, first, std::min(inner_num_, first + kPositionsPerTask));
+                 const std::size_t last = std::min(inner_num_, first + kPositionsPerTask);
+                 body(o * channels_ * inner_num_ + first,
+                      per_position_.data() + o * inner_num_ + first, last - first);
                });
 }
 
 void SoftmaxLayer::forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   if (channels_ == 0) return;
   const std::size_t inner = inner_num_;
-  const std::size_t block = channels_ * inner;
   const float* bottom_data = bottom[0]->cpu_data();
   float* top_data = top[0]->mutable_cpu_data();
-  for_each_task(24, [&](std::size_t o, std::size_t first, std::size_t last) {
-    const std::size_t width = last - first;
-    float* scratch = per_position_.data() + o * inner + first;
-    const float* x = bottom_data + o * block + first;
-    float* y = top_data + o * block + first;
+  for_each_task(24, [&](std::size_t at, float* scratch, std::size_t width) {
+    const float* x = bottom_data + at;
+    float* y = top_data + at;
     std::copy_n(x, width, scratch);
     for (std::size_t c = 1; c < channels_; ++c) {
       for (std::size_t i = 0; i < width; ++i) scratch[i] = std::max(scratch[i], x[c * inner + i]);
@@ -111,16 +110,13 @@ void SoftmaxLayer::backward_cpu(const BlobVec& top, const std::vector<bool>& pro
                                 const BlobVec& bottom) {
   if (!propagate_down[0] || channels_ == 0) return;
   const std::size_t inner = inner_num_;
-  const std::size_t block = channels_ * inner;
   const float* top_data = top[0]->cpu_data();
   const float* top_diff = top[0]->cpu_diff();
   float* bottom_diff = bottom[0]->mutable_cpu_diff();
-  for_each_task(4, [&](std::size_t o, std::size_t first, std::size_t last) {
-    const std::size_t width = last - first;
-    float* dot = per_position_.data() + o * inner + first;
-    const float* y = top_data + o * block + first;
-    const float* dy = top_diff + o * block + first;
-    float* dx = bottom_diff + o * block + first;
+  for_each_task(4, [&](std::size_t at, float* dot, std::size_t width) {
+    const float* y = top_data + at;
+    const float* dy = top_diff + at;
+    float* dx = bottom_diff + at;
     std::fill_n(dot, width, 0.0f);
     for (std::size_t c = 0; c < channels_; ++c) {
       for (std::size_t i = 0; i < width; ++i) dot[i] += dy[c * inner + i] * y[c * inner + i];

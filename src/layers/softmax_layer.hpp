@@ -45,8 +45,10 @@ class SoftmaxLayer : public Layer {
 #endif
 
  private:
-  // body(o, first, last) for sample o's inner positions [first, last), for
-  // every o and run of positions, spread over the thread pool.
+  // body(at, per_position, width) for every run of `width` inner positions
+  // [first, first + width) of every sample o, spread over the thread pool:
+  // `at` = o * channels * inner + first is the run's first value (channel 0),
+  // `per_position` points at per_position_[o * inner + first].
   template <typename Body>
   void for_each_task(std::size_t work_per_value, Body body);
 

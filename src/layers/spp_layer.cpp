@@ -100,16 +100,13 @@ class SPPLayer : public Layer {
     const int num = top[0]->shape(0);
     const std::size_t top_row = top[0]->count(1);
     float* output = top[0]->mutable_cpu_data();
-    std::size_t offset = 0;
-    for (int l = 0; l < levels_; ++l) {
+    for_each_level([&](int l, std::size_t row, std::size_t offset) {
       pools_[l]->forward(bottom, {&pooled_[l]});
-      const std::size_t row = pooled_[l].count(1);
       const float* data = pooled_[l].cpu_data();
       for (int n = 0; n < num; ++n) {
         std::copy(data + n * row, data + (n + 1) * row, output + n * top_row + offset);
       }
-      offset += row;
-    }
+    });
   }
 
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
@@ -125,21 +122,18 @@ class SPPLayer : public Layer {
     const int num = top[0]->shape(0);
     const std::size_t top_row = top[0]->count(1);
     const float* output_diff = top[0]->cpu_diff();
-    std::size_t offset = 0;
-    for (int l = 0; l < levels_; ++l) {
-      const std::size_t row = pooled_[l].count(1);
+    for_each_level([&](int l, std::size_t row, std::size_t offset) {
       float* level_diff = pooled_[l].mutable_cpu_diff();
       for (int n = 0; n < num; ++n) {
         const float* source = output_diff + n * top_row + offset;
         std::copy(source, source + row, level_diff + n * row);
       }
-      offset += row;
       pools_[l]->backward({&pooled_[l]}, {true}, {&level_input_});
       const float* level_input_diff = level_input_.cpu_diff();
       const ops::Add add;  // the functor cuda::add applies
       for (std::size_t i = 0; i < count; ++i)
         input_diff[i] = add(input_diff[i], level_input_diff[i]);
-    }
+    });
   }
 
 #ifdef XTRAIN_USE_CUDA
@@ -153,13 +147,10 @@ class SPPLayer : public Layer {
     const std::size_t num = static_cast<std::size_t>(top[0]->shape(0));
     const std::size_t top_row = top[0]->count(1);
     float* output = top[0]->mutable_gpu_data();
-    std::size_t offset = 0;
-    for (int l = 0; l < levels_; ++l) {
+    for_each_level([&](int l, std::size_t row, std::size_t offset) {
       pools_[l]->forward(bottom, {&pooled_[l]});
-      const std::size_t row = pooled_[l].count(1);
       math::gpu::copy_rows(num, row, pooled_[l].gpu_data(), row, output + offset, top_row);
-      offset += row;
-    }
+    });
   }
 
   void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
@@ -175,19 +166,29 @@ class SPPLayer : public Layer {
     const std::size_t num = static_cast<std::size_t>(top[0]->shape(0));
     const std::size_t top_row = top[0]->count(1);
     const float* output_diff = top[0]->gpu_diff();
-    std::size_t offset = 0;
-    for (int l = 0; l < levels_; ++l) {
-      const std::size_t row = pooled_[l].count(1);
+    for_each_level([&](int l, std::size_t row, std::size_t offset) {
       math::gpu::copy_rows(num, row, output_diff + offset, top_row, pooled_[l].mutable_gpu_diff(),
                            row);
-      offset += row;
       pools_[l]->backward({&pooled_[l]}, {true}, {&level_input_});
       cuda::add(input_diff, level_input_.gpu_diff(), input_diff, count);
-    }
+    });
   }
 #endif
 
  private:
+  // body(l, row, offset) for every level l: each row of the top (one per
+  // image) holds level l's `row` values at `offset` (the levels side by
+  // side, as reshape sized them).
+  template <typename Body>
+  void for_each_level(Body body) {
+    std::size_t offset = 0;
+    for (int l = 0; l < levels_; ++l) {
+      const std::size_t row = pooled_[l].count(1);
+      body(l, row, offset);
+      offset += row;
+    }
+  }
+
   // One Pooling layer per level, sized for this input.
   void configure_levels(const BlobVec& bottom) {
     const Blob& input = *bottom[0];

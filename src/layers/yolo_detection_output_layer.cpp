@@ -46,6 +46,7 @@
 #include "core/elementwise_ops.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/detection_blobs.hpp"
+#include "layers/detection_result_layer.hpp"
 #include "layers/non_maximum_suppression.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
@@ -62,12 +63,11 @@ struct ClassCandidates {
   std::vector<float> scores;
 };
 
-class YoloDetectionOutputLayer : public Layer {
+class YoloDetectionOutputLayer : public DetectionResultLayer {
  public:
-  using Layer::Layer;
+  using DetectionResultLayer::DetectionResultLayer;
   const char* type() const override { return "YoloDetectionOutput"; }
   int min_bottom_blobs() const override { return 1; }
-  int exact_num_top_blobs() const override { return 1; }
 
   void layer_setup(const BlobVec& bottom, const BlobVec&) override {
     const YoloParameter& p = param_.yolo_param();
@@ -103,16 +103,8 @@ class YoloDetectionOutputLayer : public Layer {
                  "mask: 0 mask: 1 mask: 2)");
     XTRAIN_CHECK(std::isfinite(p.confidence_threshold()), where(),
                  ": confidence_threshold must be a number");
-    const NonMaximumSuppressionParameter& nms = p.nms_param();
-    XTRAIN_CHECK(nms.nms_threshold() >= 0, where(), ": nms_param.nms_threshold ",
-                 nms.nms_threshold(), " must not be negative");
-    XTRAIN_CHECK(nms.eta() > 0 && nms.eta() <= 1, where(), ": nms_param.eta ", nms.eta(),
-                 " must be in (0, 1]");
-    settings_.nms_threshold = nms.nms_threshold();
-    settings_.eta = nms.eta();
-    settings_.top_k = nms.has_top_k() ? nms.top_k() : -1;
     // The candidates are already thresholded (score >= confidence_threshold).
-    settings_.score_threshold = -FLT_MAX;
+    settings_ = detection::suppression_settings(p.nms_param(), -FLT_MAX, where());
   }
 
   void reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -177,11 +169,6 @@ class YoloDetectionOutputLayer : public Layer {
       detection::keep_highest_scoring(p.keep_top_k(), &kept);
     }
     detection::write_detections(by_item, top[0]);
-  }
-
-  void backward_cpu(const BlobVec&, const std::vector<bool>& propagate_down,
-                    const BlobVec&) override {
-    detection::refuse_gradient(where(), propagate_down);
   }
 
  private:
