@@ -4,6 +4,7 @@
 #include <array>
 
 #include "core/parallel_loop.hpp"
+#include "xtrain/cpu_threads.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -49,19 +50,32 @@ void WinogradConvolution::run(const WinogradPlan& plan, const float* sources,
                               std::size_t source_dim, const float* bias, float* results,
                               std::size_t result_dim) {
   const WinogradKernels& kernels = winograd_kernels();
+  // The work is (group of 8 images, tile row) pairs, split evenly between
+  // the threads: by groups alone, CIFAR10-quick's 100 images (13 groups)
+  // gave one of 2 threads 7 groups' work and the other 6.
   const std::int64_t groups = (shape_.num + kWinogradLanes - 1) / kWinogradLanes;
-  const std::size_t work = static_cast<std::size_t>(shape_.flops() / shape_.num) * kWinogradLanes;
-  parallel_for(groups, work, [&](std::int64_t group) {
+  const std::int64_t rows = plan.tiles_y(), items = groups * rows;
+  const std::int64_t threads = std::max<std::int64_t>(1, std::min<std::int64_t>(cpu_threads(), items));
+  const std::size_t work = static_cast<std::size_t>(shape_.flops());
+  parallel_for(threads, work, [&](std::int64_t t) {
     thread_local WinogradScratch scratch;
-    std::array<const float*, kWinogradLanes> in{};
-    std::array<float*, kWinogradLanes> out{};
-    for (int lane = 0; lane < kWinogradLanes; ++lane) {
-      const std::int64_t n = group * kWinogradLanes + lane;
-      if (n >= shape_.num) break;
-      in[lane] = sources + n * source_dim;
-      out[lane] = results + n * result_dim;
+    const std::int64_t first = items * t / threads, end = items * (t + 1) / threads;
+    for (std::int64_t item = first; item < end;) {
+      const std::int64_t group = item / rows;
+      const std::int64_t group_end = std::min(end, (group + 1) * rows);
+      std::array<const float*, kWinogradLanes> in{};
+      std::array<float*, kWinogradLanes> out{};
+      for (int lane = 0; lane < kWinogradLanes; ++lane) {
+        const std::int64_t n = group * kWinogradLanes + lane;
+        if (n >= shape_.num) break;
+        in[lane] = sources + n * source_dim;
+        out[lane] = results + n * result_dim;
+      }
+      kernels.convolve_group(plan, in.data(), transformed_.data(), bias, out.data(),
+                             static_cast<int>(item - group * rows),
+                             static_cast<int>(group_end - group * rows), scratch);
+      item = group_end;
     }
-    kernels.convolve_group(plan, in.data(), transformed_.data(), bias, out.data(), scratch);
   });
 }
 

@@ -270,11 +270,13 @@ XTRAIN_KERNEL_BODY void transform_products(const WinogradPlan& p, const float* m
   }
 }
 
-// 3. The interleaved output into the images' plain arrays.
-XTRAIN_KERNEL_BODY void take_apart(const WinogradPlan& p, const float* y, float* const* outputs) {
+// 3. Output rows [first, end) of the interleaved output into the images'
+// plain arrays.
+XTRAIN_KERNEL_BODY void take_apart(const WinogradPlan& p, const float* y, int first, int end,
+                                   float* const* outputs) {
   const int width = 2 * p.tiles_x(), height = 2 * p.tiles_y();
   for (int o = 0; o < p.outputs; ++o) {
-    for (int row = 0; row < p.out_h; ++row) {
+    for (int row = first; row < end; ++row) {
       const float* from = y + ((static_cast<std::size_t>(o) * height + row) * width) * L;
       const std::size_t at = (static_cast<std::size_t>(o) * p.out_h + row) * p.out_w;
       int col = 0;
@@ -301,26 +303,29 @@ XTRAIN_KERNEL_BODY void take_apart(const WinogradPlan& p, const float* y, float*
 template <int XB>
 XTRAIN_KERNEL_BODY void convolve_group_body(const WinogradPlan& p, const float* const* sources,
                                             const float* transformed_weights, const float* bias,
-                                            float* const* outputs, WinogradScratch& s) {
+                                            float* const* outputs, int first_row, int end_row,
+                                            WinogradScratch& s) {
   const std::size_t tiles = p.tiles_x();
   s.source.resize(static_cast<std::size_t>(p.channels) * p.padded_h() * p.padded_w() * L);
   s.transformed.resize(kWinogradPositions * source_position_step(p));
   s.products.resize(kWinogradPositions * product_position_step(p));
   s.output.resize(static_cast<std::size_t>(p.outputs) * 2 * p.tiles_y() * 2 * tiles * L);
   interleave(p, sources, s.source.data());
-  for (int ty = 0; ty < p.tiles_y(); ++ty) {
+  for (int ty = first_row; ty < end_row; ++ty) {
     transform_sources(p, s.source.data(), ty, s.transformed.data());
     multiply<XB>(p, transformed_weights, s.transformed.data(), s.products.data());
     transform_products(p, s.products.data(), bias, ty, s.output.data());
   }
-  take_apart(p, s.output.data(), outputs);
+  take_apart(p, s.output.data(), 2 * first_row, std::min(2 * end_row, p.out_h), outputs);
 }
 
 #define XTRAIN_WINOGRAD_COPY(suffix, XB, attributes)                                             \
   attributes void convolve_group_##suffix(const WinogradPlan& p, const float* const* sources,   \
                                           const float* transformed_weights, const float* bias,  \
-                                          float* const* outputs, WinogradScratch& scratch) {    \
-    convolve_group_body<XB>(p, sources, transformed_weights, bias, outputs, scratch);           \
+                                          float* const* outputs, int first_row, int end_row,    \
+                                          WinogradScratch& scratch) {                           \
+    convolve_group_body<XB>(p, sources, transformed_weights, bias, outputs, first_row, end_row, \
+                            scratch);                                                            \
   }                                                                                              \
   const WinogradKernels kernels_##suffix = {convolve_group_##suffix};
 

@@ -81,10 +81,13 @@ struct WinogradScratch {
 struct WinogradKernels {
   // Up to 8 images: sources[l] (or null: the lane is unused) -> outputs[l] =
   // bias (or 0 where null) + the correlation, each a plain (outputs, out_h,
-  // out_w) array, overwritten.
+  // out_w) array; overwrites the output rows of tile rows [first_row,
+  // end_row) (tile row t makes output rows 2t and 2t + 1), so that threads
+  // can share a group.
   void (*convolve_group)(const WinogradPlan& plan, const float* const* sources,
                          const float* transformed_weights, const float* bias,
-                         float* const* outputs, WinogradScratch& scratch);
+                         float* const* outputs, int first_row, int end_row,
+                         WinogradScratch& scratch);
 };
 
 // The kernels at the instruction set cpu_isa() allows.
