@@ -23,6 +23,11 @@ class NetWriter:
     def text(self):
         return "".join(self.parts)
 
+    def add_inputs(self, data_layers, deploy_size):
+        """train_val's data layers (the text data_layers() returns), or the
+        deploy net's Input layer of `deploy_size` x `deploy_size` crops."""
+        self.add(data_layers() if self.train else deploy_input_layer(deploy_size))
+
     @staticmethod
     def conv_shape(num_output, kernel, stride, pad):
         """convolution_param's geometry, leaving out the defaults."""
@@ -56,6 +61,24 @@ class NetWriter:
                     '  bottom: "%s"  top: "%s"\n'
                     '}\n' % (name, blob, blob))
         self.add(line)
+        return blob
+
+    def pool(self, name, bottom, method, kernel, stride, pad=0):
+        """A Pooling layer writing the top `name`; pad 0 is left out."""
+        shape = "pool: %s  kernel_size: %d  stride: %d" % (method, kernel, stride)
+        if pad:
+            shape += "  pad: %d" % pad
+        self.add('layer {\n'
+                 '  name: "%s"  type: "Pooling"  bottom: "%s"  top: "%s"\n'
+                 '  pooling_param { %s }\n'
+                 '}\n' % (name, bottom, name, shape))
+        return name
+
+    def dropout(self, name, blob, ratio):
+        self.add('layer {\n'
+                 '  name: "%s"  type: "Dropout"  bottom: "%s"  top: "%s"\n'
+                 '  dropout_param { dropout_ratio: %g }\n'
+                 '}\n' % (name, blob, blob, ratio))
         return blob
 
 

@@ -155,28 +155,18 @@ def data_layers():
 
 def build(train):
     net = NetWriter(train)
-    if train:
-        net.add(data_layers())
-    else:
-        net.add(prototxt_writer.deploy_input_layer(224))
+    net.add_inputs(data_layers, 224)
     x = net.conv("conv1", "data", 64, 7, stride=2, pad=3, bias=True)
     x = net.batch_norm_and_scale("bn_conv1", "scale_conv1", x)
     x = net.relu("conv1_relu", x)
-    net.add('layer {\n'
-            '  name: "pool1"  type: "Pooling"  bottom: "%s"  top: "pool1"\n'
-            '  pooling_param { pool: MAX  kernel_size: 3  stride: 2 }\n'
-            '}\n' % x)
-    x = "pool1"
+    x = net.pool("pool1", x, "MAX", 3, 2)
     for stage, blocks, width in STAGES:
         for index in range(blocks):
             first = index == 0
             # conv2_x follows a pooling layer that already halved the maps.
             stride = 2 if first and stage > 2 else 1
             x = net.bottleneck("%d%s" % (stage, "abcdef"[index]), x, width, stride, first)
-    net.add('layer {\n'
-            '  name: "pool5"  type: "Pooling"  bottom: "%s"  top: "pool5"\n'
-            '  pooling_param { pool: AVE  kernel_size: 7  stride: 1 }\n'
-            '}\n' % x)
+    net.pool("pool5", x, "AVE", 7, 1)
     if train:
         net.add('layer {\n'
                 '  name: "fc1000"  type: "InnerProduct"\n'
