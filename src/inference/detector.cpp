@@ -9,10 +9,8 @@
 #include "layers/detection_blobs.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/input_file.hpp"
-#include "xtrain/logging.hpp"
 #include "xtrain/net.hpp"
 #include "xtrain/proto_io.hpp"
-#include "xtrain/weights_coverage.hpp"
 
 namespace xtrain {
 namespace {
@@ -58,14 +56,7 @@ Detector::Detector(const std::string& deploy_prototxt, const std::string& weight
   input_ = std::make_unique<ClassifierInput>(input.channels(), input.height(), input.width(),
                                              input_options);
 
-  const std::vector<std::string> missing = copy_weights_reporting_missing(*net_, {weights});
-  if (!missing.empty()) {
-    const std::string what = describe_missing_weights(*net_, missing, {weights});
-    XTRAIN_CHECK(options.allow_missing_weights, what,
-                 ": the weights do not belong to this net (layers are copied by name) or the "
-                 "file is cut short; give the right weights (or allow_missing_weights)");
-    XLOG(WARNING) << what;
-  }
+  load_deploy_weights(*net_, weights, options.allow_missing_weights);
   if (!options.label_map_file.empty()) label_names_ = read_label_names(options.label_map_file);
 }
 
