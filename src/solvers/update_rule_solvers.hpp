@@ -17,15 +17,20 @@
 
 namespace xtrain {
 
+// What a rule has unless it says otherwise: one history set and no settings
+// of its own to check.
+struct RuleDefaults {
+  static constexpr int history_sets = 1;
+  static void check(const SolverParameter& /*param*/) {}
+};
+
 // Nesterov's accelerated gradient: SGD's velocity update, but the step looks
 // ahead along the new velocity.
 //   v' <- momentum * v + r * g
 //   w  <- w - ((1 + momentum) * v' - momentum * v)
 // The history is the velocity v, as for SGD.
-struct NesterovRule {
+struct NesterovRule : RuleDefaults {
   static constexpr const char* name = "Nesterov";
-  static constexpr int history_sets = 1;
-  static void check(const SolverParameter& /*param*/) {}
   static ops::NesterovStep step(const SolverParameter& param, float rate, int /*iter*/) {
     return {rate, param.momentum()};
   }
@@ -36,9 +41,8 @@ struct NesterovRule {
 //   h <- h + g^2
 //   w <- w - r * g / (sqrt(h) + delta)
 // The history is h. Momentum has no meaning here; Caffe refuses it, so do we.
-struct AdaGradRule {
+struct AdaGradRule : RuleDefaults {
   static constexpr const char* name = "AdaGrad";
-  static constexpr int history_sets = 1;
   static void check(const SolverParameter& param);
   static ops::AdaGradStep step(const SolverParameter& param, float rate, int /*iter*/) {
     return {rate, param.delta()};
@@ -50,9 +54,8 @@ struct AdaGradRule {
 //   h <- rms_decay * h + (1 - rms_decay) * g^2
 //   w <- w - r * g / (sqrt(h) + delta)
 // The history is h. As in Caffe, momentum must be 0 and rms_decay in [0, 1).
-struct RMSPropRule {
+struct RMSPropRule : RuleDefaults {
   static constexpr const char* name = "RMSProp";
-  static constexpr int history_sets = 1;
   static void check(const SolverParameter& param);
   static ops::RMSPropStep step(const SolverParameter& param, float rate, int /*iter*/) {
     return {rate, param.delta(), param.rms_decay()};
@@ -65,10 +68,9 @@ struct RMSPropRule {
 //   h_u <- rho * h_u + (1 - rho) * u^2
 //   w   <- w - r * u                   (Caffe keeps the rate, usually 1)
 // Two history sets: h_g, then h_u.
-struct AdaDeltaRule {
+struct AdaDeltaRule : RuleDefaults {
   static constexpr const char* name = "AdaDelta";
   static constexpr int history_sets = 2;
-  static void check(const SolverParameter& /*param*/) {}
   static ops::AdaDeltaStep step(const SolverParameter& param, float rate, int /*iter*/) {
     return {rate, param.delta(), param.momentum()};
   }
@@ -81,10 +83,9 @@ struct AdaDeltaRule {
 //   w <- w - r * sqrt(1 - beta2^t) / (1 - beta1^t) * m / (sqrt(v) + eps)
 // Caffe folds the bias correction into the rate, so eps is not corrected.
 // Two history sets: m, then v.
-struct AdamRule {
+struct AdamRule : RuleDefaults {
   static constexpr const char* name = "Adam";
   static constexpr int history_sets = 2;
-  static void check(const SolverParameter& /*param*/) {}
   static ops::AdamStep step(const SolverParameter& param, float rate, int iter);
 };
 
