@@ -49,12 +49,8 @@ Detector::Detector(const std::string& deploy_prototxt, const std::string& weight
   XTRAIN_CHECK(!detection_layer_.empty(), "net '", deploy_prototxt,
                "' has no DetectionOutput or YoloDetectionOutput layer; give the deploy net of a "
                "detector, whose last such layer's top holds the detections");
-  ClassifierOptions input_options;
-  input_options.mean_file = options.mean_file;
-  input_options.mean_values = options.mean_values;
-  input_options.scale = options.scale;
-  input_ = std::make_unique<ClassifierInput>(input.channels(), input.height(), input.width(),
-                                             input_options);
+  input_ =
+      std::make_unique<ClassifierInput>(input.channels(), input.height(), input.width(), options);
 
   load_deploy_weights(*net_, weights, options.allow_missing_weights);
   if (!options.label_map_file.empty()) label_names_ = read_label_names(options.label_map_file);

@@ -20,7 +20,8 @@ int classify_command(const std::vector<std::string>& images) {
   require_image_command_inputs("classify", images);
   XTRAIN_CHECK(FLAGS_top_k > 0, "--top_k must be positive, got ", FLAGS_top_k);
   configure_compute();
-  auto options = image_input_options<ClassifierOptions>();
+  ClassifierOptions options;
+  read_image_input_flags(&options);
   options.labels_file = FLAGS_labels;
   Classifier classifier(FLAGS_model, FLAGS_weights, options);
 

@@ -110,7 +110,8 @@ std::string printable(const std::string& name) {
 int detect_command(const std::vector<std::string>& images) {
   require_image_command_inputs("detect", images);
   configure_compute();
-  auto options = image_input_options<DetectorOptions>();
+  DetectorOptions options;
+  read_image_input_flags(&options);
   options.letterbox = FLAGS_letterbox;
   options.pad_value = static_cast<float>(FLAGS_pad_value);
   options.label_map_file = FLAGS_label_map;

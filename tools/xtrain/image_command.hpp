@@ -8,6 +8,7 @@
 #include "command.hpp"
 #include "flags.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/image_input_options.hpp"
 
 namespace xtrain::cli {
 
@@ -21,18 +22,15 @@ inline void require_image_command_inputs(const char* command,
                command, " --model=... --weights=... IMAGE...");
 }
 
-// A ClassifierOptions or DetectorOptions with what both take from the
-// flags: the mean and scale of the net's input (--mean, --mean_values,
+// The options of a ClassifierOptions or DetectorOptions that both take from
+// the flags: the mean and scale of the net's input (--mean, --mean_values,
 // --scale), the device (--gpu) and --allow_missing_weights.
-template <typename Options>
-Options image_input_options() {
-  Options options;
-  options.mean_file = FLAGS_mean;
-  options.mean_values = parse_mean_values(FLAGS_mean_values);
-  options.scale = static_cast<float>(FLAGS_scale);
-  options.device = choose_device(FLAGS_gpu, false, 0);
-  options.allow_missing_weights = FLAGS_allow_missing_weights;
-  return options;
+inline void read_image_input_flags(ImageInputOptions* options) {
+  options->mean_file = FLAGS_mean;
+  options->mean_values = parse_mean_values(FLAGS_mean_values);
+  options->scale = static_cast<float>(FLAGS_scale);
+  options->device = choose_device(FLAGS_gpu, false, 0);
+  options->allow_missing_weights = FLAGS_allow_missing_weights;
 }
 
 }  // namespace xtrain::cli
