@@ -135,20 +135,23 @@ const DarknetOption* DarknetSectionReader::find(const std::string& key) {
   return found == section_.options.end() ? nullptr : &found->second;
 }
 
-int DarknetSectionReader::integer(const std::string& key, int fallback) {
+template <typename Value>
+Value DarknetSectionReader::one(const std::string& key, Value fallback,
+                                std::optional<Value> (*read)(const std::string&),
+                                const char* kind) {
   const DarknetOption* option = find(key);
   if (option == nullptr) return fallback;
-  const std::optional<int> value = whole_integer(option->value);
-  XTRAIN_CHECK(value.has_value(), where(key), ": '", option->value, "' is not an integer");
+  const std::optional<Value> value = read(option->value);
+  XTRAIN_CHECK(value.has_value(), where(key), ": '", option->value, "' is not ", kind);
   return *value;
 }
 
+int DarknetSectionReader::integer(const std::string& key, int fallback) {
+  return one(key, fallback, whole_integer, "an integer");
+}
+
 float DarknetSectionReader::number(const std::string& key, float fallback) {
-  const DarknetOption* option = find(key);
-  if (option == nullptr) return fallback;
-  const std::optional<float> value = whole_number(option->value);
-  XTRAIN_CHECK(value.has_value(), where(key), ": '", option->value, "' is not a number");
-  return *value;
+  return one(key, fallback, whole_number, "a number");
 }
 
 std::string DarknetSectionReader::text(const std::string& key, const std::string& fallback) {
