@@ -39,18 +39,25 @@ class NetWriter:
             shape += "  stride: %d" % stride
         return shape
 
-    def conv_layer(self, name, bottom, specs, shape, fillers):
-        """A Convolution writing the top `name`; specs and fillers may be ""."""
+    def learnable_layer(self, layer_type, param_field, name, bottom, specs, settings, fillers):
+        """A layer with weights (Convolution, InnerProduct) writing the top
+        `name`: its ParamSpecs `specs`, then `param_field` holding the line
+        `settings` and the `fillers`; specs and fillers may be ""."""
         self.add('layer {\n'
-                 '  name: "%s"  type: "Convolution"\n'
+                 '  name: "%s"  type: "%s"\n'
                  '  bottom: "%s"  top: "%s"\n'
                  '%s'
-                 '  convolution_param {\n'
+                 '  %s {\n'
                  '    %s\n'
                  '%s'
                  '  }\n'
-                 '}\n' % (name, bottom, name, specs, shape, fillers))
+                 '}\n' % (name, layer_type, bottom, name, specs, param_field, settings, fillers))
         return name
+
+    def conv_layer(self, name, bottom, specs, shape, fillers):
+        """A Convolution writing the top `name`; specs and fillers may be ""."""
+        return self.learnable_layer("Convolution", "convolution_param", name, bottom, specs, shape,
+                                    fillers)
 
     def relu(self, name, blob):
         """An in-place ReLU, on one line where it fits in 100 columns."""

@@ -97,16 +97,8 @@ class NetWriter(prototxt_writer.NetWriter):
 
     def inner_product(self, name, bottom, num_output, bias_value):
         specs, fillers = self.learnable(bias_value)
-        self.add('layer {\n'
-                 '  name: "%s"  type: "InnerProduct"\n'
-                 '  bottom: "%s"  top: "%s"\n'
-                 '%s'
-                 '  inner_product_param {\n'
-                 '    num_output: %d\n'
-                 '%s'
-                 '  }\n'
-                 '}\n' % (name, bottom, name, specs, num_output, fillers))
-        return name
+        return self.learnable_layer("InnerProduct", "inner_product_param", name, bottom, specs,
+                                    "num_output: %d" % num_output, fillers)
 
     def lrn(self, name, bottom):
         self.add('layer {\n'

@@ -168,18 +168,13 @@ def build(train):
             x = net.bottleneck("%d%s" % (stage, "abcdef"[index]), x, width, stride, first)
     net.pool("pool5", x, "AVE", 7, 1)
     if train:
+        net.learnable_layer("InnerProduct", "inner_product_param", "fc1000", "pool5",
+                            "  param { lr_mult: 1  decay_mult: 1 }\n"
+                            "  param { lr_mult: 1  decay_mult: 0 }\n",
+                            "num_output: 1000",
+                            '    weight_filler { type: "msra" }\n'
+                            '    bias_filler { type: "constant"  value: 0 }\n')
         net.add('layer {\n'
-                '  name: "fc1000"  type: "InnerProduct"\n'
-                '  bottom: "pool5"  top: "fc1000"\n'
-                '  param { lr_mult: 1  decay_mult: 1 }\n'
-                '  param { lr_mult: 1  decay_mult: 0 }\n'
-                '  inner_product_param {\n'
-                '    num_output: 1000\n'
-                '    weight_filler { type: "msra" }\n'
-                '    bias_filler { type: "constant"  value: 0 }\n'
-                '  }\n'
-                '}\n'
-                'layer {\n'
                 '  name: "loss"  type: "SoftmaxWithLoss"\n'
                 '  bottom: "fc1000"  bottom: "label"  top: "loss"\n'
                 '}\n'
