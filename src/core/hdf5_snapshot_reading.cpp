@@ -294,8 +294,8 @@ std::string read_string(hid_t file, const char* name, const std::string& path) {
 std::string read_bytes(hid_t file, const char* name, const std::string& path) {
   const NamedDataset stored = open_dataset(file, name, path);
   const hid_t type = stored.type.get();
-  XTRAIN_CHECK(stored.type.valid() && H5Tget_class(type) == H5T_INTEGER &&
-                   H5Tget_size(type) == 1 && stored.dims.size() == 1,
+  XTRAIN_CHECK(stored.type.valid() && H5Tget_class(type) == H5T_INTEGER && H5Tget_size(type) == 1 &&
+                   stored.dims.size() == 1,
                "'", name, "' in '", path, "' should be a 1-d array of bytes");
   check_stored_size(stored.dataset.get(), stored.dims[0], name, path);
   std::string bytes(stored.dims[0], '\0');

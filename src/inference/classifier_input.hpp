@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "xtrain/image_input_options.hpp"
 #include "xtrain/image_codec.hpp"
+#include "xtrain/image_input_options.hpp"
 
 namespace xtrain {
 

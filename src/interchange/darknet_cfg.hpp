@@ -67,8 +67,8 @@ class DarknetSectionReader {
   // The value of `key` read by `read` (whole_integer, whole_number), or
   // `fallback` when the key is absent; `kind` names it in the error.
   template <typename Value>
-  Value one(const std::string& key, Value fallback, std::optional<Value> (*read)(const std::string&),
-            const char* kind);
+  Value one(const std::string& key, Value fallback,
+            std::optional<Value> (*read)(const std::string&), const char* kind);
   // The comma-separated values of `key`, each read by `read`; `kind` names
   // them in the error about a part that is not one.
   template <typename Value>
