@@ -101,14 +101,9 @@ def main():
     for isa in ISAS:
         old, new = data[("debian", isa)], data[("pypi", isa)]
         for metric in METRICS:
-            print("\nISA %s, per net (sum of count x %s ms): 2.6 / 3.x ms, 3.x/2.6" % (isa, metric))
-            print("%-14s %-22s %-22s %-22s %-22s" % ("net", *PASSES, "all three"))
-            old_totals, new_totals = net_totals(old, metric), net_totals(new, metric)
-            for net, before in old_totals.items():
-                after = new_totals.get(net, [float("nan")] * 3)
-                cells = ["%9.2f /%9.2f %5.2f" % (b, a, a / b) for b, a in
-                         zip(before + [sum(before)], after + [sum(after)])]
-                print("%-14s %s" % (net, " ".join("%-22s" % c for c in cells)))
+            print_net_totals(
+                "\nISA %s, per net (sum of count x %s ms): 2.6 / 3.x ms, 3.x/2.6" % (isa, metric),
+                old, new, metric)
         print("\nISA %s, per shape (%s ms)%s: 2.6 ms [impl], 3.x ms [impl], 3.x/2.6, 3.x GFLOP/s"
               % (isa, args.metric, "" if args.all else ", where they differ by > 10 %"))
         for key, before in old.items():
@@ -125,13 +120,10 @@ def main():
             print_best(isa, data, best, args.metric)
 
 
-def print_best(isa, data, best, metric):
-    """With --all-implementations: per net, each version's fastest
-    implementation per shape and pass, summed; and the shapes where that is
-    not oneDNN's own choice."""
-    old, new = best[("debian", isa)], best[("pypi", isa)]
-    print("\nISA %s, per net, the fastest implementation of each pass (sum of count x %s ms):"
-          " 2.6 / 3.x ms, 3.x/2.6" % (isa, metric))
+def print_net_totals(heading, old, new, metric):
+    """Under `heading`, per net: each pass's and all three's sum of count x
+    `metric` ms in 2.6 (`old`) and 3.x (`new`), and 3.x/2.6."""
+    print(heading)
     print("%-14s %-22s %-22s %-22s %-22s" % ("net", *PASSES, "all three"))
     old_totals, new_totals = net_totals(old, metric), net_totals(new, metric)
     for net, before in old_totals.items():
@@ -139,6 +131,15 @@ def print_best(isa, data, best, metric):
         cells = ["%9.2f /%9.2f %5.2f" % (b, a, a / b) for b, a in
                  zip(before + [sum(before)], after + [sum(after)])]
         print("%-14s %s" % (net, " ".join("%-22s" % c for c in cells)))
+
+
+def print_best(isa, data, best, metric):
+    """With --all-implementations: per net, each version's fastest
+    implementation per shape and pass, summed; and the shapes where that is
+    not oneDNN's own choice."""
+    old, new = best[("debian", isa)], best[("pypi", isa)]
+    print_net_totals("\nISA %s, per net, the fastest implementation of each pass (sum of count x"
+                     " %s ms): 2.6 / 3.x ms, 3.x/2.6" % (isa, metric), old, new, metric)
     for version, label in (("debian", "2.6"), ("pypi", "3.x")):
         print("\nISA %s, oneDNN %s: shapes where another implementation beats oneDNN's choice"
               " by > 10 %% (%s ms)" % (isa, label, metric))

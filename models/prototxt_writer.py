@@ -23,6 +23,11 @@ class NetWriter:
     def text(self):
         return "".join(self.parts)
 
+    def add_inputs(self, data_layers, deploy_size):
+        """train_val's data layers (the text data_layers() returns), or the
+        deploy net's Input layer of `deploy_size` x `deploy_size` crops."""
+        self.add(data_layers() if self.train else deploy_input_layer(deploy_size))
+
     @staticmethod
     def conv_shape(num_output, kernel, stride, pad):
         """convolution_param's geometry, leaving out the defaults."""
@@ -34,18 +39,25 @@ class NetWriter:
             shape += "  stride: %d" % stride
         return shape
 
-    def conv_layer(self, name, bottom, specs, shape, fillers):
-        """A Convolution writing the top `name`; specs and fillers may be ""."""
+    def learnable_layer(self, layer_type, param_field, name, bottom, specs, settings, fillers):
+        """A layer with weights (Convolution, InnerProduct) writing the top
+        `name`: its ParamSpecs `specs`, then `param_field` holding the line
+        `settings` and the `fillers`; specs and fillers may be ""."""
         self.add('layer {\n'
-                 '  name: "%s"  type: "Convolution"\n'
+                 '  name: "%s"  type: "%s"\n'
                  '  bottom: "%s"  top: "%s"\n'
                  '%s'
-                 '  convolution_param {\n'
+                 '  %s {\n'
                  '    %s\n'
                  '%s'
                  '  }\n'
-                 '}\n' % (name, bottom, name, specs, shape, fillers))
+                 '}\n' % (name, layer_type, bottom, name, specs, param_field, settings, fillers))
         return name
+
+    def conv_layer(self, name, bottom, specs, shape, fillers):
+        """A Convolution writing the top `name`; specs and fillers may be ""."""
+        return self.learnable_layer("Convolution", "convolution_param", name, bottom, specs, shape,
+                                    fillers)
 
     def relu(self, name, blob):
         """An in-place ReLU, on one line where it fits in 100 columns."""
@@ -56,6 +68,24 @@ class NetWriter:
                     '  bottom: "%s"  top: "%s"\n'
                     '}\n' % (name, blob, blob))
         self.add(line)
+        return blob
+
+    def pool(self, name, bottom, method, kernel, stride, pad=0):
+        """A Pooling layer writing the top `name`; pad 0 is left out."""
+        shape = "pool: %s  kernel_size: %d  stride: %d" % (method, kernel, stride)
+        if pad:
+            shape += "  pad: %d" % pad
+        self.add('layer {\n'
+                 '  name: "%s"  type: "Pooling"  bottom: "%s"  top: "%s"\n'
+                 '  pooling_param { %s }\n'
+                 '}\n' % (name, bottom, name, shape))
+        return name
+
+    def dropout(self, name, blob, ratio):
+        self.add('layer {\n'
+                 '  name: "%s"  type: "Dropout"  bottom: "%s"  top: "%s"\n'
+                 '  dropout_param { dropout_ratio: %g }\n'
+                 '}\n' % (name, blob, blob, ratio))
         return blob
 
 

@@ -87,6 +87,7 @@ PUBLIC_HEADER_MODULES = {
     "comm.hpp": "comm",
     "classifier.hpp": "inference",
     "detector.hpp": "inference",
+    "image_input_options.hpp": "inference",
     "onnx.hpp": "interchange",
     "darknet.hpp": "interchange",
 }

@@ -4,24 +4,27 @@ normalisation instead), nine inception modules, and in training the two
 auxiliary classifiers after inception 4a and 4d, whose losses weigh 0.3.
 forward() returns the three heads' scores; LOSS_WEIGHTS says how they add
 up."""
+import importlib.util
+from pathlib import Path
+
 import torch
 from torch import nn
 
 IMAGE_SHAPE = (3, 224, 224)
 LOSS_WEIGHTS = (0.3, 0.3, 1.0)  # loss1, loss2 (auxiliary), loss3 (main)
 
-# Per module: 1x1, 3x3 reduce, 3x3, 5x5 reduce, 5x5, pool projection.
-INCEPTION = {
-    "3a": (64, 96, 128, 16, 32, 32),
-    "3b": (128, 128, 192, 32, 96, 64),
-    "4a": (192, 96, 208, 16, 48, 64),
-    "4b": (160, 112, 224, 24, 64, 64),
-    "4c": (128, 128, 256, 24, 64, 64),
-    "4d": (112, 144, 288, 32, 64, 64),
-    "4e": (256, 160, 320, 32, 128, 128),
-    "5a": (256, 160, 320, 32, 128, 128),
-    "5b": (384, 192, 384, 48, 128, 128),
-}
+
+def caffe_generator():
+    """models/googlenet/generate.py, whose INCEPTION table (per module: 1x1,
+    3x3 reduce, 3x3, 5x5 reduce, 5x5, pool projection) both nets are built from."""
+    path = Path(__file__).resolve().parents[2] / "models" / "googlenet" / "generate.py"
+    spec = importlib.util.spec_from_file_location("googlenet_generate", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+INCEPTION = caffe_generator().INCEPTION
 
 
 def conv_relu(inputs, outputs, kernel, stride=1, padding=0):

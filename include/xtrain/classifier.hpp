@@ -28,28 +28,19 @@
 
 #include "xtrain/device.hpp"
 #include "xtrain/export.hpp"
+#include "xtrain/image_input_options.hpp"
 
 namespace xtrain {
 
 class Net;
 class ClassifierInput;
 
-struct XTRAIN_API ClassifierOptions {
-  // A mean image (Caffe's .binaryproto, from compute_mean) of shape
-  // 1 x C x H x W, the net's input shape. Empty: none.
-  std::string mean_file;
-  // Per-channel means instead (one value for every channel, or one per
-  // channel, B, G, R for colour). Not together with mean_file.
-  std::vector<float> mean_values;
-  // Multiplies each pixel after the mean is subtracted.
-  float scale = 1;
+// The mean, scale, device and allow_missing_weights of every image net
+// (xtrain/image_input_options.hpp), and:
+struct XTRAIN_API ClassifierOptions : ImageInputOptions {
   // Class names, one per line (line i names class i); their number must be
   // the net's number of classes. Empty: classes are named by their index.
   std::string labels_file;
-  Device device = Device::cpu();
-  // Classify even when the weights leave learnable layers at their random
-  // initial values (else that is an error naming them).
-  bool allow_missing_weights = false;
   // Images per forward pass; 0: the batch size of the deploy's Input layer.
   int batch_size = 0;
 };

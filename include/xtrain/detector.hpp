@@ -35,18 +35,17 @@
 
 #include "xtrain/device.hpp"
 #include "xtrain/export.hpp"
+#include "xtrain/image_input_options.hpp"
 
 namespace xtrain {
 
 class Net;
 class ClassifierInput;
 
-struct XTRAIN_API DetectorOptions {
-  // As ClassifierOptions: a mean image of the input's shape, or per-channel
-  // means (not both), and the scale applied after the mean.
-  std::string mean_file;
-  std::vector<float> mean_values;
-  float scale = 1;
+// As ClassifierOptions: the mean image of the input's shape, or per-channel
+// means (not both), the scale applied after the mean, the device and
+// allow_missing_weights (xtrain/image_input_options.hpp), and:
+struct XTRAIN_API DetectorOptions : ImageInputOptions {
   // Letterbox instead of stretching the images to the net's input.
   bool letterbox = false;
   // The letterbox's padding, a pixel value (Darknet pads with grey 0.5).
@@ -58,10 +57,6 @@ struct XTRAIN_API DetectorOptions {
   // Detections scoring below this are left out (after the net's own
   // confidence_threshold).
   float confidence_threshold = 0;
-  Device device = Device::cpu();
-  // Detect even when the weights leave learnable layers at their random
-  // initial values (else that is an error naming them).
-  bool allow_missing_weights = false;
 };
 
 struct XTRAIN_API DetectedObject {

@@ -97,26 +97,8 @@ class NetWriter(prototxt_writer.NetWriter):
 
     def inner_product(self, name, bottom, num_output, bias_value):
         specs, fillers = self.learnable(bias_value)
-        self.add('layer {\n'
-                 '  name: "%s"  type: "InnerProduct"\n'
-                 '  bottom: "%s"  top: "%s"\n'
-                 '%s'
-                 '  inner_product_param {\n'
-                 '    num_output: %d\n'
-                 '%s'
-                 '  }\n'
-                 '}\n' % (name, bottom, name, specs, num_output, fillers))
-        return name
-
-    def pool(self, name, bottom, method, kernel, stride, pad=0):
-        shape = "pool: %s  kernel_size: %d  stride: %d" % (method, kernel, stride)
-        if pad:
-            shape += "  pad: %d" % pad
-        self.add('layer {\n'
-                 '  name: "%s"  type: "Pooling"  bottom: "%s"  top: "%s"\n'
-                 '  pooling_param { %s }\n'
-                 '}\n' % (name, bottom, name, shape))
-        return name
+        return self.learnable_layer("InnerProduct", "inner_product_param", name, bottom, specs,
+                                    "num_output: %d" % num_output, fillers)
 
     def lrn(self, name, bottom):
         self.add('layer {\n'
@@ -124,13 +106,6 @@ class NetWriter(prototxt_writer.NetWriter):
                  '  lrn_param { local_size: 5  alpha: 0.0001  beta: 0.75 }\n'
                  '}\n' % (name, bottom, name))
         return name
-
-    def dropout(self, name, blob, ratio):
-        self.add('layer {\n'
-                 '  name: "%s"  type: "Dropout"  bottom: "%s"  top: "%s"\n'
-                 '  dropout_param { dropout_ratio: %g }\n'
-                 '}\n' % (name, blob, blob, ratio))
-        return blob
 
     def concat(self, name, bottoms):
         listed = "".join('  bottom: "%s"\n' % b for b in bottoms)
@@ -193,10 +168,7 @@ def auxiliary_head(net, prefix, bottom):
 
 def build(train):
     net = NetWriter(train)
-    if train:
-        net.add(data_layers())
-    else:
-        net.add(prototxt_writer.deploy_input_layer(224))
+    net.add_inputs(data_layers, 224)
     x = net.relu("conv1/relu_7x7", net.conv("conv1/7x7_s2", "data", 64, 7, stride=2, pad=3))
     x = net.pool("pool1/3x3_s2", x, "MAX", 3, 2)
     x = net.lrn("pool1/norm1", x)

@@ -155,41 +155,26 @@ def data_layers():
 
 def build(train):
     net = NetWriter(train)
-    if train:
-        net.add(data_layers())
-    else:
-        net.add(prototxt_writer.deploy_input_layer(224))
+    net.add_inputs(data_layers, 224)
     x = net.conv("conv1", "data", 64, 7, stride=2, pad=3, bias=True)
     x = net.batch_norm_and_scale("bn_conv1", "scale_conv1", x)
     x = net.relu("conv1_relu", x)
-    net.add('layer {\n'
-            '  name: "pool1"  type: "Pooling"  bottom: "%s"  top: "pool1"\n'
-            '  pooling_param { pool: MAX  kernel_size: 3  stride: 2 }\n'
-            '}\n' % x)
-    x = "pool1"
+    x = net.pool("pool1", x, "MAX", 3, 2)
     for stage, blocks, width in STAGES:
         for index in range(blocks):
             first = index == 0
             # conv2_x follows a pooling layer that already halved the maps.
             stride = 2 if first and stage > 2 else 1
             x = net.bottleneck("%d%s" % (stage, "abcdef"[index]), x, width, stride, first)
-    net.add('layer {\n'
-            '  name: "pool5"  type: "Pooling"  bottom: "%s"  top: "pool5"\n'
-            '  pooling_param { pool: AVE  kernel_size: 7  stride: 1 }\n'
-            '}\n' % x)
+    net.pool("pool5", x, "AVE", 7, 1)
     if train:
+        net.learnable_layer("InnerProduct", "inner_product_param", "fc1000", "pool5",
+                            "  param { lr_mult: 1  decay_mult: 1 }\n"
+                            "  param { lr_mult: 1  decay_mult: 0 }\n",
+                            "num_output: 1000",
+                            '    weight_filler { type: "msra" }\n'
+                            '    bias_filler { type: "constant"  value: 0 }\n')
         net.add('layer {\n'
-                '  name: "fc1000"  type: "InnerProduct"\n'
-                '  bottom: "pool5"  top: "fc1000"\n'
-                '  param { lr_mult: 1  decay_mult: 1 }\n'
-                '  param { lr_mult: 1  decay_mult: 0 }\n'
-                '  inner_product_param {\n'
-                '    num_output: 1000\n'
-                '    weight_filler { type: "msra" }\n'
-                '    bias_filler { type: "constant"  value: 0 }\n'
-                '  }\n'
-                '}\n'
-                'layer {\n'
                 '  name: "loss"  type: "SoftmaxWithLoss"\n'
                 '  bottom: "fc1000"  bottom: "label"  top: "loss"\n'
                 '}\n'

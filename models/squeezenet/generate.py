@@ -74,13 +74,6 @@ class NetWriter(prototxt_writer.NetWriter):
         fill = "    weight_filler { %s }\n" % filler if self.train else ""
         return self.conv_layer(name, bottom, "", shape, fill)
 
-    def max_pool(self, name, bottom):
-        self.add('layer {\n'
-                 '  name: "%s"  type: "Pooling"  bottom: "%s"  top: "%s"\n'
-                 '  pooling_param { pool: MAX  kernel_size: 3  stride: 2 }\n'
-                 '}\n' % (name, bottom, name))
-        return name
-
     def fire(self, number, bottom, squeeze, expand):
         p = "fire%d" % number
         s = self.relu(p + "/relu_squeeze1x1", self.conv(p + "/squeeze1x1", bottom, squeeze, 1))
@@ -104,20 +97,14 @@ def data_layers():
 
 def build(train):
     net = NetWriter(train)
-    if train:
-        net.add(data_layers())
-    else:
-        net.add(prototxt_writer.deploy_input_layer(227))
+    net.add_inputs(data_layers, 227)
     x = net.relu("relu_conv1", net.conv("conv1", "data", 64, 3, stride=2))
-    x = net.max_pool("pool1", x)
+    x = net.pool("pool1", x, "MAX", 3, 2)
     for number, squeeze, expand in FIRES:
         x = net.fire(number, x, squeeze, expand)
         if number in POOL_AFTER:
-            x = net.max_pool(POOL_AFTER[number], x)
-    net.add('layer {\n'
-            '  name: "drop9"  type: "Dropout"  bottom: "%s"  top: "%s"\n'
-            '  dropout_param { dropout_ratio: 0.5 }\n'
-            '}\n' % (x, x))
+            x = net.pool(POOL_AFTER[number], x, "MAX", 3, 2)
+    net.dropout("drop9", x, 0.5)
     x = net.relu("relu_conv10", net.conv("conv10", x, 1000, 1,
                                          filler='type: "gaussian"  mean: 0  std: 0.01'))
     net.add('layer {\n'

@@ -41,12 +41,20 @@ std::shared_ptr<Net> make_net(const std::string& network_file, Phase phase, int 
   return net;
 }
 
+// Refuses a pass from layer `start` to layer `end` that leaves the net or
+// runs the wrong way (forward goes up, backward down).
+void check_pass_range(const Net& net, const char* pass, int start, int end, bool upward) {
+  const int layers = static_cast<int>(net.layers().size());
+  const int lowest = upward ? start : end;
+  const int highest = upward ? end : start;
+  XTRAIN_CHECK(lowest >= 0 && highest < layers && lowest <= highest, pass, "(start=", start,
+               ", end=", end, "): the net has layers 0..", layers - 1, " and ", pass,
+               " runs from start ", upward ? "up" : "down", " to end");
+}
+
 // Forward through layers start..end; returns the loss they add up.
 float forward_range(Net& net, int start, int end) {
-  const int layers = static_cast<int>(net.layers().size());
-  XTRAIN_CHECK(start >= 0 && end < layers && start <= end, "forward(start=", start,
-               ", end=", end, "): the net has layers 0..", layers - 1,
-               " and forward runs from start up to end");
+  check_pass_range(net, "forward", start, end, /*upward=*/true);
   float loss = 0;
   for (int i = start; i <= end; ++i) {
     loss += net.layers()[i]->forward(net.bottom_vecs()[i], net.top_vecs()[i]);
@@ -56,10 +64,7 @@ float forward_range(Net& net, int start, int end) {
 
 // Backward from layer start down to layer end (start >= end).
 void backward_range(Net& net, int start, int end) {
-  const int layers = static_cast<int>(net.layers().size());
-  XTRAIN_CHECK(end >= 0 && start < layers && end <= start, "backward(start=", start,
-               ", end=", end, "): the net has layers 0..", layers - 1,
-               " and backward runs from start down to end");
+  check_pass_range(net, "backward", start, end, /*upward=*/false);
   for (int i = start; i >= end; --i) {
     if (!net.layer_needs_backward(i)) continue;
     net.layers()[i]->backward(net.top_vecs()[i], net.bottom_need_backward()[i],

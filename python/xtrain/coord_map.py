@@ -112,6 +112,18 @@ def _mapped_inputs(top):
     return inputs[:1] if top.fn.type_name == "Crop" else inputs
 
 
+def _one_layer_back(top, top_map):
+    """[(input, its map)] for the inputs of `top`'s layer that `top`'s
+    coordinates follow from, where `top_map` maps `top` onward and each
+    input's map is the layer's map followed by it; [] for a layer without a
+    map."""
+    try:
+        layer_map = coord_map(top.fn)
+    except UndefinedMapException:
+        return []
+    return [(bottom, compose(top_map, layer_map)) for bottom in _mapped_inputs(top)]
+
+
 def _maps_to_ancestors(top):
     """{ancestor Top: map from the ancestor to `top`}, walking back through
     layers that have maps."""
@@ -119,12 +131,8 @@ def _maps_to_ancestors(top):
     frontier = [top]
     while frontier:
         current = frontier.pop()
-        try:
-            layer_map = coord_map(current.fn)
-        except UndefinedMapException:
-            continue
-        for bottom in _mapped_inputs(current):
-            maps[bottom] = compose(maps[current], layer_map)
+        for bottom, bottom_map in _one_layer_back(current, maps[current]):
+            maps[bottom] = bottom_map
             frontier.append(bottom)
     return maps
 
@@ -140,12 +148,8 @@ def coord_map_from_to(top_from, top_to):
         current = frontier.pop(0)
         if current in from_maps:
             return compose(to_maps[current], inverse(from_maps[current]))
-        try:
-            layer_map = coord_map(current.fn)
-        except UndefinedMapException:
-            continue
-        for bottom in _mapped_inputs(current):
-            to_maps[bottom] = compose(to_maps[current], layer_map)
+        for bottom, bottom_map in _one_layer_back(current, to_maps[current]):
+            to_maps[bottom] = bottom_map
             frontier.append(bottom)
     raise RuntimeError("no chain of spatial layers joins the two tops (an InnerProduct or "
                        "another layer without a coordinate map lies between them)")

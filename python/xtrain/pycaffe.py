@@ -81,20 +81,25 @@ def _forward(self, blobs=None, start=None, end=None, **kwargs):
     {output name: array} for the net's outputs (or `end`'s tops), plus the
     blobs named in `blobs`."""
     outputs = set(blobs or [])
-    if end is not None:
-        outputs.update(self.top_names[end])
-    else:
-        outputs.update(self.outputs)
+    outputs.update(self.top_names[end] if end is not None else self.outputs)
     start_index = _layer_index(self, start, 0)
     end_index = _layer_index(self, end, len(self.layers) - 1)
-    if kwargs:
-        unknown = set(kwargs) - set(self.inputs)
-        if unknown and start is None:
-            raise KeyError("%s are not inputs of the net (its inputs: %s)"
-                           % (sorted(unknown), self.inputs))
-        _set_arrays(self.blobs, kwargs, "data")
+    _set_given_arrays(self, kwargs, "data", "inputs", self.inputs, start)
     self._forward(start_index, end_index)
     return {name: self.blobs[name].data for name in outputs}
+
+
+def _set_given_arrays(self, arrays, field, kind, names, start):
+    """Copies {blob name: array} into the blobs' `field` (data or diff).
+    A pass over the whole net takes only the blobs it begins from, its
+    `kind` (inputs or outputs): `names`; one from layer `start` takes any."""
+    if not arrays:
+        return
+    unknown = set(arrays) - set(names)
+    if unknown and start is None:
+        raise KeyError("%s are not %s of the net (its %s: %s)"
+                       % (sorted(unknown), kind, kind, names))
+    _set_arrays(self.blobs, arrays, field)
 
 
 def _backward(self, diffs=None, start=None, end=None, **kwargs):
@@ -103,18 +108,10 @@ def _backward(self, diffs=None, start=None, end=None, **kwargs):
     diffs. Returns {input name: diff} for the net's inputs (or `end`'s
     bottoms), plus the blobs named in `diffs`."""
     outputs = set(diffs or [])
-    if end is not None:
-        outputs.update(self.bottom_names[end])
-    else:
-        outputs.update(self.inputs)
+    outputs.update(self.bottom_names[end] if end is not None else self.inputs)
     start_index = _layer_index(self, start, len(self.layers) - 1)
     end_index = _layer_index(self, end, 0)
-    if kwargs:
-        unknown = set(kwargs) - set(self.outputs)
-        if unknown and start is None:
-            raise KeyError("%s are not outputs of the net (its outputs: %s)"
-                           % (sorted(unknown), self.outputs))
-        _set_arrays(self.blobs, kwargs, "diff")
+    _set_given_arrays(self, kwargs, "diff", "outputs", self.outputs, start)
     self._backward(start_index, end_index)
     return {name: self.blobs[name].diff for name in outputs}
 

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "comm/collective_messages.hpp"
@@ -85,15 +86,11 @@ class MpiSession {
   bool failed_ = false;
 };
 
+// MPI's name of the element type (the collectives move floats and doubles).
 template <typename T>
-MPI_Datatype mpi_type();
-template <>
-MPI_Datatype mpi_type<float>() {
-  return MPI_FLOAT;
-}
-template <>
-MPI_Datatype mpi_type<double>() {
-  return MPI_DOUBLE;
+MPI_Datatype mpi_type() {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+  return std::is_same_v<T, float> ? MPI_FLOAT : MPI_DOUBLE;
 }
 
 class MpiCommunicator final : public Communicator {

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <type_traits>
 
 #include "comm/collective_messages.hpp"
 #include "comm/poll_until_done.hpp"
@@ -27,15 +28,11 @@
 namespace xtrain {
 namespace {
 
+// NCCL's name of the element type (the collectives move floats and doubles).
 template <typename T>
-ncclDataType_t nccl_type();
-template <>
-ncclDataType_t nccl_type<float>() {
-  return ncclFloat32;
-}
-template <>
-ncclDataType_t nccl_type<double>() {
-  return ncclFloat64;
+ncclDataType_t nccl_type() {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+  return std::is_same_v<T, float> ? ncclFloat32 : ncclFloat64;
 }
 
 // The 128-byte unique id as doubles: the bootstrap moves doubles' bits

@@ -3,13 +3,16 @@
 #include <atomic>
 #include <cstdlib>
 
-#include "xtrain/error.hpp"
+#include "core/flag_spellings.hpp"
 
 namespace xtrain {
 namespace {
 
 // Atomic: solver threads read it while their nets set up.
 std::atomic<CpuAlgorithmSearch> algorithm_search{CpuAlgorithmSearch::kHeuristic};
+
+constexpr ChoiceSpelling<CpuAlgorithmSearch> kSearchSpellings[] = {
+    {CpuAlgorithmSearch::kHeuristic, "heuristic"}, {CpuAlgorithmSearch::kTimed, "timed"}};
 
 std::string environment(const char* name) {
   const char* value = std::getenv(name);
@@ -22,17 +25,13 @@ void set_cpu_algorithm_search(CpuAlgorithmSearch search) { algorithm_search = se
 
 CpuAlgorithmSearch cpu_algorithm_search() { return algorithm_search; }
 
-std::string to_string(CpuAlgorithmSearch search) {
-  return search == CpuAlgorithmSearch::kTimed ? "timed" : "heuristic";
-}
+std::string to_string(CpuAlgorithmSearch search) { return spelling_of(kSearchSpellings, search); }
 
 CpuAlgorithmSearch parse_cpu_algorithm_search(const std::string& text) {
-  if (text == "heuristic") return CpuAlgorithmSearch::kHeuristic;
-  if (text == "timed") return CpuAlgorithmSearch::kTimed;
-  throw Error(detail::concat(
-      "--cpu_algorithm_search=", text,
+  return parse_spelling(
+      kSearchSpellings, text, "--cpu_algorithm_search",
       " is not a search mode; use 'timed' (run each candidate kernel on the layer's shape once, "
-      "take the fastest, cache the choice) or 'heuristic' (fixed rules, nothing timed)"));
+      "take the fastest, cache the choice) or 'heuristic' (fixed rules, nothing timed)");
 }
 
 std::string cpu_convolution_cache_file() {

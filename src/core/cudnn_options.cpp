@@ -2,7 +2,7 @@
 
 #include <atomic>
 
-#include "xtrain/error.hpp"
+#include "core/flag_spellings.hpp"
 
 namespace xtrain {
 namespace {
@@ -10,6 +10,9 @@ namespace {
 // Atomics: solver threads (one per GPU) read them while choosing algorithms.
 std::atomic<std::size_t> workspace_limit_mb{kDefaultCudnnWorkspaceLimitMb};
 std::atomic<CudnnAlgorithmSearch> algorithm_search{CudnnAlgorithmSearch::kHeuristic};
+
+constexpr ChoiceSpelling<CudnnAlgorithmSearch> kSearchSpellings[] = {
+    {CudnnAlgorithmSearch::kHeuristic, "heuristic"}, {CudnnAlgorithmSearch::kTimed, "timed"}};
 
 }  // namespace
 
@@ -29,16 +32,12 @@ void set_cudnn_algorithm_search(CudnnAlgorithmSearch search) { algorithm_search 
 
 CudnnAlgorithmSearch cudnn_algorithm_search() { return algorithm_search; }
 
-std::string to_string(CudnnAlgorithmSearch search) {
-  return search == CudnnAlgorithmSearch::kTimed ? "timed" : "heuristic";
-}
+std::string to_string(CudnnAlgorithmSearch search) { return spelling_of(kSearchSpellings, search); }
 
 CudnnAlgorithmSearch parse_cudnn_algorithm_search(const std::string& text) {
-  if (text == "heuristic") return CudnnAlgorithmSearch::kHeuristic;
-  if (text == "timed") return CudnnAlgorithmSearch::kTimed;
-  throw Error(detail::concat("--cudnn_algorithm_search=", text,
-                             " is not a search mode; use 'heuristic' (cuDNN's ranking, the "
-                             "default) or 'timed' (run each algorithm once, take the fastest)"));
+  return parse_spelling(kSearchSpellings, text, "--cudnn_algorithm_search",
+                        " is not a search mode; use 'heuristic' (cuDNN's ranking, the "
+                        "default) or 'timed' (run each algorithm once, take the fastest)");
 }
 
 }  // namespace xtrain

@@ -29,32 +29,40 @@ float variance_norm_count(const Blob& blob, const FillerParameter& param) {
   }
 }
 
-class ConstantFiller : public Filler {
+// A filler that draws on its FillerParameter. Only the gaussian filler
+// takes `sparse`; the others refuse it.
+class ParameterFiller : public Filler {
  public:
-  explicit ConstantFiller(const FillerParameter& param) : param_(param) { reject_sparse(param); }
+  explicit ParameterFiller(const FillerParameter& param, bool takes_sparse = false)
+      : param_(param) {
+    if (!takes_sparse) reject_sparse(param);
+  }
+
+ protected:
+  FillerParameter param_;
+};
+
+class ConstantFiller : public ParameterFiller {
+ public:
+  using ParameterFiller::ParameterFiller;
   void fill(Blob& blob, RandomStream&) const override {
     float* data = blob.mutable_cpu_data();
     for (std::size_t i = 0; i < blob.count(); ++i) data[i] = param_.value();
   }
-
- private:
-  FillerParameter param_;
 };
 
-class UniformFiller : public Filler {
+class UniformFiller : public ParameterFiller {
  public:
-  explicit UniformFiller(const FillerParameter& param) : param_(param) { reject_sparse(param); }
+  using ParameterFiller::ParameterFiller;
   void fill(Blob& blob, RandomStream& random) const override {
     random.uniform(blob.count(), param_.min(), param_.max(), blob.mutable_cpu_data());
   }
-
- private:
-  FillerParameter param_;
 };
 
-class GaussianFiller : public Filler {
+class GaussianFiller : public ParameterFiller {
  public:
-  explicit GaussianFiller(const FillerParameter& param) : param_(param) {}
+  explicit GaussianFiller(const FillerParameter& param)
+      : ParameterFiller(param, /*takes_sparse=*/true) {}
   void fill(Blob& blob, RandomStream& random) const override {
     float* data = blob.mutable_cpu_data();
     random.gaussian(blob.count(), param_.mean(), param_.std(), data);
@@ -67,33 +75,24 @@ class GaussianFiller : public Filler {
     random.bernoulli(blob.count(), std::min(keep, 1.0f), mask.data());
     for (std::size_t i = 0; i < blob.count(); ++i) data[i] *= static_cast<float>(mask[i]);
   }
-
- private:
-  FillerParameter param_;
 };
 
-class XavierFiller : public Filler {
+class XavierFiller : public ParameterFiller {
  public:
-  explicit XavierFiller(const FillerParameter& param) : param_(param) { reject_sparse(param); }
+  using ParameterFiller::ParameterFiller;
   void fill(Blob& blob, RandomStream& random) const override {
     const float scale = std::sqrt(3.0f / variance_norm_count(blob, param_));
     random.uniform(blob.count(), -scale, scale, blob.mutable_cpu_data());
   }
-
- private:
-  FillerParameter param_;
 };
 
-class MsraFiller : public Filler {
+class MsraFiller : public ParameterFiller {
  public:
-  explicit MsraFiller(const FillerParameter& param) : param_(param) { reject_sparse(param); }
+  using ParameterFiller::ParameterFiller;
   void fill(Blob& blob, RandomStream& random) const override {
     const float stddev = std::sqrt(2.0f / variance_norm_count(blob, param_));
     random.gaussian(blob.count(), 0.0f, stddev, blob.mutable_cpu_data());
   }
-
- private:
-  FillerParameter param_;
 };
 
 class PositiveUnitballFiller : public Filler {

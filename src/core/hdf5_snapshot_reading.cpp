@@ -223,69 +223,84 @@ void merge_diffs(NetParameter&& diffs, const std::string& path, NetParameter* ne
   }
 }
 
-int read_int(hid_t file, const char* name, const std::string& path) {
+// A dataset of the snapshot, by name, with its shape and stored type; an
+// error names it when it is missing or cannot be read.
+struct NamedDataset {
+  Hdf5Handle dataset;
+  std::vector<hsize_t> dims;
+  Hdf5Handle type;
+  const char* name;
+  const std::string& path;
+
+  bool holds_one_value() const {
+    return std::all_of(dims.begin(), dims.end(), [](hsize_t d) { return d == 1; });
+  }
+
+  // All of it, converted to `memory_type`, into `buffer`.
+  void read(hid_t memory_type, void* buffer) const {
+    XTRAIN_CHECK(H5Dread(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer) >= 0,
+                 "cannot read '", name, "' in '", path, "'", hdf5_reason());
+  }
+};
+
+NamedDataset open_dataset(hid_t file, const char* name, const std::string& path) {
   Hdf5Handle dataset(H5Dopen2(file, name, H5P_DEFAULT), H5Dclose);
   XTRAIN_CHECK(dataset.valid(), "cannot read '", name, "' in '", path, "'", hdf5_reason());
-  const std::vector<hsize_t> dims = dataset_dims(dataset.get(), name, path);
+  std::vector<hsize_t> dims = dataset_dims(dataset.get(), name, path);
   Hdf5Handle type(H5Dget_type(dataset.get()), H5Tclose);
-  const H5T_class_t type_class = type.valid() ? H5Tget_class(type.get()) : H5T_NO_CLASS;
-  XTRAIN_CHECK((type_class == H5T_INTEGER || type_class == H5T_FLOAT) &&
-                   std::all_of(dims.begin(), dims.end(), [](hsize_t d) { return d == 1; }),
+  return {std::move(dataset), std::move(dims), std::move(type), name, path};
+}
+
+int read_int(hid_t file, const char* name, const std::string& path) {
+  const NamedDataset stored = open_dataset(file, name, path);
+  const H5T_class_t type_class =
+      stored.type.valid() ? H5Tget_class(stored.type.get()) : H5T_NO_CLASS;
+  XTRAIN_CHECK((type_class == H5T_INTEGER || type_class == H5T_FLOAT) && stored.holds_one_value(),
                "'", name, "' in '", path, "' should be one integer, but it holds ",
                type_class == H5T_INTEGER || type_class == H5T_FLOAT ? "an array of shape "
                                                                     : "non-numbers of shape ",
-               shape_text(dims));
+               shape_text(stored.dims));
   int value = 0;
-  XTRAIN_CHECK(H5Dread(dataset.get(), H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value) >= 0,
-               "cannot read '", name, "' in '", path, "'", hdf5_reason());
+  stored.read(H5T_NATIVE_INT, &value);
   return value;
 }
 
 // Reads a scalar string, fixed-length (Caffe) or variable-length (h5py).
 std::string read_string(hid_t file, const char* name, const std::string& path) {
-  Hdf5Handle dataset(H5Dopen2(file, name, H5P_DEFAULT), H5Dclose);
-  XTRAIN_CHECK(dataset.valid(), "cannot read '", name, "' in '", path, "'", hdf5_reason());
-  const std::vector<hsize_t> dims = dataset_dims(dataset.get(), name, path);
-  Hdf5Handle type(H5Dget_type(dataset.get()), H5Tclose);
-  XTRAIN_CHECK(type.valid() && H5Tget_class(type.get()) == H5T_STRING &&
-                   std::all_of(dims.begin(), dims.end(), [](hsize_t d) { return d == 1; }),
+  const NamedDataset stored = open_dataset(file, name, path);
+  const hid_t type = stored.type.get();
+  XTRAIN_CHECK(stored.type.valid() && H5Tget_class(type) == H5T_STRING && stored.holds_one_value(),
                "'", name, "' in '", path, "' should be one string");
-  if (H5Tis_variable_str(type.get()) > 0) {
+  if (H5Tis_variable_str(type) > 0) {
     char* text = nullptr;
-    XTRAIN_CHECK(H5Dread(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &text) >= 0,
-                 "cannot read '", name, "' in '", path, "'", hdf5_reason());
+    stored.read(type, &text);
     std::string value = text ? text : "";
-    Hdf5Handle space(H5Dget_space(dataset.get()), H5Sclose);
-    H5Dvlen_reclaim(type.get(), space.get(), H5P_DEFAULT, &text);
+    Hdf5Handle space(H5Dget_space(stored.dataset.get()), H5Sclose);
+    H5Dvlen_reclaim(type, space.get(), H5P_DEFAULT, &text);
     return value;
   }
   // Read with the file's own type (no conversion), plus a NUL of our own in
   // case the string fills its whole width.
-  check_stored_size(dataset.get(), H5Tget_size(type.get()), name, path);
-  std::vector<char> text(H5Tget_size(type.get()) + 1, '\0');
-  XTRAIN_CHECK(H5Dread(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, text.data()) >= 0,
-               "cannot read '", name, "' in '", path, "'", hdf5_reason());
+  check_stored_size(stored.dataset.get(), H5Tget_size(type), name, path);
+  std::vector<char> text(H5Tget_size(type) + 1, '\0');
+  stored.read(type, text.data());
   std::string value(text.data());
-  if (H5Tget_strpad(type.get()) == H5T_STR_SPACEPAD) {
+  if (H5Tget_strpad(type) == H5T_STR_SPACEPAD) {
     value.erase(value.find_last_not_of(' ') + 1);
   }
   return value;
 }
 
 std::string read_bytes(hid_t file, const char* name, const std::string& path) {
-  Hdf5Handle dataset(H5Dopen2(file, name, H5P_DEFAULT), H5Dclose);
-  XTRAIN_CHECK(dataset.valid(), "cannot read '", name, "' in '", path, "'", hdf5_reason());
-  const std::vector<hsize_t> dims = dataset_dims(dataset.get(), name, path);
-  Hdf5Handle type(H5Dget_type(dataset.get()), H5Tclose);
-  XTRAIN_CHECK(type.valid() && H5Tget_class(type.get()) == H5T_INTEGER &&
-                   H5Tget_size(type.get()) == 1 && dims.size() == 1,
+  const NamedDataset stored = open_dataset(file, name, path);
+  const hid_t type = stored.type.get();
+  XTRAIN_CHECK(stored.type.valid() && H5Tget_class(type) == H5T_INTEGER && H5Tget_size(type) == 1 &&
+                   stored.dims.size() == 1,
                "'", name, "' in '", path, "' should be a 1-d array of bytes");
-  check_stored_size(dataset.get(), dims[0], name, path);
-  std::string bytes(dims[0], '\0');
+  check_stored_size(stored.dataset.get(), stored.dims[0], name, path);
+  std::string bytes(stored.dims[0], '\0');
   if (bytes.empty()) return bytes;
-  XTRAIN_CHECK(
-      H5Dread(dataset.get(), H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()) >= 0,
-      "cannot read '", name, "' in '", path, "'", hdf5_reason());
+  stored.read(H5T_NATIVE_UCHAR, bytes.data());
   return bytes;
 }
 

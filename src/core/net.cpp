@@ -14,6 +14,19 @@
 #include "xtrain/proto_io.hpp"
 
 namespace xtrain {
+namespace {
+
+// The entry of `entries` that `index` gives for `name`; an error names the
+// net and the `kind` of entry (blob, layer) when it has none of that name.
+template <typename Entry>
+const Entry& named_entry(const std::vector<Entry>& entries, const std::map<std::string, int>& index,
+                         const std::string& name, const char* kind, const std::string& net_name) {
+  const auto found = index.find(name);
+  XTRAIN_CHECK(found != index.end(), "net '", net_name, "' has no ", kind, " named '", name, "'");
+  return entries[static_cast<std::size_t>(found->second)];
+}
+
+}  // namespace
 
 Net::Net(const NetParameter& param, const NetOptions& options) : options_(options) { init(param); }
 
@@ -424,19 +437,13 @@ void Net::to_proto(NetParameter* param, bool write_diff) const {
 bool Net::has_blob(const std::string& name) const { return blob_names_index_.count(name) > 0; }
 
 std::shared_ptr<Blob> Net::blob_by_name(const std::string& name) const {
-  auto found = blob_names_index_.find(name);
-  XTRAIN_CHECK(found != blob_names_index_.end(), "net '", name_, "' has no blob named '", name,
-               "'");
-  return blobs_[found->second];
+  return named_entry(blobs_, blob_names_index_, name, "blob", name_);
 }
 
 bool Net::has_layer(const std::string& name) const { return layer_names_index_.count(name) > 0; }
 
 std::shared_ptr<Layer> Net::layer_by_name(const std::string& name) const {
-  auto found = layer_names_index_.find(name);
-  XTRAIN_CHECK(found != layer_names_index_.end(), "net '", name_, "' has no layer named '", name,
-               "'");
-  return layers_[found->second];
+  return named_entry(layers_, layer_names_index_, name, "layer", name_);
 }
 
 }  // namespace xtrain

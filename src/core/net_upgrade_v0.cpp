@@ -132,16 +132,30 @@ class V0LayerConverter {
     if (take(v0_.has_mirror(), "mirror")) v1_->mutable_transform_param()->set_mirror(v0_.mirror());
   }
 
-  void convert_convolution() {
-    auto conv = [this] { return v1_->mutable_convolution_param(); };
-    if (take(v0_.has_num_output(), "num_output")) conv()->set_num_output(v0_.num_output());
-    if (take(v0_.has_biasterm(), "biasterm")) conv()->set_bias_term(v0_.biasterm());
+  // The fields V0 gives convolutions and inner products alike. `param`
+  // returns the V1 parameter message, made only when a field is present.
+  template <typename MutableParam>
+  void convert_outputs_and_fillers(const MutableParam& param) {
+    if (take(v0_.has_num_output(), "num_output")) param()->set_num_output(v0_.num_output());
+    if (take(v0_.has_biasterm(), "biasterm")) param()->set_bias_term(v0_.biasterm());
     if (take(v0_.has_weight_filler(), "weight_filler")) {
-      *conv()->mutable_weight_filler() = v0_.weight_filler();
+      *param()->mutable_weight_filler() = v0_.weight_filler();
     }
     if (take(v0_.has_bias_filler(), "bias_filler")) {
-      *conv()->mutable_bias_filler() = v0_.bias_filler();
+      *param()->mutable_bias_filler() = v0_.bias_filler();
     }
+  }
+
+  // The fields V0 gives every data layer: its source and batch size.
+  template <typename MutableParam>
+  void convert_source_and_batch(const MutableParam& param) {
+    if (take(v0_.has_source(), "source")) param()->set_source(v0_.source());
+    if (take(v0_.has_batchsize(), "batchsize")) param()->set_batch_size(v0_.batchsize());
+  }
+
+  void convert_convolution() {
+    auto conv = [this] { return v1_->mutable_convolution_param(); };
+    convert_outputs_and_fillers(conv);
     if (take(v0_.has_pad(), "pad")) conv()->add_pad(v0_.pad());
     if (take(v0_.has_kernelsize(), "kernelsize")) conv()->add_kernel_size(v0_.kernelsize());
     if (take(v0_.has_group(), "group")) conv()->set_group(v0_.group());
@@ -149,15 +163,7 @@ class V0LayerConverter {
   }
 
   void convert_inner_product() {
-    auto ip = [this] { return v1_->mutable_inner_product_param(); };
-    if (take(v0_.has_num_output(), "num_output")) ip()->set_num_output(v0_.num_output());
-    if (take(v0_.has_biasterm(), "biasterm")) ip()->set_bias_term(v0_.biasterm());
-    if (take(v0_.has_weight_filler(), "weight_filler")) {
-      *ip()->mutable_weight_filler() = v0_.weight_filler();
-    }
-    if (take(v0_.has_bias_filler(), "bias_filler")) {
-      *ip()->mutable_bias_filler() = v0_.bias_filler();
-    }
+    convert_outputs_and_fillers([this] { return v1_->mutable_inner_product_param(); });
   }
 
   void convert_pooling() {
@@ -181,21 +187,17 @@ class V0LayerConverter {
 
   void convert_data() {
     auto data = [this] { return v1_->mutable_data_param(); };
-    if (take(v0_.has_source(), "source")) data()->set_source(v0_.source());
-    if (take(v0_.has_batchsize(), "batchsize")) data()->set_batch_size(v0_.batchsize());
+    convert_source_and_batch(data);
     if (take(v0_.has_rand_skip(), "rand_skip")) data()->set_rand_skip(v0_.rand_skip());
   }
 
   void convert_hdf5_data() {
-    auto hdf5 = [this] { return v1_->mutable_hdf5_data_param(); };
-    if (take(v0_.has_source(), "source")) hdf5()->set_source(v0_.source());
-    if (take(v0_.has_batchsize(), "batchsize")) hdf5()->set_batch_size(v0_.batchsize());
+    convert_source_and_batch([this] { return v1_->mutable_hdf5_data_param(); });
   }
 
   void convert_image_data() {
     auto images = [this] { return v1_->mutable_image_data_param(); };
-    if (take(v0_.has_source(), "source")) images()->set_source(v0_.source());
-    if (take(v0_.has_batchsize(), "batchsize")) images()->set_batch_size(v0_.batchsize());
+    convert_source_and_batch(images);
     if (take(v0_.has_rand_skip(), "rand_skip")) images()->set_rand_skip(v0_.rand_skip());
     if (take(v0_.has_shuffle_images(), "shuffle_images")) {
       images()->set_shuffle(v0_.shuffle_images());
@@ -206,8 +208,7 @@ class V0LayerConverter {
 
   void convert_window_data() {
     auto window = [this] { return v1_->mutable_window_data_param(); };
-    if (take(v0_.has_source(), "source")) window()->set_source(v0_.source());
-    if (take(v0_.has_batchsize(), "batchsize")) window()->set_batch_size(v0_.batchsize());
+    convert_source_and_batch(window);
     if (take(v0_.has_det_fg_threshold(), "det_fg_threshold")) {
       window()->set_fg_threshold(v0_.det_fg_threshold());
     }

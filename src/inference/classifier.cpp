@@ -8,9 +8,7 @@
 #include "inference/image_deploy_net.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/input_file.hpp"
-#include "xtrain/logging.hpp"
 #include "xtrain/net.hpp"
-#include "xtrain/weights_coverage.hpp"
 
 namespace xtrain {
 namespace {
@@ -67,14 +65,7 @@ Classifier::Classifier(const std::string& deploy_prototxt, const std::string& we
                deploy_prototxt, "': its last output has shape ", output.shape_string(),
                ", not one row of class scores per input image (", input.num(), ")");
   num_classes_ = static_cast<int>(output.count(1));
-  const std::vector<std::string> missing = copy_weights_reporting_missing(*net_, {weights});
-  if (!missing.empty()) {
-    const std::string what = describe_missing_weights(*net_, missing, {weights});
-    XTRAIN_CHECK(options.allow_missing_weights, what,
-                 ": the weights do not belong to this net (layers are copied by name) or the "
-                 "file is cut short; give the right weights (or allow_missing_weights)");
-    XLOG(WARNING) << what;
-  }
+  load_deploy_weights(*net_, weights, options.allow_missing_weights);
   if (!options.labels_file.empty()) {
     labels_ = read_label_file(options.labels_file);
     XTRAIN_CHECK(static_cast<int>(labels_.size()) == num_classes_, "labels file '",

@@ -28,7 +28,7 @@ std::string channel_averages(const MeanImage& mean, int channels) {
 }  // namespace
 
 ClassifierInput::ClassifierInput(int channels, int height, int width,
-                                 const ClassifierOptions& options)
+                                 const ImageInputOptions& options)
     : channels_(channels), height_(height), width_(width), scale_(options.scale) {
   XTRAIN_CHECK(channels == 1 || channels == 3, "the net's input has ", channels,
                " channels; a classifier reads grey (1) or colour (3) images");

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "xtrain/classifier.hpp"
 #include "xtrain/image_codec.hpp"
+#include "xtrain/image_input_options.hpp"
 
 namespace xtrain {
 
@@ -16,7 +16,7 @@ class ClassifierInput {
  public:
   // The net's image shape (channels must be 1 or 3). Throws xtrain::Error
   // naming the mean file, or the mean values, if they do not fit it.
-  ClassifierInput(int channels, int height, int width, const ClassifierOptions& options);
+  ClassifierInput(int channels, int height, int width, const ImageInputOptions& options);
 
   // Writes the channels * height * width values of the image file at `path`
   // to `out`. Throws xtrain::Error naming the file if it is missing or not

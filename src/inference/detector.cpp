@@ -9,10 +9,8 @@
 #include "layers/detection_blobs.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/input_file.hpp"
-#include "xtrain/logging.hpp"
 #include "xtrain/net.hpp"
 #include "xtrain/proto_io.hpp"
-#include "xtrain/weights_coverage.hpp"
 
 namespace xtrain {
 namespace {
@@ -51,21 +49,10 @@ Detector::Detector(const std::string& deploy_prototxt, const std::string& weight
   XTRAIN_CHECK(!detection_layer_.empty(), "net '", deploy_prototxt,
                "' has no DetectionOutput or YoloDetectionOutput layer; give the deploy net of a "
                "detector, whose last such layer's top holds the detections");
-  ClassifierOptions input_options;
-  input_options.mean_file = options.mean_file;
-  input_options.mean_values = options.mean_values;
-  input_options.scale = options.scale;
-  input_ = std::make_unique<ClassifierInput>(input.channels(), input.height(), input.width(),
-                                             input_options);
+  input_ =
+      std::make_unique<ClassifierInput>(input.channels(), input.height(), input.width(), options);
 
-  const std::vector<std::string> missing = copy_weights_reporting_missing(*net_, {weights});
-  if (!missing.empty()) {
-    const std::string what = describe_missing_weights(*net_, missing, {weights});
-    XTRAIN_CHECK(options.allow_missing_weights, what,
-                 ": the weights do not belong to this net (layers are copied by name) or the "
-                 "file is cut short; give the right weights (or allow_missing_weights)");
-    XLOG(WARNING) << what;
-  }
+  load_deploy_weights(*net_, weights, options.allow_missing_weights);
   if (!options.label_map_file.empty()) label_names_ = read_label_names(options.label_map_file);
 }
 

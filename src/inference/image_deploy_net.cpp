@@ -3,6 +3,8 @@
 #include <vector>
 
 #include "xtrain/error.hpp"
+#include "xtrain/logging.hpp"
+#include "xtrain/weights_coverage.hpp"
 
 namespace xtrain {
 
@@ -20,6 +22,16 @@ std::unique_ptr<Net> open_image_deploy_net(const std::string& deploy_prototxt, c
   XTRAIN_CHECK(input.num_axes() == 4, "net '", deploy_prototxt, "': its input has shape ",
                input.shape_string(), "; ", user, " needs N x C x H x W");
   return net;
+}
+
+void load_deploy_weights(Net& net, const std::string& weights, bool allow_missing_weights) {
+  const std::vector<std::string> missing = copy_weights_reporting_missing(net, {weights});
+  if (missing.empty()) return;
+  const std::string what = describe_missing_weights(net, missing, {weights});
+  XTRAIN_CHECK(allow_missing_weights, what,
+               ": the weights do not belong to this net (layers are copied by name) or the "
+               "file is cut short; give the right weights (or allow_missing_weights)");
+  XLOG(WARNING) << what;
 }
 
 }  // namespace xtrain

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 
 #include "xtrain/error.hpp"
@@ -46,6 +47,25 @@ std::vector<std::string> split_commas(const std::string& text) {
     if (comma == std::string::npos) return parts;
     start = comma + 1;
   }
+}
+
+// All of `text` as an integer in [-2^30, 2^30]; nullopt when it is not one.
+std::optional<int> whole_integer(const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const long value = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || value < -(1L << 30) || value > (1L << 30)) {
+    return std::nullopt;
+  }
+  return static_cast<int>(value);
+}
+
+// All of `text` as a float; nullopt when it is not one.
+std::optional<float> whole_number(const std::string& text) {
+  char* end = nullptr;
+  const float value = std::strtof(text.c_str(), &end);
+  if (text.empty() || *end != '\0') return std::nullopt;
+  return value;
 }
 
 }  // namespace
@@ -115,26 +135,23 @@ const DarknetOption* DarknetSectionReader::find(const std::string& key) {
   return found == section_.options.end() ? nullptr : &found->second;
 }
 
-int DarknetSectionReader::integer(const std::string& key, int fallback) {
+template <typename Value>
+Value DarknetSectionReader::one(const std::string& key, Value fallback,
+                                std::optional<Value> (*read)(const std::string&),
+                                const char* kind) {
   const DarknetOption* option = find(key);
   if (option == nullptr) return fallback;
-  char* end = nullptr;
-  errno = 0;
-  const long value = std::strtol(option->value.c_str(), &end, 10);
-  XTRAIN_CHECK(!option->value.empty() && *end == '\0' && errno == 0 && value >= -(1L << 30) &&
-                   value <= (1L << 30),
-               where(key), ": '", option->value, "' is not an integer");
-  return static_cast<int>(value);
+  const std::optional<Value> value = read(option->value);
+  XTRAIN_CHECK(value.has_value(), where(key), ": '", option->value, "' is not ", kind);
+  return *value;
+}
+
+int DarknetSectionReader::integer(const std::string& key, int fallback) {
+  return one(key, fallback, whole_integer, "an integer");
 }
 
 float DarknetSectionReader::number(const std::string& key, float fallback) {
-  const DarknetOption* option = find(key);
-  if (option == nullptr) return fallback;
-  char* end = nullptr;
-  const float value = std::strtof(option->value.c_str(), &end);
-  XTRAIN_CHECK(!option->value.empty() && *end == '\0', where(key), ": '", option->value,
-               "' is not a number");
-  return value;
+  return one(key, fallback, whole_number, "a number");
 }
 
 std::string DarknetSectionReader::text(const std::string& key, const std::string& fallback) {
@@ -142,32 +159,28 @@ std::string DarknetSectionReader::text(const std::string& key, const std::string
   return option == nullptr ? fallback : option->value;
 }
 
-std::vector<int> DarknetSectionReader::integers(const std::string& key) {
+template <typename Value>
+std::vector<Value> DarknetSectionReader::list(const std::string& key,
+                                              std::optional<Value> (*read)(const std::string&),
+                                              const char* kind) {
   const DarknetOption* option = find(key);
-  std::vector<int> values;
+  std::vector<Value> values;
   if (option == nullptr) return values;
   for (const std::string& part : split_commas(option->value)) {
-    char* end = nullptr;
-    const long value = std::strtol(part.c_str(), &end, 10);
-    XTRAIN_CHECK(!part.empty() && *end == '\0' && value >= -(1L << 30) && value <= (1L << 30),
-                 where(key), ": '", option->value, "' is not a list of integers (a,b,c)");
-    values.push_back(static_cast<int>(value));
+    const std::optional<Value> value = read(part);
+    XTRAIN_CHECK(value.has_value(), where(key), ": '", option->value, "' is not a list of ", kind,
+                 " (a,b,c)");
+    values.push_back(*value);
   }
   return values;
 }
 
+std::vector<int> DarknetSectionReader::integers(const std::string& key) {
+  return list(key, whole_integer, "integers");
+}
+
 std::vector<float> DarknetSectionReader::numbers(const std::string& key) {
-  const DarknetOption* option = find(key);
-  std::vector<float> values;
-  if (option == nullptr) return values;
-  for (const std::string& part : split_commas(option->value)) {
-    char* end = nullptr;
-    const float value = std::strtof(part.c_str(), &end);
-    XTRAIN_CHECK(!part.empty() && *end == '\0', where(key), ": '", option->value,
-                 "' is not a list of numbers (a,b,c)");
-    values.push_back(value);
-  }
-  return values;
+  return list(key, whole_number, "numbers");
 }
 
 void DarknetSectionReader::skip(const std::string& key) { read_.insert(key); }

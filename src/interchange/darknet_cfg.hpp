@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -63,6 +64,16 @@ class DarknetSectionReader {
 
  private:
   const DarknetOption* find(const std::string& key);
+  // The value of `key` read by `read` (whole_integer, whole_number), or
+  // `fallback` when the key is absent; `kind` names it in the error.
+  template <typename Value>
+  Value one(const std::string& key, Value fallback,
+            std::optional<Value> (*read)(const std::string&), const char* kind);
+  // The comma-separated values of `key`, each read by `read`; `kind` names
+  // them in the error about a part that is not one.
+  template <typename Value>
+  std::vector<Value> list(const std::string& key, std::optional<Value> (*read)(const std::string&),
+                          const char* kind);
   const DarknetSection& section_;
   const std::string source_;
   std::set<std::string> read_;

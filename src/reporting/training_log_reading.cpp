@@ -80,38 +80,22 @@ class LogReader {
     if (seconds < 0) seconds += 365 * 24 * 3600.0;  // over new year
 
     if (line.find("Testing net") != std::string::npos && std::regex_search(line, match, kTesting)) {
-      MetricsRecord record;
-      record.kind = MetricsRecord::Kind::kTest;
-      record.iteration = std::stoi(match[1]);
-      record.net = std::stoi(match[2]);
-      record.seconds = seconds;
-      log_.records.push_back(record);
-      open_test_ = log_.records.size() - 1;
+      open_test_ = add_record(MetricsRecord::Kind::kTest, std::stoi(match[1]), seconds);
+      log_.records[open_test_].net = std::stoi(match[2]);
       return;
     }
     if (line.find("Test net output #") != std::string::npos) {
-      require(std::regex_search(line, match, kTestOutput), line, "a test output");
-      const double value = number(match[3], line);
-      if (open_test_ == 0) return;  // an output before any "Testing net" line
-      log_.records[open_test_].outputs.emplace_back(match[2], value);
+      add_output(line, kTestOutput, "a test output", open_test_);
       return;
     }
     if (line.find(", loss = ") != std::string::npos) {
       require(std::regex_search(line, match, kTrainLoss), line, "a train loss");
-      MetricsRecord record;
-      record.kind = MetricsRecord::Kind::kTrain;
-      record.iteration = std::stoi(match[1]);
-      record.seconds = seconds;
-      record.loss = number(match[2], line);
-      log_.records.push_back(record);
-      open_train_ = log_.records.size() - 1;
+      open_train_ = add_record(MetricsRecord::Kind::kTrain, std::stoi(match[1]), seconds);
+      log_.records[open_train_].loss = number(match[2], line);
       return;
     }
     if (line.find("Train net output #") != std::string::npos) {
-      require(std::regex_search(line, match, kTrainOutput), line, "a train output");
-      const double value = number(match[3], line);
-      if (open_train_ == 0) return;
-      log_.records[open_train_].outputs.emplace_back(match[2], value);
+      add_output(line, kTrainOutput, "a train output", open_train_);
       return;
     }
     if (line.find(", lr = ") != std::string::npos) {
@@ -144,6 +128,28 @@ class LogReader {
 
  private:
   MetricsRecord& run() { return log_.records.front(); }
+
+  // Starts a train or test line of the metrics; returns its index, where
+  // the log's "... net output #k" lines after it add their values.
+  std::size_t add_record(MetricsRecord::Kind kind, int iteration, double seconds) {
+    MetricsRecord record;
+    record.kind = kind;
+    record.iteration = iteration;
+    record.seconds = seconds;
+    log_.records.push_back(record);
+    return log_.records.size() - 1;
+  }
+
+  // "... net output #k: name = value" into the record at `open` (0: no
+  // train or test line came before it, so it is passed over).
+  void add_output(const std::string& line, const std::regex& pattern, const char* what,
+                  std::size_t open) {
+    std::smatch match;
+    require(std::regex_search(line, match, pattern), line, what);
+    const double value = number(match[3], line);
+    if (open == 0) return;
+    log_.records[open].outputs.emplace_back(match[2], value);
+  }
 
   void require(bool matched, const std::string& line, const char* what) const {
     XTRAIN_CHECK(matched, name_, ":", line_number_, ": cannot read ", what,

@@ -40,6 +40,18 @@ std::vector<std::pair<std::string, double>> named_outputs(
   return named;
 }
 
+// A train or test line of the metrics file with what both carry: the
+// iteration, the training seconds and the net's outputs.
+template <typename Event>
+MetricsRecord metrics_line(MetricsRecord::Kind kind, const Event& event) {
+  MetricsRecord record;
+  record.kind = kind;
+  record.iteration = event.iteration;
+  record.seconds = event.seconds;
+  record.outputs = named_outputs(event.outputs);
+  return record;
+}
+
 // The .caffemodel and .solverstate of each snapshot on disk, oldest first.
 std::vector<std::string> snapshot_files(const std::string& prefix) {
   std::vector<std::string> paths;
@@ -86,16 +98,12 @@ void TrainingRecorder::on_start(const TrainingStart& event) {
 
 void TrainingRecorder::on_display(const TrainingDisplay& event) {
   if (!metrics_) return;
-  MetricsRecord record;
-  record.kind = MetricsRecord::Kind::kTrain;
-  record.iteration = event.iteration;
-  record.seconds = event.seconds;
+  MetricsRecord record = metrics_line(MetricsRecord::Kind::kTrain, event);
   record.loss = event.smoothed_loss;
   if (!event.final_pass) {
     record.lr = event.learning_rate;
     if (event.images_per_second >= 0) record.images_per_second = event.images_per_second;
   }
-  record.outputs = named_outputs(event.outputs);
   metrics_->add(record);
   const double since_report =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - last_report_time_).count();
@@ -104,12 +112,8 @@ void TrainingRecorder::on_display(const TrainingDisplay& event) {
 
 void TrainingRecorder::on_test(const TestDone& event) {
   if (!metrics_) return;
-  MetricsRecord record;
-  record.kind = MetricsRecord::Kind::kTest;
-  record.iteration = event.iteration;
-  record.seconds = event.seconds;
+  MetricsRecord record = metrics_line(MetricsRecord::Kind::kTest, event);
   record.net = event.test_net;
-  record.outputs = named_outputs(event.outputs);
   metrics_->add(record);
   write_report();
 }

@@ -222,23 +222,29 @@ std::string svg_chart(const std::string& title, const std::string& id,
   return svg + "</svg>\n";
 }
 
-void add_point(std::map<std::string, ReportSeries>* by_name, std::vector<std::string>* order,
-               const std::string& name, int iteration, double value) {
-  if (!std::isfinite(value)) return;  // a diverged loss has no place on the axis
-  auto [entry, inserted] = by_name->try_emplace(name);
-  if (inserted) {
-    entry->second.name = name;
-    order->push_back(name);
+// The series of one chart, in the order their first points came.
+class ChartSeries {
+ public:
+  void add_point(const std::string& name, int iteration, double value) {
+    if (!std::isfinite(value)) return;  // a diverged loss has no place on the axis
+    auto [entry, inserted] = by_name_.try_emplace(name);
+    if (inserted) {
+      entry->second.name = name;
+      order_.push_back(name);
+    }
+    entry->second.points.emplace_back(iteration, value);
   }
-  entry->second.points.emplace_back(iteration, value);
-}
 
-std::vector<ReportSeries> in_order(std::map<std::string, ReportSeries>* by_name,
-                                   const std::vector<std::string>& order) {
-  std::vector<ReportSeries> series;
-  for (const std::string& name : order) series.push_back(std::move((*by_name)[name]));
-  return series;
-}
+  std::vector<ReportSeries> in_order() {
+    std::vector<ReportSeries> series;
+    for (const std::string& name : order_) series.push_back(std::move(by_name_[name]));
+    return series;
+  }
+
+ private:
+  std::map<std::string, ReportSeries> by_name_;
+  std::vector<std::string> order_;
+};
 
 std::string test_output_name(const MetricsRecord& record, const std::string& output) {
   return "test #" + std::to_string(record.net) + " " + output;
@@ -339,57 +345,59 @@ std::vector<MetricsRecord> latest_history(const std::vector<MetricsRecord>& reco
   return kept;
 }
 
-std::vector<ReportSeries> loss_series(const std::vector<MetricsRecord>& records) {
-  std::map<std::string, ReportSeries> by_name;
-  std::vector<std::string> order;
-  for (const MetricsRecord& record : records) {
-    if (record.kind == MetricsRecord::Kind::kTrain && record.loss) {
-      add_point(&by_name, &order, "train loss", record.iteration, *record.loss);
-    }
-    if (record.kind != MetricsRecord::Kind::kTest) continue;
-    for (const auto& [name, value] : record.outputs) {
-      if (is_loss_output(name)) {
-        add_point(&by_name, &order, test_output_name(record, name), record.iteration, value);
-      }
+namespace {
+
+// A test line's outputs, one series per net and output: those whose name
+// says they are losses, or (losses false) the others.
+void add_test_outputs(ChartSeries* chart, const MetricsRecord& record, bool losses) {
+  if (record.kind != MetricsRecord::Kind::kTest) return;
+  for (const auto& [name, value] : record.outputs) {
+    if (is_loss_output(name) == losses) {
+      chart->add_point(test_output_name(record, name), record.iteration, value);
     }
   }
-  return in_order(&by_name, order);
+}
+
+// The one series of a figure that train lines may carry (the learning
+// rate, images/s).
+std::vector<ReportSeries> train_figure_series(const std::vector<MetricsRecord>& records,
+                                              std::optional<double> MetricsRecord::*figure,
+                                              const std::string& name) {
+  ChartSeries chart;
+  for (const MetricsRecord& record : records) {
+    const std::optional<double>& value = record.*figure;
+    if (record.kind == MetricsRecord::Kind::kTrain && value) {
+      chart.add_point(name, record.iteration, *value);
+    }
+  }
+  return chart.in_order();
+}
+
+}  // namespace
+
+std::vector<ReportSeries> loss_series(const std::vector<MetricsRecord>& records) {
+  ChartSeries chart;
+  for (const MetricsRecord& record : records) {
+    if (record.kind == MetricsRecord::Kind::kTrain && record.loss) {
+      chart.add_point("train loss", record.iteration, *record.loss);
+    }
+    add_test_outputs(&chart, record, /*losses=*/true);
+  }
+  return chart.in_order();
 }
 
 std::vector<ReportSeries> test_score_series(const std::vector<MetricsRecord>& records) {
-  std::map<std::string, ReportSeries> by_name;
-  std::vector<std::string> order;
-  for (const MetricsRecord& record : records) {
-    if (record.kind != MetricsRecord::Kind::kTest) continue;
-    for (const auto& [name, value] : record.outputs) {
-      if (!is_loss_output(name)) {
-        add_point(&by_name, &order, test_output_name(record, name), record.iteration, value);
-      }
-    }
-  }
-  return in_order(&by_name, order);
+  ChartSeries chart;
+  for (const MetricsRecord& record : records) add_test_outputs(&chart, record, /*losses=*/false);
+  return chart.in_order();
 }
 
 std::vector<ReportSeries> learning_rate_series(const std::vector<MetricsRecord>& records) {
-  std::map<std::string, ReportSeries> by_name;
-  std::vector<std::string> order;
-  for (const MetricsRecord& record : records) {
-    if (record.kind == MetricsRecord::Kind::kTrain && record.lr) {
-      add_point(&by_name, &order, "learning rate", record.iteration, *record.lr);
-    }
-  }
-  return in_order(&by_name, order);
+  return train_figure_series(records, &MetricsRecord::lr, "learning rate");
 }
 
 std::vector<ReportSeries> throughput_series(const std::vector<MetricsRecord>& records) {
-  std::map<std::string, ReportSeries> by_name;
-  std::vector<std::string> order;
-  for (const MetricsRecord& record : records) {
-    if (record.kind == MetricsRecord::Kind::kTrain && record.images_per_second) {
-      add_point(&by_name, &order, "images/s", record.iteration, *record.images_per_second);
-    }
-  }
-  return in_order(&by_name, order);
+  return train_figure_series(records, &MetricsRecord::images_per_second, "images/s");
 }
 
 std::string build_training_report(const ReportContents& contents) {

@@ -34,6 +34,23 @@ std::vector<float> net_output_data(const Net& net) {
   return values;
 }
 
+namespace {
+
+// What every display event carries: where training stands and the net's
+// outputs now.
+TrainingDisplay display_event(const Solver& solver, double seconds) {
+  TrainingDisplay event;
+  event.iteration = solver.iter();
+  event.max_iter = solver.param().max_iter();
+  event.display_interval = solver.param().display();
+  event.smoothed_loss = solver.smoothed_loss();
+  event.seconds = seconds;
+  event.outputs = net_output_values(solver.net(), net_output_data(solver.net()));
+  return event;
+}
+
+}  // namespace
+
 TrainingObserver::~TrainingObserver() = default;
 
 void Solver::add_observer(std::shared_ptr<TrainingObserver> observer) {
@@ -61,11 +78,7 @@ void Solver::publish_display(bool show_data_wait) {
   display_timer_ = now;
   iterations_at_last_display_ = iter_;
 
-  TrainingDisplay event;
-  event.iteration = iter_;
-  event.max_iter = param_.max_iter();
-  event.display_interval = param_.display();
-  event.smoothed_loss = smoothed_loss_;
+  TrainingDisplay event = display_event(*this, training_seconds());
   event.iterations_per_second = per_second;
   event.seconds_since_display = lapse;
   const int replicas = data_parallel() ? options_.communicator->size() : 1;
@@ -76,20 +89,12 @@ void Solver::publish_display(bool show_data_wait) {
   }
   event.learning_rate = display_learning_rate();
   if (show_data_wait) event.data_wait_share = data_wait / (lapse > 0 ? lapse : 1);
-  event.seconds = training_seconds();
-  event.outputs = net_output_values(*net_, net_output_data(*net_));
   notify(observers_, &TrainingObserver::on_display, event);
 }
 
 void Solver::publish_final_loss() {
-  TrainingDisplay event;
-  event.iteration = iter_;
-  event.max_iter = param_.max_iter();
-  event.display_interval = param_.display();
-  event.smoothed_loss = smoothed_loss_;
+  TrainingDisplay event = display_event(*this, training_seconds());
   event.final_pass = true;
-  event.seconds = training_seconds();
-  event.outputs = net_output_values(*net_, net_output_data(*net_));
   notify(observers_, &TrainingObserver::on_display, event);
 }
 

@@ -6,12 +6,8 @@
 #include <vector>
 
 #include "core/net_upgrade.hpp"
-#include "solvers/adadelta_solver.hpp"
-#include "solvers/adagrad_solver.hpp"
-#include "solvers/adam_solver.hpp"
-#include "solvers/nesterov_solver.hpp"
-#include "solvers/rmsprop_solver.hpp"
 #include "solvers/sgd_solver.hpp"
+#include "solvers/update_rule_solvers.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/solver.hpp"
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "command.hpp"
 #include "flags.hpp"
+#include "image_command.hpp"
 #include "xtrain/classifier.hpp"
 #include "xtrain/error.hpp"
 
@@ -17,20 +17,12 @@ DEFINE_int32(top_k, 5, "classify: how many of the most probable classes to print
 namespace xtrain::cli {
 
 int classify_command(const std::vector<std::string>& images) {
-  XTRAIN_CHECK(!FLAGS_model.empty(), "xtrain classify needs --model=DEPLOY.prototxt");
-  XTRAIN_CHECK(!FLAGS_weights.empty(), "xtrain classify needs --weights=MODEL.caffemodel");
-  XTRAIN_CHECK(!images.empty(),
-               "xtrain classify needs image files after the flags: xtrain classify --model=... "
-               "--weights=... IMAGE...");
+  require_image_command_inputs("classify", images);
   XTRAIN_CHECK(FLAGS_top_k > 0, "--top_k must be positive, got ", FLAGS_top_k);
   configure_compute();
   ClassifierOptions options;
-  options.mean_file = FLAGS_mean;
-  options.mean_values = parse_mean_values(FLAGS_mean_values);
-  options.scale = static_cast<float>(FLAGS_scale);
+  read_image_input_flags(&options);
   options.labels_file = FLAGS_labels;
-  options.device = choose_device(FLAGS_gpu, false, 0);
-  options.allow_missing_weights = FLAGS_allow_missing_weights;
   Classifier classifier(FLAGS_model, FLAGS_weights, options);
 
   const std::vector<std::vector<Prediction>> results = classifier.classify(images, FLAGS_top_k);

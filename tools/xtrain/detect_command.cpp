@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "command.hpp"
 #include "flags.hpp"
+#include "image_command.hpp"
 #include "xtrain/detector.hpp"
 #include "xtrain/error.hpp"
 
@@ -108,22 +108,14 @@ std::string printable(const std::string& name) {
 }  // namespace
 
 int detect_command(const std::vector<std::string>& images) {
-  XTRAIN_CHECK(!FLAGS_model.empty(), "xtrain detect needs --model=DEPLOY.prototxt");
-  XTRAIN_CHECK(!FLAGS_weights.empty(), "xtrain detect needs --weights=MODEL.caffemodel");
-  XTRAIN_CHECK(!images.empty(),
-               "xtrain detect needs image files after the flags: xtrain detect --model=... "
-               "--weights=... IMAGE...");
+  require_image_command_inputs("detect", images);
   configure_compute();
   DetectorOptions options;
-  options.mean_file = FLAGS_mean;
-  options.mean_values = parse_mean_values(FLAGS_mean_values);
-  options.scale = static_cast<float>(FLAGS_scale);
+  read_image_input_flags(&options);
   options.letterbox = FLAGS_letterbox;
   options.pad_value = static_cast<float>(FLAGS_pad_value);
   options.label_map_file = FLAGS_label_map;
   options.confidence_threshold = static_cast<float>(FLAGS_confidence);
-  options.device = choose_device(FLAGS_gpu, false, 0);
-  options.allow_missing_weights = FLAGS_allow_missing_weights;
   Detector detector(FLAGS_model, FLAGS_weights, options);
 
   for (std::size_t i = 0; i < images.size(); ++i) {

@@ -9,8 +9,10 @@ import pathlib
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from fashion_layers import LABEL_MAP, annotated_data, pool  # noqa: E402
+
 NUM_CLASSES = 11
-DATA = "data/fashion_detection"
 
 
 def conv(name, bottom, outputs, kernel=3, pad=1):
@@ -24,36 +26,23 @@ def relu(blob):
     return f'layer {{ name: "{blob}_relu" type: "ReLU" bottom: "{blob}" top: "{blob}" }}\n'
 
 
-def pool(name, bottom):
-    return (f'layer {{ name: "{name}" type: "Pooling" bottom: "{bottom}" top: "{name}"\n'
-            f'  pooling_param {{ pool: MAX kernel_size: 2 stride: 2 }} }}\n')
-
-
 def data_layers():
-    common = f'label_map_file: "{DATA}/labelmap.prototxt"'
-    return f'''layer {{
-  name: "data" type: "AnnotatedData" top: "data" top: "label"
-  include {{ phase: TRAIN }}
-  transform_param {{ mirror: true scale: 0.00390625
-                    resize_param {{ height: 96 width: 96 resize_mode: WARP }}
-                    emit_constraint {{ emit_type: CENTER }}
-                    expand_param {{ prob: 0.5 max_expand_ratio: 2 }} }}
-  data_param {{ source: "{DATA}/train_lmdb" batch_size: 16 backend: LMDB }}
-  annotated_data_param {{
-    batch_sampler {{ max_sample: 1 max_trials: 1 }}
-    batch_sampler {{ sampler {{ min_scale: 0.5 max_scale: 1 min_aspect_ratio: 0.5 max_aspect_ratio: 2 }}
-                    sample_constraint {{ min_jaccard_overlap: 0.5 }} max_sample: 1 max_trials: 50 }}
-    {common}
-  }}
-}}
-layer {{
-  name: "data" type: "AnnotatedData" top: "data" top: "label"
-  include {{ phase: TEST }}
-  transform_param {{ scale: 0.00390625 resize_param {{ height: 96 width: 96 resize_mode: WARP }} }}
-  data_param {{ source: "{DATA}/test_lmdb" batch_size: 16 backend: LMDB }}
-  annotated_data_param {{ batch_sampler {{ }} {common} }}
-}}
-'''
+    samplers = ("batch_sampler { max_sample: 1 max_trials: 1 }\n"
+                "    batch_sampler { sampler { min_scale: 0.5 max_scale: 1 min_aspect_ratio: 0.5"
+                " max_aspect_ratio: 2 }\n"
+                "                    sample_constraint { min_jaccard_overlap: 0.5 }"
+                " max_sample: 1 max_trials: 50 }")
+    return (annotated_data("TRAIN",
+                           "mirror: true scale: 0.00390625\n"
+                           "                    resize_param"
+                           " { height: 96 width: 96 resize_mode: WARP }\n"
+                           "                    emit_constraint { emit_type: CENTER }\n"
+                           "                    expand_param { prob: 0.5 max_expand_ratio: 2 }",
+                           f"annotated_data_param {{\n    {samplers}\n    {LABEL_MAP}\n  }}")
+            + annotated_data("TEST",
+                             "scale: 0.00390625"
+                             " resize_param { height: 96 width: 96 resize_mode: WARP }",
+                             f"annotated_data_param {{ batch_sampler {{ }} {LABEL_MAP} }}"))
 
 
 def head(source, priors, prior_box):

@@ -22,7 +22,9 @@ import pathlib
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
-DATA = "data/fashion_detection"
+sys.path.insert(0, str(HERE.parent))
+from fashion_layers import LABEL_MAP, annotated_data, pool  # noqa: E402
+
 CLASSES = 10  # YOLO has no background class; label maps number them 1..10
 INPUT = 96
 # python3 examples/detection/yolo/anchors.py data/fashion_detection/train.txt
@@ -45,11 +47,6 @@ def conv_bn_leaky(name, bottom, outputs, kernel=3):
             f'  scale_param {{ bias_term: true }} }}\n'
             f'layer {{ name: "{name}_leaky" type: "ReLU" bottom: "{name}" top: "{name}"\n'
             f'  relu_param {{ negative_slope: 0.1 }} }}\n')
-
-
-def pool(name, bottom):
-    return (f'layer {{ name: "{name}" type: "Pooling" bottom: "{bottom}" top: "{name}"\n'
-            f'  pooling_param {{ pool: MAX kernel_size: 2 stride: 2 }} }}\n')
 
 
 def prediction(name, bottom):
@@ -75,28 +72,22 @@ def loss(name, bottom, mask):
 
 
 def data_layers():
-    common = f'label_map_file: "{DATA}/labelmap.prototxt"'
-    return f'''layer {{
-  name: "data" type: "AnnotatedData" top: "data" top: "label"
-  include {{ phase: TRAIN }}
-  transform_param {{ mirror: true scale: 0.00390625
-    jitter_param {{ jitter: 0.3 min_scale: 0.75 max_scale: 1.25 height: {INPUT} width: {INPUT} }}
-    emit_constraint {{ emit_type: CENTER }}
-    distort_param {{ brightness_prob: 0.5 brightness_delta: 32
-                    contrast_prob: 0.5 contrast_lower: 0.5 contrast_upper: 1.5 }} }}
-  data_param {{ source: "{DATA}/train_lmdb" batch_size: 16 backend: LMDB }}
-  annotated_data_param {{ {common} }}
-}}
-layer {{
-  name: "data" type: "AnnotatedData" top: "data" top: "label"
-  include {{ phase: TEST }}
-  transform_param {{ scale: 0.00390625
-    resize_param {{ resize_mode: FIT_LARGE_SIZE_AND_PAD height: {INPUT} width: {INPUT}
-                   pad_value: 127.5 }} }}
-  data_param {{ source: "{DATA}/test_lmdb" batch_size: 16 backend: LMDB }}
-  annotated_data_param {{ {common} }}
-}}
-'''
+    annotated_data_param = f"annotated_data_param {{ {LABEL_MAP} }}"
+    return (annotated_data("TRAIN",
+                           "mirror: true scale: 0.00390625\n"
+                           f"    jitter_param {{ jitter: 0.3 min_scale: 0.75 max_scale: 1.25"
+                           f" height: {INPUT} width: {INPUT} }}\n"
+                           "    emit_constraint { emit_type: CENTER }\n"
+                           "    distort_param { brightness_prob: 0.5 brightness_delta: 32\n"
+                           "                    contrast_prob: 0.5 contrast_lower: 0.5"
+                           " contrast_upper: 1.5 }",
+                           annotated_data_param)
+            + annotated_data("TEST",
+                             "scale: 0.00390625\n"
+                             f"    resize_param {{ resize_mode: FIT_LARGE_SIZE_AND_PAD"
+                             f" height: {INPUT} width: {INPUT}\n"
+                             "                   pad_value: 127.5 }",
+                             annotated_data_param))
 
 
 def trunk():
