@@ -19,6 +19,7 @@
 #include "core/engine_hooks.hpp"
 #include "layers/channel_statistics.hpp"
 #include "layers/channel_statistics_blocked.hpp"
+#include "test_net_text.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/net.hpp"
 #include "xtrain/synced_memory.hpp"
@@ -147,13 +148,11 @@ TEST(ChannelBlockedStatistics, SumAndDotInPiecesIsInOneGo) {
 // Scale with a bias -> ReLU (fused into the Scale); then BatchNorm with stored
 // statistics -> Scale without a bias -> Bias -> ReLU (not fused: after a
 // Bias). Spatial sizes 5 x 7 (a tail after the four running sums) and 3 x 4.
-const char* kInPlaceNet = R"(
+const std::string kInPlaceNet = R"(
   name: "in_place"
   force_backward: true
-  layer { name: "data" type: "DummyData" top: "data" top: "label"
-          dummy_data_param { shape { dim: 2 dim: 3 dim: 5 dim: 7 } shape { dim: 2 }
-                             data_filler { type: "gaussian" std: 1 }
-                             data_filler { type: "uniform" min: 0 max: 4.99 } } }
+)" + testing::random_data_and_labels({2, 3, 5, 7}, "type: 'uniform' min: 0 max: 4.99") +
+                                R"(
   layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
           convolution_param { num_output: 32 kernel_size: 3 pad: 1 bias_term: false
                               weight_filler { type: "gaussian" std: 0.3 } } }
@@ -184,13 +183,11 @@ const char* kInPlaceNet = R"(
 // The same layers out of place, each writing a new top: BatchNorm with batch
 // statistics, Scale with a bias, Bias, ReLU; then BatchNorm with stored
 // statistics and Scale without a bias.
-const char* kOutOfPlaceNet = R"(
+const std::string kOutOfPlaceNet = R"(
   name: "out_of_place"
   force_backward: true
-  layer { name: "data" type: "DummyData" top: "data" top: "label"
-          dummy_data_param { shape { dim: 2 dim: 3 dim: 5 dim: 7 } shape { dim: 2 }
-                             data_filler { type: "gaussian" std: 1 }
-                             data_filler { type: "uniform" min: 0 max: 4.99 } } }
+)" + testing::random_data_and_labels({2, 3, 5, 7}, "type: 'uniform' min: 0 max: 4.99") +
+                                   R"(
   layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
           convolution_param { num_output: 32 kernel_size: 3 pad: 1
                               weight_filler { type: "gaussian" std: 0.3 }
@@ -234,7 +231,7 @@ void store_statistics(Net& net, const std::string& batch_norm) {
 
 // The net text with its 5 x 7 input images resized to `image`
 // ("dim: 5 dim: 7" by default).
-std::string with_image_size(const char* text, const std::string& image) {
+std::string with_image_size(const std::string& text, const std::string& image) {
   std::string result = text;
   const std::string original = "dim: 5 dim: 7";
   result.replace(result.find(original), original.size(), image);
@@ -309,7 +306,7 @@ TEST(ChannelBlockedPerChannelLayers, OutOfPlaceTrainingIsBitIdenticalToPlain) {
 // The TEST phase: every BatchNorm uses stored statistics, forward only.
 TEST(ChannelBlockedPerChannelLayers, TestPhaseIsBitIdenticalToPlain) {
   testing::ScopedConvImpl onednn("onednn");
-  for (const char* text : {kInPlaceNet, kOutOfPlaceNet}) {
+  for (const std::string& text : {kInPlaceNet, kOutOfPlaceNet}) {
     std::unique_ptr<Net> plain = make_net(text, TEST, false);
     std::unique_ptr<Net> blocked = make_net(text, TEST, true);
     store_statistics(*plain, "bn1");
