@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "box_expectations.hpp"
 #include "data/photometric_distortion.hpp"
 #include "error_message.hpp"
 #include "xtrain/proto_io.hpp"
@@ -16,6 +17,7 @@
 namespace xtrain {
 namespace {
 
+using testing::expect_near_box;
 template <typename Message>
 Message from_text(const std::string& text) {
   Message message;
@@ -33,13 +35,6 @@ AnnotatedImage numbered_image(int h, int w, NormalizedBox box) {
   }
   image.objects.push_back(BoxAnnotation{3, 1, box, false});
   return image;
-}
-
-void expect_near_box(const NormalizedBox& got, const NormalizedBox& want) {
-  EXPECT_NEAR(got.xmin, want.xmin, 1e-6f);
-  EXPECT_NEAR(got.ymin, want.ymin, 1e-6f);
-  EXPECT_NEAR(got.xmax, want.xmax, 1e-6f);
-  EXPECT_NEAR(got.ymax, want.ymax, 1e-6f);
 }
 
 TEST(AnnotatedImage, CropCutsWholePixelsAndReprojectsBoxes) {

@@ -92,11 +92,10 @@ TEST(ArgMaxLayerTest, TopKLargerThanTheSearchIsAnError) {
   Blob bottom({2, 3});
   Blob top;
   auto layer = make_layer("name: 'argmax' type: 'ArgMax' argmax_param { top_k: 4 }");
-  expect_error([&] { layer->setup({&bottom}, {&top}); },
-               {"layer 'argmax' (ArgMax)", "top_k 4", "2 3 (6)"});
+  expect_setup_error(*layer, {&bottom}, {&top}, {"layer 'argmax' (ArgMax)", "top_k 4", "2 3 (6)"});
   auto with_axis = make_layer("name: 'argmax' type: 'ArgMax' argmax_param { top_k: 3 axis: 0 }");
-  expect_error([&] { with_axis->setup({&bottom}, {&top}); },
-               {"layer 'argmax' (ArgMax)", "top_k 3", "axis 0"});
+  expect_setup_error(*with_axis, {&bottom}, {&top},
+                     {"layer 'argmax' (ArgMax)", "top_k 3", "axis 0"});
 }
 
 XTRAIN_DEVICE_TEST(ArgMaxLayerTest, HasNoGradient) {

@@ -89,11 +89,7 @@ XTRAIN_DEVICE_TEST(BatchReindexLayerTest, IndexErrorsNameTheLayer) {
 
   Blob two_axes({2, 1});
   auto wrong_shape = make_layer(kReindex);
-  expect_error(
-      [&] {
-        wrong_shape->setup({&x, &two_axes}, {&top});
-      },
-      {"'pick'", "one axis", "2 1 (2)"});
+  expect_setup_error(*wrong_shape, {&x, &two_axes}, {&top}, {"'pick'", "one axis", "2 1 (2)"});
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "box_expectations.hpp"
 #include "xtrain/proto_io.hpp"
 
 namespace xtrain {
@@ -15,6 +16,7 @@ namespace {
 using detection::box_area;
 using detection::box_intersection;
 using detection::jaccard_overlap;
+using testing::expect_near_box;
 
 BatchSampler batch_sampler(const std::string& text) {
   BatchSampler sampler;
@@ -25,13 +27,6 @@ BatchSampler batch_sampler(const std::string& text) {
 std::vector<BoxAnnotation> two_objects() {
   return {BoxAnnotation{1, 0, NormalizedBox{0.1f, 0.1f, 0.4f, 0.5f}, false},
           BoxAnnotation{2, 0, NormalizedBox{0.55f, 0.3f, 0.95f, 0.9f}, true}};
-}
-
-void expect_near_box(const NormalizedBox& got, const NormalizedBox& want) {
-  EXPECT_NEAR(got.xmin, want.xmin, 1e-6f);
-  EXPECT_NEAR(got.ymin, want.ymin, 1e-6f);
-  EXPECT_NEAR(got.xmax, want.xmax, 1e-6f);
-  EXPECT_NEAR(got.ymax, want.ymax, 1e-6f);
 }
 
 TEST(BoxSampling, CropsStayInTheImageWithTheirScaleAndAspect) {

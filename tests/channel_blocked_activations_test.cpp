@@ -17,6 +17,7 @@
 #include "blocked_layout_test_support.hpp"
 #include "core/channel_blocked_layout.hpp"
 #include "core/net_memory_plan.hpp"
+#include "test_net_text.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/net.hpp"
 #include "xtrain/synced_memory.hpp"
@@ -140,13 +141,11 @@ TEST_P(ChannelBlockedLayoutWidth, OnlyFourAxesWithWholeBlocksOfChannels) {
 // AVE pooling with ceil-mode edge windows, in-place ReLUs (one after a
 // pooling), a pooling with a plain reader (the InnerProduct), and a second
 // convolution branch whose top has a plain reader.
-const char* kNet = R"(
+const std::string kNet = R"(
   name: "blocked"
   force_backward: true
-  layer { name: "data" type: "DummyData" top: "data" top: "label"
-          dummy_data_param { shape { dim: 3 dim: 3 dim: 15 dim: 15 } shape { dim: 3 }
-                             data_filler { type: "gaussian" std: 1 }
-                             data_filler { type: "uniform" min: 0 max: 4.99 } } }
+)" + testing::random_data_and_labels({3, 3, 15, 15}, "type: 'uniform' min: 0 max: 4.99") +
+                         R"(
   layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
           convolution_param { num_output: 32 kernel_size: 5 pad: 2
                               weight_filler { type: "gaussian" std: 0.1 }
@@ -177,13 +176,11 @@ const char* kNet = R"(
 // ReLU, and a join that must stay plain: conv5 is read by an LRN (plain), so
 // sum2 cannot be blocked, and then neither may its other bottom conv4 (the
 // Eltwise computes in one layout and would have to convert it).
-const char* kBranchingNet = R"(
+const std::string kBranchingNet = R"(
   name: "branching"
   force_backward: true
-  layer { name: "data" type: "DummyData" top: "data" top: "label"
-          dummy_data_param { shape { dim: 2 dim: 3 dim: 9 dim: 9 } shape { dim: 2 }
-                             data_filler { type: "gaussian" std: 1 }
-                             data_filler { type: "uniform" min: 0 max: 4.99 } } }
+)" + testing::random_data_and_labels({2, 3, 9, 9}, "type: 'uniform' min: 0 max: 4.99") +
+                                  R"(
   layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
           convolution_param { num_output: 32 kernel_size: 3 pad: 1
                               weight_filler { type: "gaussian" std: 0.2 } } }
@@ -221,7 +218,7 @@ const char* kBranchingNet = R"(
   layer { name: "loss2" type: "SoftmaxWithLoss" bottom: "ip2" bottom: "label" top: "loss2" }
 )";
 
-std::unique_ptr<Net> make_net(bool blocked, bool share_memory, const char* text = kNet) {
+std::unique_ptr<Net> make_net(bool blocked, bool share_memory, const std::string& text = kNet) {
   NetOptions options;
   options.channel_blocked_activations = blocked;
   options.share_activation_memory = share_memory;
@@ -236,7 +233,7 @@ bool onednn_in_use(Net& net) {
 // Two iterations of forward + backward with blocked activations and without:
 // the same bits everywhere; `blocked_names` are blocked after forward and
 // backward, `plain_names` are not; the second iteration converts nothing.
-void expect_blocked_net_matches_plain(bool share_memory, const char* text,
+void expect_blocked_net_matches_plain(bool share_memory, const std::string& text,
                                       const std::vector<std::string>& blocked_names,
                                       const std::vector<std::string>& plain_names) {
   testing::ScopedConvImpl onednn("onednn");

@@ -19,6 +19,7 @@
 #include "core/engine_hooks.hpp"
 #include "layers/channel_statistics.hpp"
 #include "layers/channel_statistics_blocked.hpp"
+#include "test_net_text.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/net.hpp"
 #include "xtrain/synced_memory.hpp"
@@ -147,13 +148,11 @@ TEST(ChannelBlockedStatistics, SumAndDotInPiecesIsInOneGo) {
 // Scale with a bias -> ReLU (fused into the Scale); then BatchNorm with stored
 // statistics -> Scale without a bias -> Bias -> ReLU (not fused: after a
 // Bias). Spatial sizes 5 x 7 (a tail after the four running sums) and 3 x 4.
-const char* kInPlaceNet = R"(
+const std::string kInPlaceNet = R"(
   name: "in_place"
   force_backward: true
-  layer { name: "data" type: "DummyData" top: "data" top: "label"
-          dummy_data_param { shape { dim: 2 dim: 3 dim: 5 dim: 7 } shape { dim: 2 }
-                             data_filler { type: "gaussian" std: 1 }
-                             data_filler { type: "uniform" min: 0 max: 4.99 } } }
+)" + testing::random_data_and_labels({2, 3, 5, 7}, "type: 'uniform' min: 0 max: 4.99") +
+                                R"(
   layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
           convolution_param { num_output: 32 kernel_size: 3 pad: 1 bias_term: false
                               weight_filler { type: "gaussian" std: 0.3 } } }
@@ -184,13 +183,11 @@ const char* kInPlaceNet = R"(
 // The same layers out of place, each writing a new top: BatchNorm with batch
 // statistics, Scale with a bias, Bias, ReLU; then BatchNorm with stored
 // statistics and Scale without a bias.
-const char* kOutOfPlaceNet = R"(
+const std::string kOutOfPlaceNet = R"(
   name: "out_of_place"
   force_backward: true
-  layer { name: "data" type: "DummyData" top: "data" top: "label"
-          dummy_data_param { shape { dim: 2 dim: 3 dim: 5 dim: 7 } shape { dim: 2 }
-                             data_filler { type: "gaussian" std: 1 }
-                             data_filler { type: "uniform" min: 0 max: 4.99 } } }
+)" + testing::random_data_and_labels({2, 3, 5, 7}, "type: 'uniform' min: 0 max: 4.99") +
+                                   R"(
   layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
           convolution_param { num_output: 32 kernel_size: 3 pad: 1
                               weight_filler { type: "gaussian" std: 0.3 }
@@ -234,7 +231,7 @@ void store_statistics(Net& net, const std::string& batch_norm) {
 
 // The net text with its 5 x 7 input images resized to `image`
 // ("dim: 5 dim: 7" by default).
-std::string with_image_size(const char* text, const std::string& image) {
+std::string with_image_size(const std::string& text, const std::string& image) {
   std::string result = text;
   const std::string original = "dim: 5 dim: 7";
   result.replace(result.find(original), original.size(), image);
@@ -257,6 +254,23 @@ void expect_blocked(Net& net, const std::vector<std::string>& names, const std::
   }
 }
 
+// Runs `pass` (forward, or forward and backward) on the plain and the
+// blocked net: the same loss, and in the steady state (iteration 1) no
+// layout conversions. False, with nothing checked, when this build's conv1
+// is not blocked (no oneDNN convolution).
+template <typename Pass>
+bool expect_same_pass(Net& plain, Net& blocked, Pass pass, int iteration, const std::string& when) {
+  const std::size_t conversions_before = SyncedMemory::layout_conversion_count();
+  const float plain_loss = pass(plain);
+  const float blocked_loss = pass(blocked);
+  if (blocked.blob_by_name("conv1")->data_layout() != MemoryLayout::kChannelBlocked) return false;
+  if (iteration == 1) {
+    EXPECT_EQ(SyncedMemory::layout_conversion_count(), conversions_before) << when;
+  }
+  EXPECT_EQ(plain_loss, blocked_loss) << when;
+  return true;
+}
+
 // Two training iterations; the second is the steady state, which converts
 // nothing. `blocked_blobs` must still be blocked after each pass.
 void expect_training_matches(const std::string& text,
@@ -268,21 +282,15 @@ void expect_training_matches(const std::string& text,
     const std::string when = "iteration " + std::to_string(iteration);
     plain->clear_param_diffs();
     blocked->clear_param_diffs();
-    const std::size_t conversions_before = SyncedMemory::layout_conversion_count();
-    const float plain_loss = plain->forward_backward();
-    const float blocked_loss = blocked->forward_backward();
-    if (blocked->blob_by_name("conv1")->data_layout() != MemoryLayout::kChannelBlocked) {
+    if (!expect_same_pass(
+            *plain, *blocked, [](Net& net) { return net.forward_backward(); }, iteration, when)) {
       GTEST_SKIP() << "this build has no oneDNN convolution";
-    }
-    if (iteration == 1) {
-      EXPECT_EQ(SyncedMemory::layout_conversion_count(), conversions_before) << when;
     }
     expect_blocked(*blocked, blocked_blobs, when);
     for (const std::string& name : blocked_blobs) {
       EXPECT_EQ(blocked->blob_by_name(name)->diff_layout(), MemoryLayout::kChannelBlocked)
           << when << ": " << name << " diff";
     }
-    EXPECT_EQ(plain_loss, blocked_loss) << when;
     testing::expect_nets_match(*plain, *blocked, true, when);
   }
 }
@@ -309,7 +317,7 @@ TEST(ChannelBlockedPerChannelLayers, OutOfPlaceTrainingIsBitIdenticalToPlain) {
 // The TEST phase: every BatchNorm uses stored statistics, forward only.
 TEST(ChannelBlockedPerChannelLayers, TestPhaseIsBitIdenticalToPlain) {
   testing::ScopedConvImpl onednn("onednn");
-  for (const char* text : {kInPlaceNet, kOutOfPlaceNet}) {
+  for (const std::string& text : {kInPlaceNet, kOutOfPlaceNet}) {
     std::unique_ptr<Net> plain = make_net(text, TEST, false);
     std::unique_ptr<Net> blocked = make_net(text, TEST, true);
     store_statistics(*plain, "bn1");
@@ -317,17 +325,11 @@ TEST(ChannelBlockedPerChannelLayers, TestPhaseIsBitIdenticalToPlain) {
     for (int iteration = 0; iteration < 2; ++iteration) {
       const std::string when = std::string(text == kInPlaceNet ? "in place" : "out of place") +
                                ", iteration " + std::to_string(iteration);
-      const std::size_t conversions_before = SyncedMemory::layout_conversion_count();
-      const float plain_loss = plain->forward();
-      const float blocked_loss = blocked->forward();
-      if (blocked->blob_by_name("conv1")->data_layout() != MemoryLayout::kChannelBlocked) {
+      if (!expect_same_pass(
+              *plain, *blocked, [](Net& net) { return net.forward(); }, iteration, when)) {
         GTEST_SKIP() << "this build has no oneDNN convolution";
       }
-      if (iteration == 1) {
-        EXPECT_EQ(SyncedMemory::layout_conversion_count(), conversions_before) << when;
-      }
       expect_blocked(*blocked, {"conv1", "conv2"}, when);
-      EXPECT_EQ(plain_loss, blocked_loss) << when;
       testing::expect_nets_match(*plain, *blocked, false, when);
     }
   }

@@ -55,7 +55,7 @@ XTRAIN_DEVICE_TEST(ClipLayerTest, MissingBoundsAreAnErrorNamingTheLayer) {
   Blob bottom({2});
   Blob top;
   auto layer = make_layer("name: 'clip' type: 'Clip'");
-  testing::expect_error([&] { layer->setup({&bottom}, {&top}); }, {"'clip'", "clip_param", "min"});
+  testing::expect_setup_error(*layer, {&bottom}, {&top}, {"'clip'", "clip_param", "min"});
 }
 
 }  // namespace

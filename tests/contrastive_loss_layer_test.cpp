@@ -144,33 +144,37 @@ XTRAIN_INSTANTIATE_ON_DEVICES(ContrastiveVersionTest, ::testing::Bool(),
 XTRAIN_DEVICE_TEST(ContrastiveLossLayer, UserErrors) {
   Blob a({2, 3}), b({2, 4}), spatial({2, 3, 2, 1}), similar({2}), three({3}), loss;
   auto layer = make_loss_layer("ContrastiveLoss", "bottom: 'f1' bottom: 'f2' bottom: 'sim'");
-  const std::string channels = error_of([&] { layer->setup({&a, &b, &similar}, {&loss}); });
-  EXPECT_TRUE(contains(channels,
-                       "layer 'loss' (ContrastiveLoss): the features 'f1' (bottom 0) of "
-                       "shape 2 3 (6) and 'f2' (bottom 1) of shape 2 4 (8) must have the "
-                       "same size C"))
-      << channels;
+  expect_error(
+      [&] {
+        layer->setup({&a, &b, &similar}, {&loss});
+      },
+      {"layer 'loss' (ContrastiveLoss): the features 'f1' (bottom 0) of "
+       "shape 2 3 (6) and 'f2' (bottom 1) of shape 2 4 (8) must have the "
+       "same size C"});
   auto other = make_loss_layer("ContrastiveLoss");
-  EXPECT_TRUE(contains(error_of([&] {
-                         other->setup({&spatial, &spatial, &similar}, {&loss});
-                       }),
-                       "must be N x C (or N x C x 1 x 1)"));
+  expect_error(
+      [&] {
+        other->setup({&spatial, &spatial, &similar}, {&loss});
+      },
+      {"must be N x C (or N x C x 1 x 1)"});
   auto labels = make_loss_layer("ContrastiveLoss");
-  EXPECT_TRUE(contains(error_of([&] {
-                         labels->setup({&a, &a, &three}, {&loss});
-                       }),
-                       "the similarity labels bottom 2 of shape 3 (3) must hold one value per "
-                       "pair: 2"));
+  expect_error(
+      [&] {
+        labels->setup({&a, &a, &three}, {&loss});
+      },
+      {"the similarity labels bottom 2 of shape 3 (3) must hold one value per "
+       "pair: 2"});
   Fixture f;
   auto no_label_gradient = make_loss_layer("ContrastiveLoss");
   no_label_gradient->setup(f.bottom(), f.top());
   no_label_gradient->forward(f.bottom(), f.top());
   EXPECT_FALSE(no_label_gradient->allow_force_backward(2));
   EXPECT_TRUE(no_label_gradient->allow_force_backward(1));
-  EXPECT_TRUE(contains(error_of([&] {
-                         no_label_gradient->backward(f.top(), {true, true, true}, f.bottom());
-                       }),
-                       "cannot backpropagate to its similarity labels"));
+  expect_error(
+      [&] {
+        no_label_gradient->backward(f.top(), {true, true, true}, f.bottom());
+      },
+      {"cannot backpropagate to its similarity labels"});
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "device_test_support.hpp"
@@ -11,7 +12,6 @@
 #include "layer_test_support.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
-#include "xtrain/proto_io.hpp"
 
 namespace xtrain {
 namespace {
@@ -81,12 +81,6 @@ LayerParameter conv_param(const ConvSpec& s) {
   return param;
 }
 
-LayerParameter parse_layer(const std::string& text) {
-  LayerParameter param;
-  read_proto_from_text_string(text, &param);
-  return param;
-}
-
 // The definition, loop by loop.
 std::vector<float> direct_convolution(const Blob& input, const Blob& weights, const Blob* bias,
                                       const ConvSpec& s) {
@@ -153,6 +147,21 @@ class ConvolutionTest : public testing::OneInputLayerTest {
       ASSERT_NEAR(output_.cpu_data()[i], expected[i], 1e-4f) << "element " << i;
     }
   }
+
+  // Like make(), with a second bottom of the same shape (other values) and
+  // its own top: bottoms input_, second_input_; tops output_, second_output_.
+  std::unique_ptr<Layer> make_two_bottoms(const ConvSpec& spec) {
+    second_input_.reshape(spec.input);
+    testing::fill_uniform(second_input_, 17);
+    input_.reshape(spec.input);
+    testing::fill_uniform(input_, 3);
+    auto layer = testing::create_layer(conv_param(spec));
+    layer->setup({&input_, &second_input_}, {&output_, &second_output_});
+    return layer;
+  }
+
+  Blob second_input_;
+  Blob second_output_;
 };
 
 ConvSpec spec(std::vector<int> input, int num_output, int kernel_h, int kernel_w) {
@@ -220,18 +229,18 @@ XTRAIN_DEVICE_TEST_F(ConvolutionTest, ForwardKernelOverhangingTheEdgeAsCaffe) {
 
 TEST_F(ConvolutionTest, KnownCaffeShapes) {
   // LeNet conv1: 28 -> 24.
-  auto lenet = make(parse_layer(R"(name: "conv1" type: "Convolution"
+  auto lenet = make(testing::layer_param_from(R"(name: "conv1" type: "Convolution"
       convolution_param { num_output: 20 kernel_size: 5 stride: 1 })"),
                     {2, 1, 28, 28});
   EXPECT_EQ(output_.shape(), (std::vector<int>{2, 20, 24, 24}));
   EXPECT_EQ(lenet->blobs()[0]->shape(), (std::vector<int>{20, 1, 5, 5}));
   // AlexNet conv1: 227 -> 55 with an 11x11 kernel, stride 4.
-  make(parse_layer(R"(name: "conv1" type: "Convolution"
+  make(testing::layer_param_from(R"(name: "conv1" type: "Convolution"
       convolution_param { num_output: 96 kernel_size: 11 stride: 4 })"),
        {1, 3, 227, 227});
   EXPECT_EQ(output_.shape(), (std::vector<int>{1, 96, 55, 55}));
   // AlexNet conv2: 27 -> 27 with pad 2, kernel 5, group 2.
-  auto conv2 = make(parse_layer(R"(name: "conv2" type: "Convolution"
+  auto conv2 = make(testing::layer_param_from(R"(name: "conv2" type: "Convolution"
       convolution_param { num_output: 256 pad: 2 kernel_size: 5 group: 2 })"),
                     {1, 96, 27, 27});
   EXPECT_EQ(output_.shape(), (std::vector<int>{1, 256, 27, 27}));
@@ -240,13 +249,13 @@ TEST_F(ConvolutionTest, KnownCaffeShapes) {
 
 TEST_F(ConvolutionTest, DefaultFillersAreZeroAndFillersAreSeeded) {
   // Caffe's default filler is constant 0.
-  auto layer = make(parse_layer(R"(name: "c" type: "Convolution"
+  auto layer = make(testing::layer_param_from(R"(name: "c" type: "Convolution"
       convolution_param { num_output: 2 kernel_size: 2 })"),
                     {1, 1, 3, 3});
   EXPECT_EQ(layer->blobs()[0]->asum_data(), 0.0);
   EXPECT_EQ(layer->blobs()[1]->asum_data(), 0.0);
   // The same seed gives the same weights.
-  const LayerParameter param = parse_layer(R"(name: "c" type: "Convolution"
+  const LayerParameter param = testing::layer_param_from(R"(name: "c" type: "Convolution"
       convolution_param { num_output: 2 kernel_size: 2 weight_filler { type: "xavier" } })");
   auto first = testing::create_layer(param);
   auto second = testing::create_layer(param);
@@ -263,21 +272,15 @@ TEST_F(ConvolutionTest, DefaultFillersAreZeroAndFillersAreSeeded) {
 
 XTRAIN_DEVICE_TEST_F(ConvolutionTest, SeveralBottomsShareTheWeights) {
   const ConvSpec s = spec({2, 2, 4, 5}, 3, 2, 3);
-  Blob second_input({2, 2, 4, 5});
-  Blob second_output;
-  testing::fill_uniform(second_input, 99);
-  input_.reshape(s.input);
-  testing::fill_uniform(input_, 3);
-  auto layer = testing::create_layer(conv_param(s));
-  layer->setup({&input_, &second_input}, {&output_, &second_output});
-  layer->forward({&input_, &second_input}, {&output_, &second_output});
+  auto layer = make_two_bottoms(s);
+  layer->forward({&input_, &second_input_}, {&output_, &second_output_});
   const auto expected_first =
       direct_convolution(input_, *layer->blobs()[0], layer->blobs()[1].get(), s);
   const auto expected_second =
-      direct_convolution(second_input, *layer->blobs()[0], layer->blobs()[1].get(), s);
+      direct_convolution(second_input_, *layer->blobs()[0], layer->blobs()[1].get(), s);
   for (std::size_t i = 0; i < expected_first.size(); ++i) {
     ASSERT_NEAR(output_.cpu_data()[i], expected_first[i], 1e-4f);
-    ASSERT_NEAR(second_output.cpu_data()[i], expected_second[i], 1e-4f);
+    ASSERT_NEAR(second_output_.cpu_data()[i], expected_second[i], 1e-4f);
   }
 }
 
@@ -325,15 +328,8 @@ XTRAIN_DEVICE_TEST_F(ConvolutionTest, GradientOneByOne) {
 }
 
 XTRAIN_DEVICE_TEST_F(ConvolutionTest, GradientTwoBottoms) {
-  const ConvSpec s = spec({1, 2, 4, 4}, 2, 3, 3);
-  Blob second_input({1, 2, 4, 4});
-  Blob second_output;
-  testing::fill_uniform(second_input, 17);
-  input_.reshape(s.input);
-  testing::fill_uniform(input_, 3);
-  auto layer = testing::create_layer(conv_param(s));
-  layer->setup({&input_, &second_input}, {&output_, &second_output});
-  testing::GradientChecker().check(*layer, {&input_, &second_input}, {&output_, &second_output});
+  auto layer = make_two_bottoms(spec({1, 2, 4, 4}, 2, 3, 3));
+  testing::GradientChecker().check(*layer, {&input_, &second_input_}, {&output_, &second_output_});
 }
 
 XTRAIN_DEVICE_TEST_F(ConvolutionTest, ParamGradientsAccumulate) {
@@ -401,48 +397,23 @@ TEST_F(ConvolutionTest, RejectsKernelLargerThanInput) {
   expect_error([&] { make(conv_param(dilated), dilated.input); }, {"extent 7x7"});
 }
 
+// Kernel, stride and num_output settings that conflict or are missing, with
+// words each message must have.
 TEST_F(ConvolutionTest, RejectsInconsistentKernelParams) {
-  expect_error(
-      [&] {
-        make(parse_layer(R"(name: "c" type: "Convolution"
-        convolution_param { num_output: 2 kernel_size: 3 kernel_h: 3 kernel_w: 3 })"),
-             {1, 1, 5, 5});
-      },
-      {"layer 'c' (Convolution)", "kernel_size", "not both"});
-  expect_error(
-      [&] {
-        make(parse_layer(R"(name: "c" type: "Convolution" convolution_param { num_output: 2 })"),
-             {1, 1, 5, 5});
-      },
-      {"kernel_size", "required"});
-  expect_error(
-      [&] {
-        make(parse_layer(R"(name: "c" type: "Convolution"
-        convolution_param { num_output: 2 kernel_h: 3 })"),
-             {1, 1, 5, 5});
-      },
-      {"kernel size must be > 0"});
-  expect_error(
-      [&] {
-        make(parse_layer(R"(name: "c" type: "Convolution"
-        convolution_param { num_output: 2 kernel_size: 3 kernel_size: 3 kernel_size: 3 })"),
-             {1, 1, 5, 5});
-      },
-      {"kernel_size has 3 values"});
-  expect_error(
-      [&] {
-        make(parse_layer(R"(name: "c" type: "Convolution"
-        convolution_param { num_output: 2 kernel_size: 3 stride: 2 stride_h: 2 stride_w: 2 })"),
-             {1, 1, 5, 5});
-      },
-      {"stride", "not both"});
-  expect_error(
-      [&] {
-        make(parse_layer(R"(name: "c" type: "Convolution"
-        convolution_param { num_output: 0 kernel_size: 3 })"),
-             {1, 1, 5, 5});
-      },
-      {"num_output must be > 0"});
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"num_output: 2 kernel_size: 3 kernel_h: 3 kernel_w: 3",
+       {"layer 'c' (Convolution)", "kernel_size", "not both"}},
+      {"num_output: 2", {"kernel_size", "required"}},
+      {"num_output: 2 kernel_h: 3", {"kernel size must be > 0"}},
+      {"num_output: 2 kernel_size: 3 kernel_size: 3 kernel_size: 3", {"kernel_size has 3 values"}},
+      {"num_output: 2 kernel_size: 3 stride: 2 stride_h: 2 stride_w: 2", {"stride", "not both"}},
+      {"num_output: 0 kernel_size: 3", {"num_output must be > 0"}},
+  };
+  for (const auto& [settings, message_parts] : cases) {
+    SCOPED_TRACE(settings);
+    const std::string text = "name: 'c' type: 'Convolution' convolution_param { " + settings + " }";
+    expect_error([&] { make(testing::layer_param_from(text), {1, 1, 5, 5}); }, message_parts);
+  }
 }
 
 XTRAIN_DEVICE_TEST_F(ConvolutionTest, RejectsNdAndChangedChannels) {

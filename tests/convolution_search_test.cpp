@@ -46,33 +46,16 @@ std::vector<Geometry> search_geometries() {
   return chosen;
 }
 
-void expect_matches_reference(ConvolutionEngine& engine, const Inputs& inputs,
-                              const Results& expected) {
-  const Results actual = run(engine, inputs);
-  expect_close(actual.top, expected.top, "forward");
-  expect_close(actual.bottom_diff, expected.bottom_diff, "backward-data");
-  expect_close(actual.weight_diff, expected.weight_diff, "weight gradient");
-  if (engine.shape().bias_term) expect_close(actual.bias_diff, expected.bias_diff, "bias gradient");
-}
-
-class ConvolutionSearchTest : public ::testing::TestWithParam<Geometry> {
- protected:
-  void SetUp() override {
-    if (!onednn_available()) GTEST_SKIP() << "built without oneDNN";
-  }
-};
+class ConvolutionSearchTest : public OnednnGeometryTest {};
 
 // The candidates the search times are real kernels of this convolution: each
 // one, taken for its pass, gives the reference's numbers.
 TEST_P(ConvolutionSearchTest, EveryListedKernelMatchesTheReference) {
-  const ConvolutionShape shape = shape_of(GetParam());
-  const Inputs inputs(shape);
-  GemmConvolution gemm(shape);
-  const Results expected = run(gemm, inputs);
+  const Results expected = gemm_results();
   int kernels = 0;
   for (Layout layout : {Layout::kChosenByOnednn, Layout::kNhwc, Layout::kNchw}) {
     for (Pass pass : kPasses) {
-      for (const std::string& kernel : onednn_convolution_implementations(shape, layout, pass)) {
+      for (const std::string& kernel : onednn_convolution_implementations(shape_, layout, pass)) {
         SCOPED_TRACE(std::string(to_string(pass)) + " " + kernel + " in layout " +
                      std::to_string(static_cast<int>(layout)));
         EXPECT_NE(kernel.rfind("ref", 0), 0u) << "reference kernels are not candidates";
@@ -80,10 +63,10 @@ TEST_P(ConvolutionSearchTest, EveryListedKernelMatchesTheReference) {
         options.activations = layout;
         options.implementations[static_cast<int>(pass)] = kernel;
         std::string why_not;
-        auto engine = make_onednn_convolution(shape, options, &why_not);
+        auto engine = make_onednn_convolution(shape_, options, &why_not);
         if (!engine) continue;  // another pass has only a reference kernel here
         ASSERT_EQ(engine->kernel(pass), kernel);
-        expect_matches_reference(*engine, inputs, expected);
+        expect_matches_reference(*engine, inputs_, expected, {BackwardCall::kSeparatePasses});
         ++kernels;
       }
     }
@@ -95,14 +78,13 @@ TEST_P(ConvolutionSearchTest, EveryListedKernelMatchesTheReference) {
 class ConvolutionSearchedEngineTest : public ConvolutionSearchTest {};
 
 TEST_P(ConvolutionSearchedEngineTest, MatchesTheReference) {
-  const ConvolutionShape shape = shape_of(GetParam());
-  const ConvolutionChoice choice = search_convolution(shape);
+  const ConvolutionChoice choice = search_convolution(shape_);
   for (Pass pass : kPasses) {
     const int p = static_cast<int>(pass);
     EXPECT_FALSE(choice.engines[p].empty()) << to_string(pass);
     EXPECT_GT(choice.seconds[p], 0.0) << to_string(pass) << ": every pass is timed";
   }
-  auto engine = make_chosen_convolution(shape, choice);
+  auto engine = make_chosen_convolution(shape_, choice);
   ASSERT_TRUE(engine) << choice.to_string();
   for (Pass pass : kPasses) {
     const std::string& wanted = choice.engines[static_cast<int>(pass)];
@@ -110,18 +92,13 @@ TEST_P(ConvolutionSearchedEngineTest, MatchesTheReference) {
       EXPECT_EQ(engine->kernel(pass), wanted);
     }
   }
-  const Inputs inputs(shape);
-  GemmConvolution gemm(shape);
-  expect_matches_reference(*engine, inputs, run(gemm, inputs));
+  expect_matches_reference(*engine, inputs_, gemm_results(), {BackwardCall::kSeparatePasses});
 }
 
 // GEMM in some passes, oneDNN in the others: one engine per pass, on plain
 // arrays.
 TEST_P(ConvolutionSearchTest, MixedPassesMatchTheReference) {
-  const ConvolutionShape shape = shape_of(GetParam());
-  const Inputs inputs(shape);
-  GemmConvolution gemm(shape);
-  const Results expected = run(gemm, inputs);
+  const Results expected = gemm_results();
   int mixes = 0;
   for (int gemm_pass = 0; gemm_pass < kConvolutionPassCount; ++gemm_pass) {
     ConvolutionChoice choice;
@@ -129,18 +106,18 @@ TEST_P(ConvolutionSearchTest, MixedPassesMatchTheReference) {
     bool onednn_has_every_pass = true;
     for (Pass pass : kPasses) {
       const int p = static_cast<int>(pass);
-      const auto kernels = onednn_convolution_implementations(shape, choice.layout, pass);
+      const auto kernels = onednn_convolution_implementations(shape_, choice.layout, pass);
       if (p != gemm_pass && kernels.empty()) onednn_has_every_pass = false;
       choice.engines[p] = p == gemm_pass || kernels.empty() ? ConvolutionChoice::kGemm
                                                             : kernels.back();
     }
     if (!onednn_has_every_pass) continue;  // only reference kernels in NCHW for this shape
     SCOPED_TRACE(choice.to_string());
-    auto engine = make_chosen_convolution(shape, choice);
+    auto engine = make_chosen_convolution(shape_, choice);
     ASSERT_TRUE(engine);
     EXPECT_FALSE(engine->accepts_channel_blocked()) << "GEMM computes on plain arrays";
     EXPECT_EQ(engine->kernel(static_cast<Pass>(gemm_pass)), "gemm");
-    expect_matches_reference(*engine, inputs, expected);
+    expect_matches_reference(*engine, inputs_, expected, {BackwardCall::kSeparatePasses});
     ++mixes;
   }
   EXPECT_GT(mixes, 0) << "oneDNN computes this shape in NCHW";

@@ -8,12 +8,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "layer_test_support.hpp"
 #include "layers/convolution_engine.hpp"
+#include "layers/gemm_convolution.hpp"
+#include "layers/onednn_convolution.hpp"
 
 namespace xtrain::convolution_testing {
 
@@ -148,5 +151,50 @@ inline Results run(ConvolutionEngine& engine, const Inputs& in,
   engine.backward_weights(in.bottom.data(), in.top_diff.data(), out.weight_diff.data(), bias_diff);
   return out;
 }
+
+// Runs `engine` on `inputs`, backward called each way of `calls`, and
+// expects the reference's numbers `expected`; without a bias term the bias
+// diff must stay as it was.
+inline void expect_matches_reference(ConvolutionEngine& engine, const Inputs& inputs,
+                                     const Results& expected,
+                                     std::initializer_list<BackwardCall> calls = {
+                                         BackwardCall::kSeparatePasses, BackwardCall::kCombined}) {
+  for (BackwardCall call : calls) {
+    SCOPED_TRACE(call == BackwardCall::kCombined ? "combined backward" : "separate passes");
+    const Results actual = run(engine, inputs, call);
+    expect_close(actual.top, expected.top, "forward");
+    expect_close(actual.bottom_diff, expected.bottom_diff, "backward data");
+    expect_close(actual.weight_diff, expected.weight_diff, "weight gradient");
+    if (engine.shape().bias_term) {
+      expect_close(actual.bias_diff, expected.bias_diff, "bias gradient");
+    } else {
+      EXPECT_EQ(actual.bias_diff, inputs.bias_diff) << "no bias: its diff is not touched";
+    }
+  }
+}
+
+// A test over the geometries: the geometry's shape_, its inputs_, and
+// gemm_results(), what the im2col + GEMM engine computes from them (the
+// reference).
+class GeometryTest : public ::testing::TestWithParam<Geometry> {
+ protected:
+  GeometryTest() : shape_(shape_of(GetParam())), inputs_(shape_) {}
+
+  Results gemm_results() const {
+    GemmConvolution gemm(shape_);
+    return run(gemm, inputs_);
+  }
+
+  const ConvolutionShape shape_;
+  const Inputs inputs_;
+};
+
+// The same, skipped where the build has no oneDNN.
+class OnednnGeometryTest : public GeometryTest {
+ protected:
+  void SetUp() override {
+    if (!onednn_available()) GTEST_SKIP() << "built without oneDNN";
+  }
+};
 
 }  // namespace xtrain::convolution_testing

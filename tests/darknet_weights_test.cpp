@@ -24,6 +24,7 @@ namespace xtrain {
 namespace {
 
 using testing::error_of;
+using testing::expect_error;
 using testing::TempDir;
 
 // Three convolutions: with BN, without BN (grouped), with BN after a pooling.
@@ -224,16 +225,12 @@ TEST(DarknetWeights, FilesThatDoNotFitTheCfgAreRefusedWithTheirCounts) {
             std::string::npos)
       << loaded.notes.back();
   // Allowing a partial file still refuses one cut inside a layer.
-  EXPECT_NE(error_of([&] { import_darknet(cfg, weights_of(200), partial); }).find("ends inside"),
-            std::string::npos);
+  expect_error([&] { import_darknet(cfg, weights_of(200), partial); }, {"ends inside"});
 
   const std::string odd = dir.write("odd.weights", header(0, 2, 0) + "abc");
-  EXPECT_NE(error_of([&] { import_darknet(cfg, odd); }).find("not a whole number of floats"),
-            std::string::npos);
-  EXPECT_NE(error_of([&] {
-              import_darknet(cfg, dir.write("tiny.weights", "ab"));
-            }).find("fewer than a Darknet .weights header"),
-            std::string::npos);
+  expect_error([&] { import_darknet(cfg, odd); }, {"not a whole number of floats"});
+  expect_error([&] { import_darknet(cfg, dir.write("tiny.weights", "ab")); },
+               {"fewer than a Darknet .weights header"});
 }
 
 TEST(DarknetWeights, ExportNamesTheLayerTheCaffemodelLacks) {

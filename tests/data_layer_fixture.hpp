@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "data/data_layer.hpp"
+#include "data_layer_tops.hpp"
 #include "error_message.hpp"
 #include "pattern_images.hpp"
 #include "tool_runner.hpp"
@@ -73,11 +74,7 @@ inline LayerParameter data_param(const std::string& source, int batch_size,
   return param;
 }
 
-struct Tops {
-  Blob data;
-  Blob label;
-  BlobVec both() { return {&data, &label}; }
-};
+using Tops = testing::DataAndLabelTops;
 
 using testing::error_of;
 

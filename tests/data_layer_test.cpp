@@ -456,19 +456,14 @@ TEST(DataLayer, ShardsReadSlicesOfTheGlobalBatches) {
   layer.set_data_shard(DataShard{2, 2});
   Tops tops;
   layer.setup({}, tops.both());
-  EXPECT_NE(error_of([&] { layer.forward({}, tops.both()); }).find("data shard 2 of 2"),
-            std::string::npos);
+  expect_error([&] { layer.forward({}, tops.both()); }, {"data shard 2 of 2"});
 }
 
 TEST(DataLayer, NetOptionsShardTheDataLayers) {
   TempDir dir("data_layer");
   write_db(dir.file("db"), 10, DatumShape{1, 1, 2});
   NetParameter net_param;
-  read_proto_from_text_string(
-      "layer { name: 'data' type: 'Data' top: 'data' top: 'label' "
-      "        data_param { source: '" +
-          dir.file("db") + "' batch_size: 3 backend: LMDB } }",
-      &net_param);
+  *net_param.add_layer() = data_param(dir.file("db"), 3);
   net_param.mutable_state()->set_phase(TRAIN);
   NetOptions options;
   options.data_shard = DataShard{1, 2};

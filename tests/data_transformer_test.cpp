@@ -16,6 +16,7 @@
 
 #include "error_message.hpp"
 #include "pattern_images.hpp"
+#include "proto_text.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/image_codec.hpp"
@@ -27,9 +28,7 @@ namespace {
 using namespace testing;
 
 TransformationParameter transform_param(const std::string& text) {
-  TransformationParameter param;
-  read_proto_from_text_string(text, &param);
-  return param;
+  return testing::parse<TransformationParameter>(text);
 }
 
 // A uint8 Datum whose pixel (c, h, w) is c * 100 + h * 10 + w.

@@ -73,11 +73,7 @@ TEST(DataLayer, NetReportsTheWaitOfItsDataLayers) {
   TempDir dir("data_layer");
   write_db(dir.file("db"), 10, DatumShape{1, 1, 2});
   NetParameter with_data;
-  read_proto_from_text_string(
-      "layer { name: 'data' type: 'Data' top: 'data' top: 'label' "
-      "        data_param { source: '" +
-          dir.file("db") + "' batch_size: 5 backend: LMDB } }",
-      &with_data);
+  *with_data.add_layer() = data_param(dir.file("db"), 5);
   NetParameter without_data;
   read_proto_from_text_string(
       "layer { name: 'in' type: 'Input' top: 'x' input_param { shape { dim: 1 } } }",

@@ -7,6 +7,7 @@
 #include <map>
 #include <vector>
 
+#include "box_expectations.hpp"
 #include "layer_test_support.hpp"
 #include "layers/average_precision.hpp"
 #include "layers/box_coding.hpp"
@@ -16,6 +17,7 @@
 namespace xtrain::detection {
 namespace {
 
+using testing::expect_near_box;
 const NormalizedBox kPrior{0.2f, 0.2f, 0.6f, 0.6f};
 const NormalizedBox kBox{0.3f, 0.2f, 0.5f, 0.8f};
 const BoxVariance kVariance{{0.1f, 0.1f, 0.2f, 0.2f}};
@@ -24,32 +26,25 @@ void expect_offsets(const BoxOffsets& actual, const std::vector<float>& expected
   for (int k = 0; k < 4; ++k) EXPECT_NEAR(actual.value[k], expected[k], 1e-5f) << "offset " << k;
 }
 
-void expect_box(const NormalizedBox& actual, const NormalizedBox& expected) {
-  EXPECT_NEAR(actual.xmin, expected.xmin, 1e-6f);
-  EXPECT_NEAR(actual.ymin, expected.ymin, 1e-6f);
-  EXPECT_NEAR(actual.xmax, expected.xmax, 1e-6f);
-  EXPECT_NEAR(actual.ymax, expected.ymax, 1e-6f);
-}
-
 TEST(BoxCodingTest, CornerOffsetsAreCornerDifferencesOverTheVariances) {
   // (0.3 - 0.2) / 0.1, (0.2 - 0.2) / 0.1, (0.5 - 0.6) / 0.2, (0.8 - 0.6) / 0.2
   const BoxOffsets t = encode_box(kPrior, kVariance, BoxCode::kCorner, kBox);
   expect_offsets(t, {1.0f, 0.0f, -0.5f, 1.0f});
-  expect_box(decode_box(kPrior, kVariance, BoxCode::kCorner, t), kBox);
+  expect_near_box(decode_box(kPrior, kVariance, BoxCode::kCorner, t), kBox);
 }
 
 TEST(BoxCodingTest, CornerSizeOffsetsAreAlsoDividedByThePriorsSize) {
   // The prior is 0.4 x 0.4: the corner offsets above, each / 0.4.
   const BoxOffsets t = encode_box(kPrior, kVariance, BoxCode::kCornerSize, kBox);
   expect_offsets(t, {2.5f, 0.0f, -1.25f, 2.5f});
-  expect_box(decode_box(kPrior, kVariance, BoxCode::kCornerSize, t), kBox);
+  expect_near_box(decode_box(kPrior, kVariance, BoxCode::kCornerSize, t), kBox);
 }
 
 TEST(BoxCodingTest, CenterSizeOffsetsAreCentreShiftsAndLogSizeRatios) {
   // Prior centre (0.4, 0.4), size 0.4; box centre (0.4, 0.5), size 0.2 x 0.6.
   const BoxOffsets t = encode_box(kPrior, kVariance, BoxCode::kCenterSize, kBox);
   expect_offsets(t, {0.0f, 0.1f / 0.4f / 0.1f, std::log(0.5f) / 0.2f, std::log(1.5f) / 0.2f});
-  expect_box(decode_box(kPrior, kVariance, BoxCode::kCenterSize, t), kBox);
+  expect_near_box(decode_box(kPrior, kVariance, BoxCode::kCenterSize, t), kBox);
 }
 
 TEST(BoxCodingTest, UnitVarianceIsTheVarianceEncodedInTheTarget) {

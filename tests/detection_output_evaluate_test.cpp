@@ -135,18 +135,41 @@ XTRAIN_DEVICE_TEST_F(DetectionEvaluateExample, AHigherOverlapThresholdMissesLoos
             (std::vector<float>{0, 1, 0.9f, 1, 0, 0, 1, 0.8f, 0, 1}));
 }
 
+// One detection (score 0.9) and one truth box (not difficult) of class 1 in
+// image 0, each (xmin, ymin, xmax, ymax), and a name_size_file that makes image "000001"
+// `height` x `width` pixels.
+struct OneBoxInASizedImage {
+  OneBoxInASizedImage(const std::vector<float>& detection_box, const std::vector<float>& truth_box,
+                      int height, int width)
+      : detections({1, 1, 1, 7}),
+        truth({1, 1, 1, 8}),
+        dir("name_size"),
+        sizes(dir.path() + "/name_size.txt") {
+    std::vector<float> detection = {0, 1, 0.9f};
+    detection.insert(detection.end(), detection_box.begin(), detection_box.end());
+    set_data(detections, detection);
+    std::vector<float> truth_entry = {0, 1, 0};  // image 0, class 1, instance 0
+    truth_entry.insert(truth_entry.end(), truth_box.begin(), truth_box.end());
+    truth_entry.push_back(0);  // not difficult
+    set_data(truth, truth_entry);
+    std::ofstream(sizes) << "000001 " << height << " " << width << "\n";
+  }
+
+  Blob detections;
+  Blob truth;
+  testing::TempDir dir;
+  const std::string sizes;
+};
+
 XTRAIN_DEVICE_TEST(DetectionEvaluateLayerTest, NameSizeFileComparesInImagePixels) {
   // A 1 x 1 % box and a detection on its right half. Normalized: IoU 0.5. In
   // the 100 x 100 pixels of the file, counting both end pixels: the box is
   // 2 x 2, the detection 1.5 x 2, IoU 0.75. At a threshold of 0.6 only the
   // pixel comparison makes it a hit.
-  Blob detections({1, 1, 1, 7});
-  Blob truth({1, 1, 1, 8});
-  set_data(detections, {0, 1, 0.9f, 0.005f, 0, 0.01f, 0.01f});
-  set_data(truth, {0, 1, 0, 0, 0, 0.01f, 0.01f, 0});
-  testing::TempDir dir("name_size");
-  const std::string sizes = dir.path() + "/name_size.txt";
-  std::ofstream(sizes) << "000001 100 100\n";
+  OneBoxInASizedImage example({0.005f, 0, 0.01f, 0.01f}, {0, 0, 0.01f, 0.01f}, 100, 100);
+  Blob& detections = example.detections;
+  Blob& truth = example.truth;
+  const std::string& sizes = example.sizes;
   for (const auto& [file, hit] : std::vector<std::pair<std::string, float>>{{"", 0}, {sizes, 1}}) {
     Blob top;
     auto layer = make_layer(
@@ -161,13 +184,10 @@ XTRAIN_DEVICE_TEST(DetectionEvaluateLayerTest, NameSizeFileComparesInImagePixels
   auto missing = make_layer(
       "name: 'eval' type: 'DetectionEvaluate' detection_evaluate_param { num_classes: 2 "
       "name_size_file: '" +
-      dir.path() + "/none.txt' }");
+      example.dir.path() + "/none.txt' }");
   Blob top;
-  testing::expect_error(
-      [&] {
-        missing->setup({&detections, &truth}, {&top});
-      },
-      {"'eval'", "name_size_file", "none.txt"});
+  testing::expect_setup_error(*missing, {&detections, &truth}, {&top},
+                              {"'eval'", "name_size_file", "none.txt"});
 }
 
 XTRAIN_DEVICE_TEST(DetectionEvaluateLayerTest, ResizeParamMapsBoxesBackThroughTheLetterbox) {
@@ -178,13 +198,10 @@ XTRAIN_DEVICE_TEST(DetectionEvaluateLayerTest, ResizeParamMapsBoxesBackThroughTh
   // truth (IoU 1); compared in the padded frame's pixels (0, 15, 20, 35)
   // against (0, 25, 20, 35), IoU is 21 * 11 / (21 * 21) = 0.52 < 0.6: WARP,
   // which leaves normalized boxes as they are, misses.
-  Blob detections({1, 1, 1, 7});
-  Blob truth({1, 1, 1, 8});
-  set_data(detections, {0, 1, 0.9f, 0, 0.15f, 0.1f, 0.35f});
-  set_data(truth, {0, 1, 0, 0, 0.25f, 0.1f, 0.35f, 0});
-  testing::TempDir dir("name_size");
-  const std::string sizes = dir.path() + "/name_size.txt";
-  std::ofstream(sizes) << "000001 100 200\n";
+  OneBoxInASizedImage example({0, 0.15f, 0.1f, 0.35f}, {0, 0.25f, 0.1f, 0.35f}, 100, 200);
+  Blob& detections = example.detections;
+  Blob& truth = example.truth;
+  const std::string& sizes = example.sizes;
   const auto evaluate = [&](const std::string& resize) {
     Blob top;
     auto layer = make_layer(

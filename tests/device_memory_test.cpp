@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "device_test_support.hpp"
+#include "test_net_text.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 #include "xtrain/proto_io.hpp"
@@ -75,11 +76,9 @@ XTRAIN_DEVICE_TEST(DeviceMemory, HostAndDeviceCopiesFollowTheNewestWrite) {
   EXPECT_FLOAT_EQ(blob.cpu_data()[5], 21.0f);
 }
 
-const char* kTinyTrainNet = R"(name: "tiny"
-layer { name: "data" type: "DummyData" top: "data" top: "label"
-  dummy_data_param {
-    shape { dim: 8 dim: 3 dim: 6 dim: 6 } shape { dim: 8 }
-    data_filler { type: "gaussian" std: 1 } data_filler { type: "constant" value: 1 } } }
+const std::string kTinyTrainNet = R"(name: "tiny"
+)" + testing::random_data_and_labels({8, 3, 6, 6}, "type: 'constant' value: 1") +
+                                  R"(
 layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
   convolution_param { num_output: 4 kernel_size: 3 weight_filler { type: "xavier" } } }
 layer { name: "relu" type: "ReLU" bottom: "conv" top: "conv" }

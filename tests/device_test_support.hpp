@@ -200,58 +200,37 @@ class DeviceTestWithParam : public ::testing::TestWithParam<T> {
 
 #define XTRAIN_DEVICE_TEST_CLASS_(Suite, Name) Suite##_##Name##_DeviceTest
 
-// Like TEST_F(Fixture, Name), once per device.
-#define XTRAIN_DEVICE_TEST_F(Fixture, Name)                                                       \
-  class XTRAIN_DEVICE_TEST_CLASS_(Fixture, Name)                                                  \
-      : public ::xtrain::testing::detail::OnDevice<Fixture> {                                     \
-   public:                                                                                        \
-    void TestBody() override;                                                                     \
-  };                                                                                              \
-  [[maybe_unused]] static const bool Fixture##_##Name##_device_tests_registered =                 \
-      ::xtrain::testing::detail::register_device_tests<Fixture,                                   \
-                                                       XTRAIN_DEVICE_TEST_CLASS_(Fixture, Name)>( \
-          #Fixture, #Name, __FILE__, __LINE__);                                                   \
-  void XTRAIN_DEVICE_TEST_CLASS_(Fixture, Name)::TestBody()
-
-// Like TEST(Suite, Name), once per device.
-#define XTRAIN_DEVICE_TEST(Suite, Name)                                                         \
+// The test class of Suite.Name on `Base` (a fixture or ::testing::Test) and
+// its registration once per device, or on the GPU alone when `gpu_only`;
+// the test's body follows the macro.
+#define XTRAIN_DEVICE_TEST_DEFINE_(Suite, Name, Base, gpu_only)                                 \
   class XTRAIN_DEVICE_TEST_CLASS_(Suite, Name)                                                  \
-      : public ::xtrain::testing::detail::OnDevice<::testing::Test> {                           \
+      : public ::xtrain::testing::detail::OnDevice<Base> {                                      \
    public:                                                                                      \
     void TestBody() override;                                                                   \
   };                                                                                            \
   [[maybe_unused]] static const bool Suite##_##Name##_device_tests_registered =                 \
-      ::xtrain::testing::detail::register_device_tests<::testing::Test,                         \
+      ::xtrain::testing::detail::register_device_tests<Base,                                    \
                                                        XTRAIN_DEVICE_TEST_CLASS_(Suite, Name)>( \
-          #Suite, #Name, __FILE__, __LINE__);                                                   \
+          #Suite, #Name, __FILE__, __LINE__, gpu_only);                                         \
   void XTRAIN_DEVICE_TEST_CLASS_(Suite, Name)::TestBody()
+
+// Like TEST_F(Fixture, Name), once per device.
+#define XTRAIN_DEVICE_TEST_F(Fixture, Name) \
+  XTRAIN_DEVICE_TEST_DEFINE_(Fixture, Name, Fixture, /*gpu_only=*/false)
+
+// Like TEST(Suite, Name), once per device.
+#define XTRAIN_DEVICE_TEST(Suite, Name) \
+  XTRAIN_DEVICE_TEST_DEFINE_(Suite, Name, ::testing::Test, /*gpu_only=*/false)
 
 // Like TEST_F(Fixture, Name) for a test that needs a GPU: `GPU/Fixture.Name`
 // alone, run with GPU 0 current.
-#define XTRAIN_GPU_TEST_F(Fixture, Name)                                                          \
-  class XTRAIN_DEVICE_TEST_CLASS_(Fixture, Name)                                                  \
-      : public ::xtrain::testing::detail::OnDevice<Fixture> {                                     \
-   public:                                                                                        \
-    void TestBody() override;                                                                     \
-  };                                                                                              \
-  [[maybe_unused]] static const bool Fixture##_##Name##_gpu_test_registered =                     \
-      ::xtrain::testing::detail::register_device_tests<Fixture,                                   \
-                                                       XTRAIN_DEVICE_TEST_CLASS_(Fixture, Name)>( \
-          #Fixture, #Name, __FILE__, __LINE__, /*gpu_only=*/true);                                \
-  void XTRAIN_DEVICE_TEST_CLASS_(Fixture, Name)::TestBody()
+#define XTRAIN_GPU_TEST_F(Fixture, Name) \
+  XTRAIN_DEVICE_TEST_DEFINE_(Fixture, Name, Fixture, /*gpu_only=*/true)
 
 // Like TEST(Suite, Name) for a test that needs a GPU: `GPU/Suite.Name` alone.
-#define XTRAIN_GPU_TEST(Suite, Name)                                                            \
-  class XTRAIN_DEVICE_TEST_CLASS_(Suite, Name)                                                  \
-      : public ::xtrain::testing::detail::OnDevice<::testing::Test> {                           \
-   public:                                                                                      \
-    void TestBody() override;                                                                   \
-  };                                                                                            \
-  [[maybe_unused]] static const bool Suite##_##Name##_gpu_test_registered =                     \
-      ::xtrain::testing::detail::register_device_tests<::testing::Test,                         \
-                                                       XTRAIN_DEVICE_TEST_CLASS_(Suite, Name)>( \
-          #Suite, #Name, __FILE__, __LINE__, /*gpu_only=*/true);                                \
-  void XTRAIN_DEVICE_TEST_CLASS_(Suite, Name)::TestBody()
+#define XTRAIN_GPU_TEST(Suite, Name) \
+  XTRAIN_DEVICE_TEST_DEFINE_(Suite, Name, ::testing::Test, /*gpu_only=*/true)
 
 // Like INSTANTIATE_TEST_SUITE_P(Prefix, Suite, ...) for a DeviceTestWithParam
 // fixture, once per device (the prefixes CPU and GPU).

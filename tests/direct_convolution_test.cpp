@@ -21,19 +21,6 @@ namespace {
 using namespace convolution_testing;
 using xtrain::testing::ScopedCpuIsaCap;
 
-void expect_matches_reference(ConvolutionEngine& engine, const Inputs& inputs,
-                              const Results& expected) {
-  for (BackwardCall call : {BackwardCall::kSeparatePasses, BackwardCall::kCombined}) {
-    const Results actual = run(engine, inputs, call);
-    expect_close(actual.top, expected.top, "forward");
-    expect_close(actual.bottom_diff, expected.bottom_diff, "backward-data");
-    expect_close(actual.weight_diff, expected.weight_diff, "weight gradient");
-    if (engine.shape().bias_term) {
-      expect_close(actual.bias_diff, expected.bias_diff, "bias gradient");
-    }
-  }
-}
-
 // Geometry{name, N, C, H, W, num_output, kh, kw, sh, sw, ph, pw, dh, dw, group, bias}
 std::vector<Geometry> direct_geometries() {
   return {
@@ -49,26 +36,23 @@ std::vector<Geometry> direct_geometries() {
   };
 }
 
-class DirectConvolutionTest : public ::testing::TestWithParam<Geometry> {};
+class DirectConvolutionTest : public GeometryTest {};
 
 TEST_P(DirectConvolutionTest, EveryWidthAtEveryLevelMatchesTheReference) {
-  const ConvolutionShape shape = shape_of(GetParam());
-  const Inputs inputs(shape);
-  GemmConvolution gemm(shape);
-  const Results expected = run(gemm, inputs);
+  const Results expected = gemm_results();
   int tried = 0;
   for (CpuIsa level : {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
     if (level > detected_cpu_isa()) continue;
     ScopedCpuIsaCap cap(level);
-    for (int lanes : DirectConvolution::lane_widths_for(shape)) {
+    for (int lanes : DirectConvolution::lane_widths_for(shape_)) {
       SCOPED_TRACE(std::string(cpu_isa_name(level)) + ", " + DirectConvolution::name_for(lanes));
-      DirectConvolution direct(shape, lanes);
+      DirectConvolution direct(shape_, lanes);
       EXPECT_EQ(direct.name(), DirectConvolution::name_for(lanes));
-      expect_matches_reference(direct, inputs, expected);
+      expect_matches_reference(direct, inputs_, expected);
       ++tried;
     }
   }
-  EXPECT_GT(tried, 0) << "no width took " << shape.to_string();
+  EXPECT_GT(tried, 0) << "no width took " << shape_.to_string();
 }
 
 INSTANTIATE_TEST_SUITE_P(Geometries, DirectConvolutionTest,

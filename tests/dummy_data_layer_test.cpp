@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -23,11 +24,14 @@ namespace {
 
 using namespace testing;
 
+// A DummyData layer 'dummy' with `settings` as its dummy_data_param.
+std::unique_ptr<Layer> dummy_data(const std::string& settings) {
+  return make_layer("name: 'dummy' type: 'DummyData' dummy_data_param { " + settings + " }");
+}
+
 TEST(DummyDataLayerTest, ZerosInTheGivenShapes) {
   Blob a, b;
-  auto layer = make_layer(
-      "name: 'dummy' type: 'DummyData' dummy_data_param { shape { dim: 2 dim: 3 } "
-      "shape { dim: 4 } }");
+  auto layer = dummy_data("shape { dim: 2 dim: 3 } shape { dim: 4 }");
   layer->setup({}, {&a, &b});
   EXPECT_EQ(a.shape(), (std::vector<int>{2, 3}));
   EXPECT_EQ(b.shape(), (std::vector<int>{4}));
@@ -37,9 +41,9 @@ TEST(DummyDataLayerTest, ZerosInTheGivenShapes) {
 
 TEST(DummyDataLayerTest, LegacyShapeFieldsGiveOnceOrPerTop) {
   Blob a, b;
-  auto layer = make_layer(
-      "name: 'dummy' type: 'DummyData' dummy_data_param { num: 5 num: 6 channels: 2 height: 3 "
-      "width: 1 width: 4 data_filler { type: 'constant' value: 7 } }");
+  auto layer = dummy_data(
+      "num: 5 num: 6 channels: 2 height: 3 width: 1 width: 4 data_filler { type: 'constant' value: "
+      "7 }");
   layer->setup({}, {&a, &b});
   EXPECT_EQ(a.shape(), (std::vector<int>{5, 2, 3, 1}));
   EXPECT_EQ(b.shape(), (std::vector<int>{6, 2, 3, 4}));
@@ -49,9 +53,9 @@ TEST(DummyDataLayerTest, LegacyShapeFieldsGiveOnceOrPerTop) {
 
 TEST(DummyDataLayerTest, ConstantTopsAreFilledOnceOthersOnEveryForward) {
   Blob constant, random;
-  auto layer = make_layer(
-      "name: 'dummy' type: 'DummyData' dummy_data_param { shape { dim: 10 } "
-      "data_filler { type: 'constant' value: 3 } data_filler { type: 'gaussian' std: 1 } }");
+  auto layer = dummy_data(
+      "shape { dim: 10 } data_filler { type: 'constant' value: 3 } data_filler { type: 'gaussian' "
+      "std: 1 }");
   layer->setup({}, {&constant, &random});
   EXPECT_EQ(data_of(constant), std::vector<float>(10, 3.0f));
 
@@ -67,9 +71,7 @@ TEST(DummyDataLayerTest, ConstantTopsAreFilledOnceOthersOnEveryForward) {
 
 TEST(DummyDataLayerTest, OneNonConstantFillerRefillsEveryTop) {
   Blob a, b;
-  auto layer = make_layer(
-      "name: 'dummy' type: 'DummyData' dummy_data_param { shape { dim: 3 dim: 4 } "
-      "data_filler { type: 'uniform' min: 1 max: 2 } }");
+  auto layer = dummy_data("shape { dim: 3 dim: 4 } data_filler { type: 'uniform' min: 1 max: 2 }");
   layer->setup({}, {&a, &b});
   layer->forward({}, {&a, &b});
   const std::vector<float> first_a = data_of(a);
@@ -94,10 +96,9 @@ std::uint64_t first_forward_key(std::uint64_t seed) {
 // element by element, without the layer's functor: top t is Philox stream t.
 XTRAIN_DEVICE_TEST(DummyDataLayerTest, RefillsAreDirectPhiloxDraws) {
   Blob uniform, normal;
-  auto layer = make_layer(
-      "name: 'dummy' type: 'DummyData' dummy_data_param { shape { dim: 3 dim: 5 } "
-      "shape { dim: 2 dim: 7 } data_filler { type: 'uniform' min: -2 max: 3 } "
-      "data_filler { type: 'gaussian' mean: 1 std: 0.5 } }");
+  auto layer = dummy_data(
+      "shape { dim: 3 dim: 5 } shape { dim: 2 dim: 7 } data_filler { type: 'uniform' min: -2 max: "
+      "3 } data_filler { type: 'gaussian' mean: 1 std: 0.5 }");
   layer->setup({}, {&uniform, &normal});
   layer->seed(5);
   layer->forward({}, {&uniform, &normal});
@@ -192,9 +193,8 @@ TEST(DummyDataLayerTest, FillersMapToTheirPerElementDistributions) {
 
 TEST(DummyDataLayerTest, GaussianRefillHasTheMeanAndStd) {
   Blob blob;
-  auto layer = make_layer(
-      "name: 'dummy' type: 'DummyData' dummy_data_param { shape { dim: 1000 dim: 100 } "
-      "data_filler { type: 'gaussian' mean: 3 std: 2 } }");
+  auto layer =
+      dummy_data("shape { dim: 1000 dim: 100 } data_filler { type: 'gaussian' mean: 3 std: 2 }");
   layer->setup({}, {&blob});
   layer->forward({}, {&blob});
   double sum = 0, squares = 0;
@@ -210,9 +210,7 @@ TEST(DummyDataLayerTest, GaussianRefillHasTheMeanAndStd) {
 
 TEST(DummyDataLayerTest, PositiveUnitballIsRefilledOnTheHostRowByRow) {
   Blob blob;
-  auto layer = make_layer(
-      "name: 'dummy' type: 'DummyData' dummy_data_param { shape { dim: 3 dim: 8 } "
-      "data_filler { type: 'positive_unitball' } }");
+  auto layer = dummy_data("shape { dim: 3 dim: 8 } data_filler { type: 'positive_unitball' }");
   layer->setup({}, {&blob});
   layer->forward({}, {&blob});
   const std::vector<float> first = data_of(blob);
@@ -225,34 +223,29 @@ TEST(DummyDataLayerTest, PositiveUnitballIsRefilledOnTheHostRowByRow) {
 }
 
 TEST(DummyDataLayerTest, ParameterErrors) {
-  Blob a, b, c;
-  auto fillers = make_layer(
-      "name: 'dummy' type: 'DummyData' dummy_data_param { shape { dim: 1 } "
-      "data_filler { } data_filler { } }");
-  expect_error(
-      [&] {
-        fillers->setup({}, {&a, &b, &c});
-      },
-      {"layer 'dummy' (DummyData)", "2 data_filler", "3 tops"});
-  auto shapes = make_layer(
-      "name: 'dummy' type: 'DummyData' dummy_data_param { shape { dim: 1 } shape { dim: 2 } }");
-  expect_error(
-      [&] {
-        shapes->setup({}, {&a, &b, &c});
-      },
-      {"layer 'dummy' (DummyData)", "2 'shape'", "3 tops"});
-  auto both = make_layer(
-      "name: 'dummy' type: 'DummyData' dummy_data_param { shape { dim: 1 } num: 1 channels: 1 "
-      "height: 1 width: 1 }");
-  expect_error([&] { both->setup({}, {&a}); }, {"layer 'dummy' (DummyData)", "both shape"});
-  auto missing = make_layer(
-      "name: 'dummy' type: 'DummyData' dummy_data_param { num: 1 channels: 1 height: 1 }");
-  expect_error([&] { missing->setup({}, {&a}); }, {"layer 'dummy' (DummyData)", "'width'"});
-  auto bad_filler = make_layer(
-      "name: 'dummy' type: 'DummyData' dummy_data_param { shape { dim: 1 } "
-      "data_filler { type: 'no_such_filler' } }");
-  expect_error([&] { bad_filler->setup({}, {&a}); },
-               {"layer 'dummy' (DummyData)", "data_filler", "no_such_filler"});
+  struct BadSettings {
+    std::string settings;
+    int tops;
+    std::vector<std::string> message_parts;
+  };
+  const BadSettings cases[] = {
+      {"shape { dim: 1 } data_filler { } data_filler { }", 3, {"2 data_filler", "3 tops"}},
+      {"shape { dim: 1 } shape { dim: 2 }", 3, {"2 'shape'", "3 tops"}},
+      {"shape { dim: 1 } num: 1 channels: 1 height: 1 width: 1", 1, {"both shape"}},
+      {"num: 1 channels: 1 height: 1", 1, {"'width'"}},
+      {"shape { dim: 1 } data_filler { type: 'no_such_filler' }",
+       1,
+       {"data_filler", "no_such_filler"}},
+  };
+  for (const BadSettings& bad : cases) {
+    SCOPED_TRACE(bad.settings);
+    Blob a, b, c;
+    const BlobVec tops = bad.tops == 3 ? BlobVec{&a, &b, &c} : BlobVec{&a};
+    auto layer = dummy_data(bad.settings);
+    std::vector<std::string> message_parts = bad.message_parts;
+    message_parts.push_back("layer 'dummy' (DummyData)");
+    expect_setup_error(*layer, {}, tops, message_parts);
+  }
 }
 
 }  // namespace

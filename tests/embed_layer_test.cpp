@@ -102,9 +102,9 @@ TEST(EmbedLayerTest, NeedsNumOutputAndInputDim) {
   Blob bottom({2});
   Blob top;
   auto no_output = make_layer("name: 'e' type: 'Embed' embed_param { input_dim: 4 }");
-  expect_error([&] { no_output->setup({&bottom}, {&top}); }, {"layer 'e' (Embed)", "num_output"});
+  expect_setup_error(*no_output, {&bottom}, {&top}, {"layer 'e' (Embed)", "num_output"});
   auto no_input = make_layer("name: 'e' type: 'Embed' embed_param { num_output: 4 }");
-  expect_error([&] { no_input->setup({&bottom}, {&top}); }, {"layer 'e' (Embed)", "input_dim"});
+  expect_setup_error(*no_input, {&bottom}, {&top}, {"layer 'e' (Embed)", "input_dim"});
 }
 
 }  // namespace

@@ -1,22 +1,20 @@
 // Fillers: each one's values checked against its definition (exactly where
 // the definition is exact, by moments over many draws where it is random).
+#include "xtrain/filler.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
+#include "proto_text.hpp"
 #include "xtrain/error.hpp"
-#include "xtrain/filler.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 #include "xtrain/proto_io.hpp"
 
 namespace xtrain {
 namespace {
 
-FillerParameter filler(const std::string& text) {
-  FillerParameter param;
-  read_proto_from_text_string(text, &param);
-  return param;
-}
+FillerParameter filler(const std::string& text) { return testing::parse<FillerParameter>(text); }
 
 struct Moments {
   double mean = 0;

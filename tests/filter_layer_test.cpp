@@ -81,27 +81,17 @@ XTRAIN_DEVICE_TEST(FilterLayerTest, ErrorsNameTheLayer) {
   Blob other;
   Blob wide_selector({3, 2});
   auto wide = make_layer(kFilter);
-  expect_error(
-      [&] {
-        wide->setup({&x, &wide_selector}, {&top});
-      },
-      {"'keep'", "selector", "3 2 (6)", "(N, 1, ...)"});
+  expect_setup_error(*wide, {&x, &wide_selector}, {&top},
+                     {"'keep'", "selector", "3 2 (6)", "(N, 1, ...)"});
 
   Blob short_selector({2});
   auto mismatched = make_layer(kFilter);
-  expect_error(
-      [&] {
-        mismatched->setup({&x, &short_selector}, {&top});
-      },
-      {"'keep'", "bottom 0", "3 2 (6)", "2 items"});
+  expect_setup_error(*mismatched, {&x, &short_selector}, {&top},
+                     {"'keep'", "bottom 0", "3 2 (6)", "2 items"});
 
   Blob selector({3});
   auto tops = make_layer(kFilter);
-  expect_error(
-      [&] {
-        tops->setup({&x, &selector}, {&top, &other});
-      },
-      {"'keep'", "one top per bottom"});
+  expect_setup_error(*tops, {&x, &selector}, {&top, &other}, {"'keep'", "one top per bottom"});
 
   auto layer = make_layer(kFilter);
   set_data(selector, {1, 0, 1});

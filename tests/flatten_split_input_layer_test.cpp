@@ -21,6 +21,7 @@ namespace xtrain {
 namespace {
 
 using testing::error_of;
+using testing::expect_error;
 
 std::unique_ptr<Layer> make_layer(const std::string& text) {
   LayerParameter param;
@@ -88,8 +89,7 @@ TEST(FlattenLayerTest, Errors) {
   Blob bottom({2, 3, 4});
   Blob top;
   auto in_place = make_layer("name: 'flat' type: 'Flatten'");
-  EXPECT_NE(error_of([&] { in_place->setup({&bottom}, {&bottom}); }).find("in place"),
-            std::string::npos);
+  expect_error([&] { in_place->setup({&bottom}, {&bottom}); }, {"in place"});
   auto backwards = make_layer("name: 'flat' type: 'Flatten' flatten_param { axis: 2 end_axis: 1 }");
   const std::string message = error_of([&] { backwards->setup({&bottom}, {&top}); });
   EXPECT_NE(message.find("layer 'flat' (Flatten)"), std::string::npos) << message;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "test_net_text.hpp"
 #include "two_equal_replicas.hpp"
 #include "xtrain/comm.hpp"
 #include "xtrain/net.hpp"
@@ -22,11 +23,10 @@ namespace {
 // data -> ip1 (64x256 weights) -> relu -> ip2 -> ip3 -> loss, where ip2 and
 // ip3 share their weights ('shared'), so the shared weights are final only
 // after ip2, the lower of the two.
-const char* const kNet = R"(
+const std::string kNet = R"(
 name: 'buckets'
-layer { name: 'data' type: 'DummyData' top: 'data' top: 'label'
-  dummy_data_param { shape { dim: 4 dim: 256 } shape { dim: 4 }
-                     data_filler { type: 'gaussian' std: 1 } data_filler { type: 'constant' value: 1 } } }
+)" + testing::random_data_and_labels({4, 256}, "type: 'constant' value: 1") +
+                         R"(
 layer { name: 'ip1' type: 'InnerProduct' bottom: 'data' top: 'ip1'
   inner_product_param { num_output: 64 weight_filler { type: 'xavier' } bias_filler { type: 'constant' value: 0.1 } } }
 layer { name: 'relu' type: 'ReLU' bottom: 'ip1' top: 'ip1' }

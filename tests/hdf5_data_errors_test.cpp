@@ -113,11 +113,9 @@ TEST(Hdf5DataLayer, FileWithNoRowsIsAnError) {
   Hdf5DataLayer layer(hdf5_param(list, 3));
   Tops tops;
   layer.setup({}, tops.both());
-  const std::string message = error_of([&] { layer.forward({}, tops.both()); });
-  EXPECT_TRUE(contains(message, "layer 'h5' (HDF5Data)")) << message;
-  EXPECT_TRUE(
-      contains(message, "in HDF5 file '" + dir.file("empty.h5") + "' dataset 'data' has 0 rows"))
-      << message;
+  expect_error([&] { layer.forward({}, tops.both()); },
+               {"layer 'h5' (HDF5Data)",
+                "in HDF5 file '" + dir.file("empty.h5") + "' dataset 'data' has 0 rows"});
 }
 
 TEST(Hdf5DataLayer, RowShapeThatChangesBetweenFilesIsAnError) {

@@ -18,6 +18,7 @@
 
 #include "data/hdf5_data_layer.hpp"
 #include "data/hdf5_file.hpp"
+#include "data_layer_tops.hpp"
 #include "error_message.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/error.hpp"
@@ -107,13 +108,10 @@ inline LayerParameter hdf5_param(const std::string& source, int batch_size, bool
   return param;
 }
 
-struct Tops {
-  Blob data;
-  Blob label;
-  BlobVec both() { return {&data, &label}; }
-};
+using Tops = testing::DataAndLabelTops;
 
 using testing::error_of;
+using testing::expect_error;
 
 inline bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

@@ -72,31 +72,21 @@ XTRAIN_DEVICE_TEST(Hdf5OutputLayerTest, ErrorsNameTheLayer) {
   Blob data({2, 3});
   Blob other_batch({3});
   auto mismatched = make_layer(output_layer(dir.file("a.h5")));
-  expect_error(
-      [&] {
-        mismatched->setup({&data, &other_batch}, {});
-      },
-      {"'out'", "2 3 (6)", "3 (3)", "same batch size"});
+  expect_setup_error(*mismatched, {&data, &other_batch}, {},
+                     {"'out'", "2 3 (6)", "3 (3)", "same batch size"});
 
   Blob five_axes({1, 1, 1, 1, 2});
   Blob label({1});
   auto too_many = make_layer(output_layer(dir.file("b.h5")));
-  expect_error(
-      [&] {
-        too_many->setup({&five_axes, &label}, {});
-      },
-      {"'out'", "1 1 1 1 2 (2)", "at most 4 axes"});
+  expect_setup_error(*too_many, {&five_axes, &label}, {},
+                     {"'out'", "1 1 1 1 2 (2)", "at most 4 axes"});
 
   const std::string nowhere = dir.file("missing/folder/c.h5");
   auto unwritable = make_layer(output_layer(nowhere));
-  expect_error(
-      [&] {
-        unwritable->setup({&data, &label}, {});
-      },
-      {"'out'", nowhere, "cannot create"});
+  expect_setup_error(*unwritable, {&data, &label}, {}, {"'out'", nowhere, "cannot create"});
 
   auto unnamed = make_layer("name: 'out' type: 'HDF5Output'");
-  expect_error([&] { unnamed->setup({&data, &label}, {}); }, {"'out'", "file_name"});
+  expect_setup_error(*unnamed, {&data, &label}, {}, {"'out'", "file_name"});
 }
 
 }  // namespace

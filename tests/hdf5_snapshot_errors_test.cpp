@@ -53,13 +53,12 @@ TEST(Hdf5Snapshot, LooksLikeHdf5ChecksTheSignature) {
 TEST(Hdf5Snapshot, ReadErrorsSayWhatTheFileIsMissing) {
   TempDir dir("hdf5_snapshot");
   const std::string missing = dir.file("nothing.caffemodel.h5");
-  EXPECT_NE(error_of([&] { read_net_hdf5(missing); }).find("no such file"), std::string::npos);
+  expect_error([&] { read_net_hdf5(missing); }, {"no such file"});
 
   const std::string text = dir.write("notes.caffemodel.h5", "these are not weights\n");
   const std::string not_hdf5 = error_of([&] { read_net_hdf5(text); });
   EXPECT_NE(not_hdf5.find("'" + text + "' is not an HDF5 file"), std::string::npos) << not_hdf5;
-  EXPECT_NE(error_of([&] { read_solver_state_hdf5(text); }).find("not an HDF5 file"),
-            std::string::npos);
+  expect_error([&] { read_solver_state_hdf5(text); }, {"not an HDF5 file"});
 
   SolverState state;
   state.set_iter(1);
@@ -152,24 +151,19 @@ TEST(Hdf5Snapshot, WriteRejectsWhatCaffeWouldCrashOn) {
   NetParameter duplicate;
   add_layer(&duplicate, "data");
   add_layer(&duplicate, "data");
-  EXPECT_NE(error_of([&] { write_net_hdf5(duplicate, path, false); }).find("both named 'data'"),
-            std::string::npos);
+  expect_error([&] { write_net_hdf5(duplicate, path, false); }, {"both named 'data'"});
   NetParameter unnamed;
   add_layer(&unnamed, "");
-  EXPECT_NE(error_of([&] { write_net_hdf5(unnamed, path, false); }).find("has no name"),
-            std::string::npos);
+  expect_error([&] { write_net_hdf5(unnamed, path, false); }, {"has no name"});
   NetParameter bad_path;
   add_layer(&bad_path, "conv1//x");
-  EXPECT_NE(error_of([&] { write_net_hdf5(bad_path, path, false); }).find("group path"),
-            std::string::npos);
+  expect_error([&] { write_net_hdf5(bad_path, path, false); }, {"group path"});
 
   NetParameter collision;
   add_layer(&collision, "conv1", {make_blob({3}, 0.0f)});
   add_layer(&collision, "conv1/0");
-  EXPECT_NE(error_of([&] {
-              write_net_hdf5(collision, path, false);
-            }).find("layer 'conv1/0' would be stored where blob 0 of layer 'conv1' is"),
-            std::string::npos);
+  expect_error([&] { write_net_hdf5(collision, path, false); },
+               {"layer 'conv1/0' would be stored where blob 0 of layer 'conv1' is"});
 
   NetParameter short_blob;
   BlobProto blob = make_blob({2, 3}, 0.0f);
@@ -178,10 +172,8 @@ TEST(Hdf5Snapshot, WriteRejectsWhatCaffeWouldCrashOn) {
   const std::string short_message = error_of([&] { write_net_hdf5(short_blob, path, false); });
   EXPECT_NE(short_message.find("needs 6 values but it holds 5"), std::string::npos)
       << short_message;
-  EXPECT_NE(error_of([&] {
-              write_net_hdf5(sample_net(false), path, true);
-            }).find("a snapshot with diffs needs every blob's diff"),
-            std::string::npos);
+  expect_error([&] { write_net_hdf5(sample_net(false), path, true); },
+               {"a snapshot with diffs needs every blob's diff"});
   EXPECT_TRUE(files_in(dir.path()).empty()) << "a failed write left a file behind";
 }
 
@@ -192,8 +184,7 @@ TEST(Hdf5Snapshot, WriteIntoMissingDirectoryFailsCleanly) {
   const std::string path = dir.file("no_such_dir/net.caffemodel.h5");
   const std::string message = error_of([&] { write_net_hdf5(sample_net(false), path, false); });
   EXPECT_NE(message.find(path), std::string::npos) << message;
-  EXPECT_NE(error_of([&] { write_solver_state_hdf5(SolverState(), path); }).find(path),
-            std::string::npos);
+  expect_error([&] { write_solver_state_hdf5(SolverState(), path); }, {path});
   EXPECT_TRUE(files_in(dir.path()).empty());
 }
 

@@ -96,6 +96,7 @@ inline void expect_same_weights(const NetParameter& expected, const NetParameter
 }
 
 using testing::error_of;
+using testing::expect_error;
 
 inline std::vector<std::string> files_in(const std::string& directory) {
   std::vector<std::string> names;
@@ -108,39 +109,34 @@ inline std::vector<std::string> files_in(const std::string& directory) {
 
 // --- The HDF5 C API, as Caffe 1.0 uses it (H5LT writes the same objects) ---
 
-inline void caffe_write_int(hid_t location, const char* name, int value) {
-  const hsize_t one = 1;
-  const hid_t space = H5Screate_simple(1, &one, nullptr);
+// Writes `data` (of HDF5 `type`, in `space`) as the dataset `name`; closes
+// `space`.
+inline void caffe_write_dataset(hid_t location, const char* name, hid_t type, hid_t space,
+                                const void* data) {
   const hid_t dataset =
-      H5Dcreate2(location, name, H5T_NATIVE_INT, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+      H5Dcreate2(location, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   ASSERT_GE(dataset, 0) << name;
-  ASSERT_GE(H5Dwrite(dataset, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value), 0);
+  ASSERT_GE(H5Dwrite(dataset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), 0);
   H5Dclose(dataset);
   H5Sclose(space);
+}
+
+inline void caffe_write_int(hid_t location, const char* name, int value) {
+  const hsize_t one = 1;
+  caffe_write_dataset(location, name, H5T_NATIVE_INT, H5Screate_simple(1, &one, nullptr), &value);
 }
 
 inline void caffe_write_string(hid_t location, const char* name, const std::string& value) {
   const hid_t type = H5Tcopy(H5T_C_S1);
   H5Tset_size(type, value.size() + 1);
-  const hid_t space = H5Screate(H5S_SCALAR);
-  const hid_t dataset =
-      H5Dcreate2(location, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-  ASSERT_GE(dataset, 0) << name;
-  ASSERT_GE(H5Dwrite(dataset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, value.c_str()), 0);
-  H5Dclose(dataset);
-  H5Sclose(space);
+  caffe_write_dataset(location, name, type, H5Screate(H5S_SCALAR), value.c_str());
   H5Tclose(type);
 }
 
 inline void caffe_write_floats(hid_t location, const char* name, const std::vector<hsize_t>& dims,
                                const std::vector<float>& values) {
   const hid_t space = H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
-  const hid_t dataset =
-      H5Dcreate2(location, name, H5T_NATIVE_FLOAT, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-  ASSERT_GE(dataset, 0) << name;
-  ASSERT_GE(H5Dwrite(dataset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
-  H5Dclose(dataset);
-  H5Sclose(space);
+  caffe_write_dataset(location, name, H5T_NATIVE_FLOAT, space, values.data());
 }
 
 inline std::vector<float> ramp(std::size_t count, float first) {

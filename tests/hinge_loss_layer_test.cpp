@@ -87,25 +87,27 @@ XTRAIN_DEVICE_TEST(HingeLossLayer, UserErrors) {
   f.labels.mutable_cpu_data()[1] = 3;
   auto layer = make_loss_layer("HingeLoss");
   layer->setup(f.bottom(), f.top());
-  const std::string range = error_of([&] { layer->forward(f.bottom(), f.top()); });
-  EXPECT_TRUE(contains(range,
-                       "layer 'loss' (HingeLoss): label 3 at position 1 is out of range: "
-                       "the predictions have 3 classes, so labels must be in [0, 2]"))
-      << range;
+  expect_error([&] { layer->forward(f.bottom(), f.top()); },
+               {"layer 'loss' (HingeLoss): label 3 at position 1 is out of range: "
+                "the predictions have 3 classes, so labels must be in [0, 2]"});
 
   Blob scores({2, 3}), labels({2, 2}), loss;
   auto other = make_loss_layer("HingeLoss");
-  const std::string shape = error_of([&] { other->setup({&scores, &labels}, {&loss}); });
-  EXPECT_TRUE(contains(shape, "must hold one label per sample (N x 1 x 1 x 1): 2 values")) << shape;
+  expect_error(
+      [&] {
+        other->setup({&scores, &labels}, {&loss});
+      },
+      {"must hold one label per sample (N x 1 x 1 x 1): 2 values"});
 
   Fixture g;
   auto no_labels = make_loss_layer("HingeLoss");
   no_labels->setup(g.bottom(), g.top());
   no_labels->forward(g.bottom(), g.top());
-  EXPECT_TRUE(contains(error_of([&] {
-                         no_labels->backward(g.top(), {true, true}, g.bottom());
-                       }),
-                       "cannot backpropagate to its labels"));
+  expect_error(
+      [&] {
+        no_labels->backward(g.top(), {true, true}, g.bottom());
+      },
+      {"cannot backpropagate to its labels"});
 }
 
 }  // namespace

@@ -58,6 +58,7 @@ std::string write_gzipped(const TempDir& dir, const std::string& name, const std
 }
 
 using testing::error_of;
+using testing::expect_error;
 
 // Two 2x3 images with distinct pixels.
 const std::vector<std::uint8_t> kPixels = {0, 1, 2, 3, 4, 5, 250, 251, 252, 253, 254, 255};
@@ -100,8 +101,7 @@ TEST(IdxFile, WrongMagicNamesFileAndKind) {
   EXPECT_NE(message.find("an IDX labels file"), std::string::npos) << message;
 
   const std::string junk = write_plain(dir, "junk", "hello world, not IDX");
-  EXPECT_NE(error_of([&] { read_idx_labels(junk); }).find("is not an IDX labels file"),
-            std::string::npos);
+  expect_error([&] { read_idx_labels(junk); }, {"is not an IDX labels file"});
 }
 
 TEST(IdxFile, TruncatedFilesAreReported) {
@@ -126,7 +126,7 @@ TEST(IdxFile, TruncatedFilesAreReported) {
 TEST(IdxFile, ZeroSizedImagesAreRejected) {
   TempDir dir("idx");
   const std::string path = write_plain(dir, "images", idx_images(1, 0, 3, {}));
-  EXPECT_NE(error_of([&] { read_idx_images(path); }).find("header is corrupt"), std::string::npos);
+  expect_error([&] { read_idx_images(path); }, {"header is corrupt"});
 }
 
 TEST(IdxFile, MissingFileIsNamed) {

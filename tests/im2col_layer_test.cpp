@@ -114,18 +114,17 @@ XTRAIN_DEVICE_TEST(Im2colLayerTest, ErrorsNameTheLayer) {
   Blob top;
   Blob volume({1, 2, 3, 4, 5});
   auto three_d = make_layer(im2col("kernel_size: 2"));
-  expect_error([&] { three_d->setup({&volume}, {&top}); },
-               {"'cols'", "3 spatial axes", "only 2-D"});
+  expect_setup_error(*three_d, {&volume}, {&top}, {"'cols'", "3 spatial axes", "only 2-D"});
 
   Blob image({1, 1, 3, 3});
   auto nd = make_layer(im2col("kernel_size: 2 force_nd_im2col: true"));
-  expect_error([&] { nd->setup({&image}, {&top}); }, {"'cols'", "force_nd_im2col"});
+  expect_setup_error(*nd, {&image}, {&top}, {"'cols'", "force_nd_im2col"});
 
   auto too_big = make_layer(im2col("kernel_size: 5"));
-  expect_error([&] { too_big->setup({&image}, {&top}); }, {"'cols'", "does not fit", "3x3"});
+  expect_setup_error(*too_big, {&image}, {&top}, {"'cols'", "does not fit", "3x3"});
 
   auto no_kernel = make_layer(im2col("stride: 2"));
-  expect_error([&] { no_kernel->setup({&image}, {&top}); }, {"'cols'", "kernel_size"});
+  expect_setup_error(*no_kernel, {&image}, {&top}, {"'cols'", "kernel_size"});
 }
 
 }  // namespace

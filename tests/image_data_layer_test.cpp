@@ -199,15 +199,12 @@ TEST(ImageDataLayer, BadListsAndParameters) {
   folder.dir.write("list.txt", "\n  \n");
   ImageDataLayer empty(image_param(folder, 1));
   Tops tops;
-  EXPECT_NE(error_of([&] { empty.setup({}, tops.both()); }).find("names no image"),
-            std::string::npos);
+  expect_error([&] { empty.setup({}, tops.both()); }, {"names no image"});
 
   folder.dir.write("list.txt", "img 0.png 1\n");
   ImageDataLayer half_resize(image_param(folder, 1, "new_height: 4"));
-  EXPECT_NE(error_of([&] {
-              half_resize.setup({}, tops.both());
-            }).find("new_height 4 and new_width 0; set both"),
-            std::string::npos);
+  expect_error([&] { half_resize.setup({}, tops.both()); },
+               {"new_height 4 and new_width 0; set both"});
 
   LayerParameter absent = image_param(folder, 1);
   absent.mutable_image_data_param()->set_source(folder.dir.file("absent.txt"));

@@ -17,6 +17,7 @@ namespace xtrain {
 namespace {
 
 using testing::expect_error;
+using testing::expect_setup_error;
 
 LayerParameter ip_param(int num_output, int axis = 1, bool transpose = false, bool bias = true) {
   LayerParameter param;
@@ -189,11 +190,8 @@ TEST_F(InnerProductTest, RejectsBadParameters) {
   expect_error([&] { make(ip_param(2, 3), {2, 3}); }, {"axis 3", "2 3"});
   Blob second;
   auto layer = testing::create_layer(ip_param(2));
-  expect_error(
-      [&] {
-        layer->setup({&input_, &second}, {&output_});
-      },
-      {"layer 'fc' (InnerProduct)", "exactly 1 bottom"});
+  expect_setup_error(*layer, {&input_, &second}, {&output_},
+                     {"layer 'fc' (InnerProduct)", "exactly 1 bottom"});
 }
 
 }  // namespace

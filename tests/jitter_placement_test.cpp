@@ -9,15 +9,16 @@
 #include <set>
 #include <string>
 
+#include "box_expectations.hpp"
+#include "proto_text.hpp"
 #include "xtrain/proto_io.hpp"
 
 namespace xtrain {
 namespace {
 
+using testing::expect_near_box;
 JitterParameter jitter_param(const std::string& text) {
-  JitterParameter param;
-  read_proto_from_text_string(text, &param);
-  return param;
+  return testing::parse<JitterParameter>(text);
 }
 
 // A 1-channel h x w image whose pixel (x, y) is x + 10 y.
@@ -33,13 +34,6 @@ AnnotatedImage numbered_image(int h, int w) {
 
 void add_box(AnnotatedImage* image, int label, NormalizedBox box) {
   image->objects.push_back(BoxAnnotation{label, 0, box, false});
-}
-
-void expect_near_box(const NormalizedBox& got, const NormalizedBox& want) {
-  EXPECT_NEAR(got.xmin, want.xmin, 1e-6f);
-  EXPECT_NEAR(got.ymin, want.ymin, 1e-6f);
-  EXPECT_NEAR(got.xmax, want.xmax, 1e-6f);
-  EXPECT_NEAR(got.ymax, want.ymax, 1e-6f);
 }
 
 TEST(JitterPlacement, AnUnscaledPlacementCopiesThePixelsToTheirOffset) {

@@ -12,6 +12,7 @@
 
 #include "blocked_layout_test_support.hpp"
 #include "core/engine_hooks.hpp"
+#include "test_net_text.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/layer_registry.hpp"
 #include "xtrain/net.hpp"
@@ -131,13 +132,11 @@ TEST(KeptCopySharing, BatchNormWithStoredStatisticsLendsNothing) {
 // and near misses the Net must not share: a Scale in place right after a
 // BatchNorm, but on another blob of the same shape (conv2b's Scale after
 // conv2a's BatchNorm), and a Scale after a BatchNorm with stored statistics.
-const char* kNet = R"(
+const std::string kNet = R"(
   name: "chains"
   force_backward: true
-  layer { name: "data" type: "DummyData" top: "data" top: "label"
-          dummy_data_param { shape { dim: 2 dim: 3 dim: 8 dim: 8 } shape { dim: 2 }
-                             data_filler { type: "gaussian" std: 1 }
-                             data_filler { type: "uniform" min: 0 max: 2.99 } } }
+)" + testing::random_data_and_labels({2, 3, 8, 8}, "type: 'uniform' min: 0 max: 2.99") +
+                         R"(
   layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
           convolution_param { num_output: 16 kernel_size: 3 pad: 1 bias_term: false
                               weight_filler { type: "gaussian" std: 0.3 } } }

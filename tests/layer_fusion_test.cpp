@@ -10,6 +10,7 @@
 
 #include "blocked_layout_test_support.hpp"
 #include "core/engine_hooks.hpp"
+#include "test_net_text.hpp"
 #include "xtrain/layer_registry.hpp"
 #include "xtrain/net.hpp"
 
@@ -23,13 +24,11 @@ using testing::same_bits;
 // gradient reads its top), the Scale pattern with the ReLU writing a new top
 // (not fused), a leaky ReLU (not fused), and a ReLU after an InnerProduct
 // (which cannot take one over: not fused).
-const char* kNet = R"(
+const std::string kNet = R"(
   name: "fusion"
   force_backward: true
-  layer { name: "data" type: "DummyData" top: "data" top: "label"
-          dummy_data_param { shape { dim: 2 dim: 3 dim: 7 dim: 7 } shape { dim: 2 }
-                             data_filler { type: "gaussian" std: 1 }
-                             data_filler { type: "constant" value: 1 } } }
+)" + testing::random_data_and_labels({2, 3, 7, 7}, "type: 'constant' value: 1") +
+                         R"(
   layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
           convolution_param { num_output: 5 kernel_size: 3 pad: 1 bias_term: false
                               weight_filler { type: "msra" } } }
@@ -152,13 +151,11 @@ class OwnDoublingLayer : public Layer {
 
 // Without "own", conv would be channel-blocked from conv to conv2 and the
 // ReLU fused into the Scale.
-const char* kOwnLayerNet = R"(
+const std::string kOwnLayerNet = R"(
   name: "own"
   force_backward: true
-  layer { name: "data" type: "DummyData" top: "data" top: "label"
-          dummy_data_param { shape { dim: 2 dim: 3 dim: 6 dim: 6 } shape { dim: 2 }
-                             data_filler { type: "gaussian" std: 1 }
-                             data_filler { type: "constant" value: 1 } } }
+)" + testing::random_data_and_labels({2, 3, 6, 6}, "type: 'constant' value: 1") +
+                                 R"(
   layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
           convolution_param { num_output: 16 kernel_size: 3 pad: 1
                               weight_filler { type: "msra" } } }

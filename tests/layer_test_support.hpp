@@ -1,7 +1,7 @@
 // Helpers shared by the layer tests: a layer from a prototxt snippet (on the
 // test's current device, see device_test_support.hpp), blobs with
-// deterministic contents, element-wise comparisons, and checks that a
-// call throws xtrain::Error with a message that tells the user enough.
+// deterministic contents and element-wise comparisons (checks of the
+// messages of xtrain::Error are in error_message.hpp).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -103,6 +103,13 @@ class OneInputLayerTest : public ::testing::Test {
   Blob output_;
 };
 
+// Expects setting `layer` up on `bottom` and `top` to throw xtrain::Error
+// whose message names every one of `parts`.
+inline void expect_setup_error(Layer& layer, const BlobVec& bottom, const BlobVec& top,
+                               const std::vector<std::string>& parts) {
+  expect_error([&] { layer.setup(bottom, top); }, parts);
+}
+
 // Runs the layer `prototxt` describes on `input` into a top of its own, then
 // another one in place (top == bottom) with the same parameters: both must
 // give the same top and, for `top_diff`, the same bottom and parameter
@@ -140,23 +147,6 @@ inline void expect_in_place_matches_separate(const std::string& prototxt, const 
   for (std::size_t i = 0; i < in_place->blobs().size(); ++i) {
     EXPECT_EQ(diff_of(*in_place->blobs()[i]), diff_of(*separate->blobs()[i])) << "parameter " << i;
   }
-}
-
-// Expects `call` (a lambda or a std::function) to throw xtrain::Error whose
-// message names every one of `parts`.
-template <typename Call>
-void expect_error(Call&& call, const std::vector<std::string>& parts) {
-  try {
-    call();
-  } catch (const Error& error) {
-    const std::string message = error.what();
-    for (const std::string& part : parts) {
-      EXPECT_NE(message.find(part), std::string::npos)
-          << "the message does not mention \"" << part << "\": " << message;
-    }
-    return;
-  }
-  ADD_FAILURE() << "expected an xtrain::Error";
 }
 
 }  // namespace xtrain::testing

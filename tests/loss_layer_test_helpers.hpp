@@ -1,9 +1,11 @@
 // Small helpers shared by the loss layer tests: building a layer from
-// prototxt text, filling blobs, and capturing the message of an xtrain::Error.
+// prototxt text, filling blobs, and the cases of the normalization tests
+// (error_message.hpp has the checks of an xtrain::Error's message).
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -40,8 +42,6 @@ inline void fill_values(Blob& blob, const std::vector<float>& values) {
   for (std::size_t j = 0; j < values.size(); ++j) blob.mutable_cpu_data()[j] = values[j];
 }
 
-// The message of the xtrain::Error `action` throws, or "(no error)".
-
 inline bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
@@ -57,5 +57,10 @@ struct NormalizationCase {
 };
 
 inline void PrintTo(const NormalizationCase& c, std::ostream* out) { *out << c.name; }
+
+// The normalizers of VALID (the count of valid positions, at least 1) and
+// of NONE.
+inline double valid_count(int valid) { return std::max(valid, 1); }
+inline double one(int) { return 1; }
 
 }  // namespace xtrain::testing

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,16 @@ class LRNTest : public ::testing::Test {
     testing::expect_near_all(data_of(output_), reference_lrn(input_, settings), 1e-5f);
   }
 
+  // Finite differences on an input of `shape` filled from U(-1, 1) by `seed`.
+  void check_gradient(const LrnSettings& settings, const std::vector<int>& shape,
+                      std::uint64_t seed) {
+    input_.reshape(shape);
+    fill_uniform(input_, seed);
+    auto layer = make_layer(lrn_text(settings));
+    layer->setup({&input_}, {&output_});
+    testing::GradientChecker().check(*layer, {&input_}, {&output_});
+  }
+
   Blob input_;
   Blob output_;
 };
@@ -135,28 +146,14 @@ XTRAIN_DEVICE_TEST_F(LRNTest, ReshapesWithTheInput) {
   testing::expect_near_all(data_of(output_), reference_lrn(input_, settings), 1e-5f);
 }
 
-XTRAIN_DEVICE_TEST_F(LRNTest, GradientAcrossChannels) {
-  input_.reshape({2, 7, 3, 3});
-  fill_uniform(input_, 3);
-  auto layer = make_layer(lrn_text({}));
-  layer->setup({&input_}, {&output_});
-  testing::GradientChecker().check(*layer, {&input_}, {&output_});
-}
+XTRAIN_DEVICE_TEST_F(LRNTest, GradientAcrossChannels) { check_gradient({}, {2, 7, 3, 3}, 3); }
 
 XTRAIN_DEVICE_TEST_F(LRNTest, GradientAcrossChannelsOtherBetaAndK) {
-  input_.reshape({1, 4, 2, 3});
-  fill_uniform(input_, 4);
-  auto layer = make_layer(lrn_text({3, 2.0f, 0.6f, 1.5f, true}));
-  layer->setup({&input_}, {&output_});
-  testing::GradientChecker().check(*layer, {&input_}, {&output_});
+  check_gradient({3, 2.0f, 0.6f, 1.5f, true}, {1, 4, 2, 3}, 4);
 }
 
 XTRAIN_DEVICE_TEST_F(LRNTest, GradientWithinChannel) {
-  input_.reshape({2, 2, 4, 5});
-  fill_uniform(input_, 6);
-  auto layer = make_layer(lrn_text({3, 2.0f, 0.75f, 1.0f, false}));
-  layer->setup({&input_}, {&output_});
-  testing::GradientChecker().check(*layer, {&input_}, {&output_});
+  check_gradient({3, 2.0f, 0.75f, 1.0f, false}, {2, 2, 4, 5}, 6);
 }
 
 TEST_F(LRNTest, RejectsEvenSizeWrongAxesAndInPlace) {

@@ -12,6 +12,7 @@
 #include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "layer_test_support.hpp"
+#include "recurrent_layer_test_support.hpp"
 #include "xtrain/net.hpp"
 #include "xtrain/proto_io.hpp"
 
@@ -25,10 +26,7 @@ using testing::set_data;
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 std::string lstm(int hidden, const std::string& extra = "") {
-  return "name: 'lstm' type: 'LSTM' recurrent_param { num_output: " + std::to_string(hidden) +
-         " weight_filler { type: 'uniform' min: -0.6 max: 0.6 } "
-         "bias_filler { type: 'uniform' min: -0.3 max: 0.3 } " +
-         extra + " }";
+  return testing::recurrent_layer("LSTM", hidden, extra);
 }
 
 // H = D = 1. Gate order i, f, o, g: W_xc = (1, 0, 0, 0.5), b_c = (0, 2, -1, 0),
@@ -66,46 +64,42 @@ XTRAIN_DEVICE_TEST(LstmLayerTest, ComputesTwoStepsByHandFromCaffeOrderedWeights)
   testing::expect_near_all(data_of(*net.blob_by_name("h")), {h1, h2}, 1e-6f);
 }
 
+// The blobs of an LSTM with expose_hidden: x (T x N x D), cont (T x N), h_0
+// and c_0 in; h, h_T and c_T out.
+struct ExposedStates {
+  ExposedStates(const std::vector<int>& x_shape, const std::vector<int>& h0_shape,
+                const std::vector<int>& c0_shape)
+      : x(x_shape), cont({x_shape[0], x_shape[1]}), h0(h0_shape), c0(c0_shape) {}
+  BlobVec bottom() { return {&x, &cont, &h0, &c0}; }
+  BlobVec top() { return {&h, &h_last, &c_last}; }
+
+  Blob x, cont, h0, c0;
+  Blob h, h_last, c_last;
+};
+
 XTRAIN_DEVICE_TEST(LstmLayerTest, OneStepFromExposedStates) {
-  Blob x({1, 1, 1});
-  Blob cont({1, 1});
-  Blob h0({1, 1, 1});
-  Blob c0({1, 1, 1});
-  Blob h;
-  Blob h_last;
-  Blob c_last;
-  set_data(x, {1});
-  set_data(cont, {1});
-  set_data(h0, {0.5f});
-  set_data(c0, {1});
+  ExposedStates blobs({1, 1, 1}, {1, 1, 1}, {1, 1, 1});
+  set_data(blobs.x, {1});
+  set_data(blobs.cont, {1});
+  set_data(blobs.h0, {0.5f});
+  set_data(blobs.c0, {1});
   auto layer = make_layer(lstm(1, "expose_hidden: true"));
-  layer->setup({&x, &cont, &h0, &c0}, {&h, &h_last, &c_last});
+  layer->setup(blobs.bottom(), blobs.top());
   set_data(*layer->blobs()[0], {1, 0, 0, 0.5f});
   set_data(*layer->blobs()[1], {0, 2, -1, 0});
   set_data(*layer->blobs()[2], {0, 0, 2, 0});
-  layer->forward({&x, &cont, &h0, &c0}, {&h, &h_last, &c_last});
+  layer->forward(blobs.bottom(), blobs.top());
   // Gates (1, 2, 2 * 0.5 - 1, 0.5): c = sigmoid(2) c0 + sigmoid(1) tanh(0.5).
   const float c = sigmoid(2) * 1 + sigmoid(1) * std::tanh(0.5f);
   const float expected_h = 0.5f * std::tanh(c);
-  EXPECT_NEAR(data_of(h)[0], expected_h, 1e-6f);
-  EXPECT_NEAR(data_of(h_last)[0], expected_h, 1e-6f);
-  EXPECT_NEAR(data_of(c_last)[0], c, 1e-6f);
+  EXPECT_NEAR(data_of(blobs.h)[0], expected_h, 1e-6f);
+  EXPECT_NEAR(data_of(blobs.h_last)[0], expected_h, 1e-6f);
+  EXPECT_NEAR(data_of(blobs.c_last)[0], c, 1e-6f);
 }
 
 XTRAIN_DEVICE_TEST(LstmLayerTest, LearnableBlobsAreInCaffesOrder) {
-  Blob x({3, 2, 5});
-  Blob cont({3, 2});
-  Blob x_static({2, 4});
-  Blob h;
-  auto layer = make_layer(lstm(6));
-  layer->setup({&x, &cont, &x_static}, {&h});
   // W_xc, b_c, W_xc_static, W_hc.
-  const std::vector<std::vector<int>> shapes = {{24, 5}, {24}, {24, 4}, {24, 6}};
-  ASSERT_EQ(layer->blobs().size(), shapes.size());
-  for (std::size_t i = 0; i < shapes.size(); ++i) {
-    EXPECT_EQ(layer->blobs()[i]->shape(), shapes[i]) << "blob " << i;
-  }
-  EXPECT_EQ(h.shape(), (std::vector<int>{3, 2, 6}));
+  testing::expect_blob_shapes(lstm(6), 6, {{24, 5}, {24}, {24, 4}, {24, 6}});
 }
 
 XTRAIN_DEVICE_TEST(LstmLayerTest, CarriesTheStateIntoTheNextForward) {
@@ -127,68 +121,31 @@ XTRAIN_DEVICE_TEST(LstmLayerTest, CarriesTheStateIntoTheNextForward) {
 }
 
 XTRAIN_DEVICE_TEST(LstmLayerTest, GradientWithAResetInsideTheSequence) {
-  Blob x({3, 2, 2});
-  Blob cont({3, 2});
-  Blob h;
-  testing::fill_uniform(x, 21);
-  set_data(cont, {0, 0, 1, 0, 1, 1});
-  auto layer = make_layer(lstm(2));
-  layer->setup({&x, &cont}, {&h});
-  testing::GradientCheckOptions options;
-  options.bottoms_to_check = {0};
-  testing::GradientChecker(options).check(*layer, {&x, &cont}, {&h});
+  testing::check_gradient_with_a_reset(lstm(2));
 }
 
 XTRAIN_DEVICE_TEST(LstmLayerTest, GradientThroughExposedStates) {
-  Blob x({2, 2, 2});
-  Blob cont({2, 2});
-  Blob h0({1, 2, 2});
-  Blob c0({1, 2, 2});
-  Blob h;
-  Blob h_last;
-  Blob c_last;
-  testing::fill_uniform(x, 21);
-  testing::fill_uniform(h0, 22);
-  testing::fill_uniform(c0, 23);
-  set_data(cont, {1, 1, 0, 1});
+  ExposedStates blobs({2, 2, 2}, {1, 2, 2}, {1, 2, 2});
+  testing::fill_uniform(blobs.x, 21);
+  testing::fill_uniform(blobs.h0, 22);
+  testing::fill_uniform(blobs.c0, 23);
+  set_data(blobs.cont, {1, 1, 0, 1});
   auto layer = make_layer(lstm(2, "expose_hidden: true"));
-  const BlobVec bottom = {&x, &cont, &h0, &c0};
-  const BlobVec top = {&h, &h_last, &c_last};
-  layer->setup(bottom, top);
+  layer->setup(blobs.bottom(), blobs.top());
   testing::GradientCheckOptions options;
   options.bottoms_to_check = {0, 2, 3};
-  testing::GradientChecker(options).check(*layer, bottom, top);
+  testing::GradientChecker(options).check(*layer, blobs.bottom(), blobs.top());
 }
 
 XTRAIN_DEVICE_TEST(LstmLayerTest, GradientWithAStaticInput) {
-  Blob x({2, 2, 2});
-  Blob cont({2, 2});
-  Blob x_static({2, 3});
-  Blob h;
-  testing::fill_uniform(x, 21);
-  testing::fill_uniform(x_static, 24);
-  set_data(cont, {0, 0, 1, 1});
-  auto layer = make_layer(lstm(2));
-  layer->setup({&x, &cont, &x_static}, {&h});
-  testing::GradientCheckOptions options;
-  options.bottoms_to_check = {0, 2};
-  testing::GradientChecker(options).check(*layer, {&x, &cont, &x_static}, {&h});
+  testing::check_gradient_with_a_static_input(lstm(2));
 }
 
 XTRAIN_DEVICE_TEST(LstmLayerTest, ExposedStateOfTheWrongSizeIsAnError) {
-  Blob x({2, 2, 2});
-  Blob cont({2, 2});
-  Blob h0({1, 2, 3});
-  Blob c0({1, 2, 2});
-  Blob h;
-  Blob h_last;
-  Blob c_last;
+  ExposedStates blobs({2, 2, 2}, {1, 2, 3}, {1, 2, 2});
   auto layer = make_layer(lstm(2, "expose_hidden: true"));
-  testing::expect_error(
-      [&] {
-        layer->setup({&x, &cont, &h0, &c0}, {&h, &h_last, &c_last});
-      },
-      {"'lstm'", "h_0", "bottom[2]", "1 2 3 (6)", "1 x 2 x 2"});
+  testing::expect_setup_error(*layer, blobs.bottom(), blobs.top(),
+                              {"'lstm'", "h_0", "bottom[2]", "1 2 3 (6)", "1 x 2 x 2"});
 }
 
 // A TEST net built after the TRAIN net takes its weights by layer name

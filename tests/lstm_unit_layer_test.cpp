@@ -104,23 +104,25 @@ XTRAIN_DEVICE_TEST(LstmUnitLayerTest, OnlyThePreviousCellAskedLeavesTheGateDiffA
 
 // Setting the unit up on a c_prev, gate input and cont of these shapes is an
 // error whose message holds `parts`.
-void expect_setup_error(const std::vector<int>& c_prev_shape, const std::vector<int>& gates_shape,
-                        const std::vector<int>& cont_shape, const std::vector<std::string>& parts) {
+void expect_unit_setup_error(const std::vector<int>& c_prev_shape,
+                             const std::vector<int>& gates_shape,
+                             const std::vector<int>& cont_shape,
+                             const std::vector<std::string>& parts) {
   Blob c_prev(c_prev_shape);
   Blob gates(gates_shape);
   Blob cont(cont_shape);
   Blob c;
   Blob h;
   auto layer = make_layer(kUnit);
-  testing::expect_error([&] { layer->setup({&c_prev, &gates, &cont}, {&c, &h}); }, parts);
+  testing::expect_setup_error(*layer, {&c_prev, &gates, &cont}, {&c, &h}, parts);
 }
 
 XTRAIN_DEVICE_TEST(LstmUnitLayerTest, GateInputOfTheWrongWidthIsAnError) {
-  expect_setup_error({1, 2, 3}, {1, 2, 9}, {1, 2}, {"'unit'", "1 x 2 x 12", "1 2 9 (18)"});
+  expect_unit_setup_error({1, 2, 3}, {1, 2, 9}, {1, 2}, {"'unit'", "1 x 2 x 12", "1 2 9 (18)"});
 }
 
 XTRAIN_DEVICE_TEST(LstmUnitLayerTest, MoreThanOneTimeStepIsAnError) {
-  expect_setup_error({2, 2, 3}, {2, 2, 12}, {2, 2}, {"'unit'", "c_prev", "one time step"});
+  expect_unit_setup_error({2, 2, 3}, {2, 2, 12}, {2, 2}, {"'unit'", "c_prev", "one time step"});
 }
 
 XTRAIN_DEVICE_TEST(LstmUnitLayerTest, AGradientForContIsAnError) {

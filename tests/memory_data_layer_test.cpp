@@ -20,6 +20,7 @@ namespace xtrain {
 namespace {
 
 using testing::error_of;
+using testing::expect_error;
 
 const char* kLayer =
     "name: 'input' type: 'MemoryData' top: 'data' top: 'label' "
@@ -100,20 +101,18 @@ TEST(MemoryDataLayer, BadArraysAndSizesAreErrors) {
                      "the batch size 2"),
             std::string::npos)
       << odd;
-  EXPECT_NE(error_of([&] {
-              layer.reset(arrays.data.data(), arrays.labels.data(), 0);
-            }).find("positive multiple"),
-            std::string::npos);
-  EXPECT_NE(error_of([&] { layer.reset(nullptr, arrays.labels.data(), 2); }).find("null pointer"),
-            std::string::npos);
+  expect_error([&] { layer.reset(arrays.data.data(), arrays.labels.data(), 0); },
+               {"positive multiple"});
+  expect_error([&] { layer.reset(nullptr, arrays.labels.data(), 2); }, {"null pointer"});
 
   MemoryDataLayer unsized(
       memory_param("name: 'input' type: 'MemoryData' top: 'data' top: 'label' "
                    "memory_data_param { batch_size: 2 channels: 0 height: 1 width: 3 }"));
-  EXPECT_NE(error_of([&] {
-              unsized.setup({}, {&data, &label});
-            }).find("must give a positive batch_size, channels, height and width"),
-            std::string::npos);
+  expect_error(
+      [&] {
+        unsized.setup({}, {&data, &label});
+      },
+      {"must give a positive batch_size, channels, height and width"});
 }
 
 TEST(MemoryDataLayer, SetBatchSize) {
@@ -124,8 +123,7 @@ TEST(MemoryDataLayer, SetBatchSize) {
   const Arrays arrays(6);
   layer.reset(arrays.data.data(), arrays.labels.data(), 6);
   layer.forward({}, {&data, &label});
-  EXPECT_NE(error_of([&] { layer.set_batch_size(4); }).find("does not divide the 6 images"),
-            std::string::npos);
+  expect_error([&] { layer.set_batch_size(4); }, {"does not divide the 6 images"});
   layer.set_batch_size(3);
   layer.forward({}, {&data, &label});
   EXPECT_EQ(data.shape(), (std::vector<int>{3, 2, 1, 3}));

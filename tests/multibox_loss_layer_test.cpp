@@ -175,19 +175,16 @@ XTRAIN_DEVICE_TEST(MultiBoxLossLayerTest, LocationAndConfidenceGradients) {
 XTRAIN_DEVICE_TEST_F(MultiBoxLossHandExample, BadInputsAreErrors) {
   layer = make_layer(loss_layer(""));
   Blob wrong({1, 12});
-  testing::expect_error(
-      [&] {
-        layer->setup({&wrong, &conf, &priors, &truth}, {&top});
-      },
-      {"'mbox_loss'", "2 priors need 8"});
+  testing::expect_setup_error(*layer, {&wrong, &conf, &priors, &truth}, {&top},
+                              {"'mbox_loss'", "2 priors need 8"});
   layer = make_layer(loss_layer(""));
   layer->setup(bottoms(), {&top});
   set_data(truth, {0, 0, 0, 0, 0, 0.4f, 0.5f, 0});
   testing::expect_error([&] { layer->forward(bottoms(), {&top}); }, {"background label 0"});
   layer = make_layer(loss_layer("share_location: false"));
-  testing::expect_error([&] { layer->setup(bottoms(), {&top}); }, {"share_location"});
+  testing::expect_setup_error(*layer, bottoms(), {&top}, {"share_location"});
   layer = make_layer(loss_layer("do_neg_mining: false"));
-  testing::expect_error([&] { layer->setup(bottoms(), {&top}); }, {"do_neg_mining"});
+  testing::expect_setup_error(*layer, bottoms(), {&top}, {"do_neg_mining"});
 }
 
 }  // namespace

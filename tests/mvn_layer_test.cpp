@@ -116,8 +116,8 @@ TEST(MVNLayerTest2, MoreThanFourAxesIsAnError) {
   Blob bottom({1, 2, 1, 2, 1});
   Blob top;
   auto layer = make_layer("name: 'mvn' type: 'MVN'");
-  testing::expect_error([&] { layer->setup({&bottom}, {&top}); },
-                        {"layer 'mvn' (MVN)", "1 2 1 2 1 (4)", "at most 4"});
+  testing::expect_setup_error(*layer, {&bottom}, {&top},
+                              {"layer 'mvn' (MVN)", "1 2 1 2 1 (4)", "at most 4"});
 }
 
 }  // namespace

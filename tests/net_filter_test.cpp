@@ -1,6 +1,8 @@
 // Choosing layers by net state: phase, level and stage rules.
 #include <gtest/gtest.h>
 
+#include "error_message.hpp"
+#include "proto_text.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/net.hpp"
 #include "xtrain/proto_io.hpp"
@@ -8,11 +10,7 @@
 namespace xtrain {
 namespace {
 
-NetParameter parse_net(const std::string& text) {
-  NetParameter param;
-  read_proto_from_text_string(text, &param);
-  return param;
-}
+NetParameter parse_net(const std::string& text) { return testing::parse<NetParameter>(text); }
 
 std::vector<std::string> layer_names(const NetParameter& param) {
   std::vector<std::string> names;
@@ -71,12 +69,7 @@ TEST(NetFilter, ByStage) {
 TEST(NetFilter, IncludeAndExcludeTogetherIsAnError) {
   const NetParameter param =
       parse_net(R"(layer { name: "both" type: "Input" include { phase: TRAIN } exclude { phase: TEST } })");
-  try {
-    filter_net(param);
-    FAIL() << "expected an error";
-  } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("'both'"), std::string::npos) << error.what();
-  }
+  testing::expect_error([&] { filter_net(param); }, {"'both'"});
 }
 
 TEST(NetSplits, FanOutGetsASplitLayerWithCaffeNames) {
@@ -129,14 +122,7 @@ TEST(NetSplits, UnknownBottomNamesTheLayer) {
     layer { name: "data" type: "Input" top: "data" }
     layer { name: "conv1" type: "Convolution" bottom: "dta" top: "conv1" }
   )");
-  try {
-    insert_splits(param);
-    FAIL() << "expected an error";
-  } catch (const Error& error) {
-    const std::string message = error.what();
-    EXPECT_NE(message.find("'conv1'"), std::string::npos) << message;
-    EXPECT_NE(message.find("'dta'"), std::string::npos) << message;
-  }
+  testing::expect_error([&] { insert_splits(param); }, {"'conv1'", "'dta'"});
 }
 
 }  // namespace

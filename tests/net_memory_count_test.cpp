@@ -9,6 +9,7 @@
 #include <string>
 
 #include "blocked_layout_test_support.hpp"
+#include "test_net_text.hpp"
 #include "xtrain/net.hpp"
 
 namespace xtrain {
@@ -16,12 +17,10 @@ namespace {
 
 // data (2, 3, 9, 9) -> conv (2, 4, 9, 9) with BatchNorm, Scale and ReLU in
 // place -> MAX pooling (2, 4, 5, 5) -> ip (2, 3) -> loss.
-const char* kSmallNet = R"(
+const std::string kSmallNet = R"(
   name: "count_me"
-  layer { name: "data" type: "DummyData" top: "data" top: "label"
-          dummy_data_param { shape { dim: 2 dim: 3 dim: 9 dim: 9 } shape { dim: 2 }
-                             data_filler { type: "gaussian" std: 1 }
-                             data_filler { type: "constant" value: 1 } } }
+)" + testing::random_data_and_labels({2, 3, 9, 9}, "type: 'constant' value: 1") +
+                              R"(
   layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
           convolution_param { num_output: 4 kernel_size: 3 pad: 1
                               weight_filler { type: "xavier" } } }

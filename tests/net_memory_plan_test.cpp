@@ -15,6 +15,7 @@
 
 #include "blocked_layout_test_support.hpp"
 #include "storage_test_support.hpp"
+#include "test_net_text.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/net.hpp"
 #include "xtrain/synced_memory.hpp"
@@ -26,12 +27,10 @@ namespace {
 // that reads ip1 and the labels through Splits: its branch never gets a
 // gradient, so the Split's top for it has a diff that must stay zero (and
 // whose life is disjoint from ip2's diff, which the plan must not exploit).
-const char* kLenetLike = R"(
+const std::string kLenetLike = R"(
   name: "lenet_like"
-  layer { name: "data" type: "DummyData" top: "data" top: "label"
-          dummy_data_param { shape { dim: 3 dim: 1 dim: 13 dim: 13 } shape { dim: 3 }
-                             data_filler { type: "gaussian" std: 1 }
-                             data_filler { type: "constant" value: 2 } } }
+)" + testing::random_data_and_labels({3, 1, 13, 13}, "type: 'constant' value: 2") +
+                               R"(
   layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
           convolution_param { num_output: 4 kernel_size: 3 weight_filler { type: "xavier" }
                               bias_filler { type: "gaussian" std: 0.1 } } }
@@ -76,10 +75,8 @@ std::string resnet_like(int first = 6, int narrow = 4, int wide = 8) {
   };
   std::string text = R"(
     name: "resnet_like"
-    layer { name: "data" type: "DummyData" top: "data" top: "label"
-            dummy_data_param { shape { dim: 2 dim: 3 dim: 9 dim: 9 } shape { dim: 2 }
-                               data_filler { type: "gaussian" std: 1 }
-                               data_filler { type: "constant" value: 1 } } }
+)" + testing::random_data_and_labels({2, 3, 9, 9}, "type: 'constant' value: 1") +
+                     R"(
   )";
   text += conv_bn("conv1", "data", first, 3, 1, true);
   std::string input = "conv1";

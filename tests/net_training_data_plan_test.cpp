@@ -14,6 +14,7 @@
 #include "blocked_layout_test_support.hpp"
 #include "core/net_memory_plan.hpp"
 #include "storage_test_support.hpp"
+#include "test_net_text.hpp"
 #include "xtrain/net.hpp"
 
 namespace xtrain {
@@ -44,10 +45,8 @@ std::string chain(const std::string& name, const std::string& bottom, bool relu)
 std::string net_text() {
   std::string text = R"(
     name: "chains"
-    layer { name: "data" type: "DummyData" top: "data" top: "label"
-            dummy_data_param { shape { dim: 2 dim: 3 dim: 7 dim: 7 } shape { dim: 2 }
-                               data_filler { type: "gaussian" std: 1 }
-                               data_filler { type: "uniform" min: 0 max: 2.99 } } }
+)" + testing::random_data_and_labels({2, 3, 7, 7}, "type: 'uniform' min: 0 max: 2.99") +
+                     R"(
   )";
   text += chain("stem", "data", true);
   text += chain("branch_a", "stem", true);

@@ -9,6 +9,7 @@
 
 #include "core/net_upgrade.hpp"
 #include "lmdb_fixture.hpp"
+#include "proto_text.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
@@ -226,13 +227,6 @@ layer {
   loss_weight: 1
 }
 )";
-
-template <typename Message>
-inline Message parse(const std::string& text) {
-  Message message;
-  read_proto_from_text_string(text, &message, "net_upgrade_test");
-  return message;
-}
 
 // Equal protos, or a failure showing both.
 inline ::testing::AssertionResult same_proto(const google::protobuf::Message& actual,

@@ -9,6 +9,7 @@
 
 #include <cmath>
 
+#include "error_message.hpp"
 #include "lmdb_fixture.hpp"
 #include "net_upgrade_fixture.hpp"
 #include "tool_runner.hpp"
@@ -170,28 +171,16 @@ TEST(NetUpgrade, V0PaddingBeforeAnotherKindOfLayerIsAnError) {
     input: "data"
     layers { layer { name: "pad1" type: "padding" pad: 1 } bottom: "data" top: "pad1" }
     layers { layer { name: "relu1" type: "relu" } bottom: "pad1" top: "relu1" })");
-  try {
-    upgrade_net_as_needed("bad_v0.prototxt", &net);
-    FAIL() << "expected an Error";
-  } catch (const Error& error) {
-    EXPECT_CONTAINS(error.what(), "'bad_v0.prototxt'");
-    EXPECT_CONTAINS(error.what(), "'pad1'");
-    EXPECT_CONTAINS(error.what(), "'relu1'");
-  }
+  testing::expect_error([&] { upgrade_net_as_needed("bad_v0.prototxt", &net); },
+                        {"'bad_v0.prototxt'", "'pad1'", "'relu1'"});
 }
 
 TEST(NetUpgrade, V0UnknownTypeNamesTheLayer) {
   QuietLog quiet;
   NetParameter net =
       parse<NetParameter>(R"(layers { layer { name: "odd" type: "warp_field" } top: "x" })");
-  try {
-    upgrade_net_as_needed("odd_v0.prototxt", &net);
-    FAIL() << "expected an Error";
-  } catch (const Error& error) {
-    EXPECT_CONTAINS(error.what(), "'odd_v0.prototxt'");
-    EXPECT_CONTAINS(error.what(), "'odd'");
-    EXPECT_CONTAINS(error.what(), "'warp_field'");
-  }
+  testing::expect_error([&] { upgrade_net_as_needed("odd_v0.prototxt", &net); },
+                        {"'odd_v0.prototxt'", "'odd'", "'warp_field'"});
 }
 
 TEST(NetUpgrade, V0SettingsWithoutAPlaceAreDroppedNotFatal) {
@@ -215,42 +204,24 @@ TEST(NetUpgrade, V1LayerTypeWithoutEquivalentNamesTheLayer) {
   NetParameter net = parse<NetParameter>(R"(
     layers { name: "data" type: DATA top: "data" }
     layers { name: "mystery" type: NONE bottom: "data" top: "out" })");
-  try {
-    upgrade_net_as_needed("old.prototxt", &net);
-    FAIL() << "expected an Error";
-  } catch (const Error& error) {
-    EXPECT_CONTAINS(error.what(), "'old.prototxt'");
-    EXPECT_CONTAINS(error.what(), "'mystery'");
-    EXPECT_CONTAINS(error.what(), "NONE");
-  }
+  testing::expect_error([&] { upgrade_net_as_needed("old.prototxt", &net); },
+                        {"'old.prototxt'", "'mystery'", "NONE"});
 }
 
 TEST(NetUpgrade, UnknownV1TypeInTextIsAParseErrorWithTheLine) {
   TempDir dir("net_upgrade");
   const std::string path =
       dir.write("old.prototxt", "name: \"n\"\nlayers {\n  name: \"x\"\n  type: CONVOLUTOIN\n}\n");
-  try {
-    read_net_params_from_text_file(path);
-    FAIL() << "expected an Error";
-  } catch (const Error& error) {
-    // (protobuf reports an unknown enum value at the token after it)
-    EXPECT_CONTAINS(error.what(), path + ":");
-    EXPECT_CONTAINS(error.what(), "CONVOLUTOIN");
-  }
+  // (protobuf reports an unknown enum value at the token after it)
+  testing::expect_error([&] { read_net_params_from_text_file(path); }, {path + ":", "CONVOLUTOIN"});
 }
 
 TEST(NetUpgrade, LayerAndLayersTogetherIsAnError) {
   NetParameter net = parse<NetParameter>(R"(
     layer { name: "new" type: "ReLU" bottom: "x" top: "x" }
     layers { name: "old" type: RELU bottom: "x" top: "x" })");
-  try {
-    upgrade_net_as_needed("mixed.prototxt", &net);
-    FAIL() << "expected an Error";
-  } catch (const Error& error) {
-    EXPECT_CONTAINS(error.what(), "'mixed.prototxt'");
-    EXPECT_CONTAINS(error.what(), "`layer`");
-    EXPECT_CONTAINS(error.what(), "`layers`");
-  }
+  testing::expect_error([&] { upgrade_net_as_needed("mixed.prototxt", &net); },
+                        {"'mixed.prototxt'", "`layer`", "`layers`"});
 }
 
 TEST(NetUpgrade, EveryV1TypeMapsToCaffesName) {

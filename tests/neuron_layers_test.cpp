@@ -83,7 +83,7 @@ TEST_P(NeuronLayerTest, InPlaceGivesTheSameResultsOrIsRefused) {
     Blob shared;
     shared.reshape_like(input);
     auto in_place = make_layer(c.prototxt);
-    expect_error([&] { in_place->setup({&shared}, {&shared}); }, {"in place", c.label});
+    expect_setup_error(*in_place, {&shared}, {&shared}, {"in place", c.label});
     return;
   }
   testing::expect_in_place_matches_separate(c.prototxt, input, top_diff);
@@ -217,7 +217,7 @@ TEST(ExpLogLayerTest, BadBasesAreRefused) {
     Blob bottom({2});
     Blob top;
     auto layer = make_layer(prototxt);
-    expect_error([&] { layer->setup({&bottom}, {&top}); }, {"layer 'bad'", "base"});
+    expect_setup_error(*layer, {&bottom}, {&top}, {"layer 'bad'", "base"});
   }
 }
 
@@ -278,7 +278,7 @@ TEST(NeuronLayerBaseTest, BlobCountsAreChecked) {
   Blob b({2});
   Blob top;
   auto layer = make_layer("name: 'p' type: 'Power'");
-  expect_error([&] { layer->setup({&a, &b}, {&top}); }, {"layer 'p' (Power)", "1 bottom"});
+  expect_setup_error(*layer, {&a, &b}, {&top}, {"layer 'p' (Power)", "1 bottom"});
 }
 
 }  // namespace

@@ -47,35 +47,19 @@ std::vector<EngineVariant> variants() {
           {"first_implementation", first}};
 }
 
-class OnednnConvolutionTest : public ::testing::TestWithParam<Geometry> {
- protected:
-  void SetUp() override {
-    if (!onednn_available()) GTEST_SKIP() << "built without oneDNN";
-  }
-};
+class OnednnConvolutionTest : public OnednnGeometryTest {};
 
 TEST_P(OnednnConvolutionTest, MatchesGemmReference) {
-  const ConvolutionShape shape = shape_of(GetParam());
-  const Inputs inputs(shape);
-  GemmConvolution gemm(shape);
-  const Results expected = run(gemm, inputs);
+  const Results expected = gemm_results();
   for (const EngineVariant& variant : variants()) {
     for (BackwardCall call : {BackwardCall::kSeparatePasses, BackwardCall::kCombined}) {
-      SCOPED_TRACE(std::string(variant.name) + " " + shape.to_string() +
+      SCOPED_TRACE(std::string(variant.name) + " " + shape_.to_string() +
                    (call == BackwardCall::kCombined ? ", combined backward" : ", separate passes"));
       std::string why_not;
-      auto engine = make_onednn_convolution(shape, variant.options, &why_not);
+      auto engine = make_onednn_convolution(shape_, variant.options, &why_not);
       ASSERT_TRUE(engine) << why_not;
       EXPECT_TRUE(starts_with(engine->name(), "onednn (forward ")) << engine->name();
-      const Results actual = run(*engine, inputs, call);
-      expect_close(actual.top, expected.top, "forward");
-      expect_close(actual.bottom_diff, expected.bottom_diff, "backward data");
-      expect_close(actual.weight_diff, expected.weight_diff, "weight gradient");
-      if (shape.bias_term) {
-        expect_close(actual.bias_diff, expected.bias_diff, "bias gradient");
-      } else {
-        EXPECT_EQ(actual.bias_diff, inputs.bias_diff) << "no bias: its diff is not touched";
-      }
+      expect_matches_reference(*engine, inputs_, expected, {call});
     }
   }
 }

@@ -40,24 +40,14 @@ TEST(OnnxPoolingGeometry, CaffesAverageDividesByTheWindowClippedToThePadding) {
   EXPECT_EQ(caffe_average_divisors({9, 2, 2, 0, false}), (std::vector<int>{2, 2, 2, 2, 1}));
   // The export's AveragePool (pads 1 and 2, counting pads) divides each by
   // 3: the factor 3 / 2 on the last window makes Caffe's average.
-  OnnxPoolingAxis onnx;
-  onnx.input = 6;
-  onnx.kernel = 3;
-  onnx.stride = 2;
-  onnx.begin_pad = 1;
-  onnx.end_pad = 2;
+  OnnxPoolingAxis onnx{6, 3, 2, 1, 2};  // input, kernel, stride, begin and end pads
   onnx.count_include_pad = true;
   EXPECT_TRUE(caffe_has_same_windows(onnx, true));
   EXPECT_EQ(onnx_average_divisors(onnx), (std::vector<int>{3, 3, 3, 3}));
 }
 
 TEST(OnnxPoolingGeometry, ImportSeesDivisorsCaffeDoesNotUse) {
-  OnnxPoolingAxis onnx;
-  onnx.input = 6;
-  onnx.kernel = 3;
-  onnx.stride = 2;
-  onnx.begin_pad = 1;
-  onnx.end_pad = 2;
+  OnnxPoolingAxis onnx{6, 3, 2, 1, 2};  // input, kernel, stride, begin and end pads
   // count_include_pad 0 divides the first window by 2 (Caffe: 3).
   EXPECT_EQ(onnx_average_divisors(onnx), (std::vector<int>{2, 3, 3, 1}));
   // ceil_mode with pads 1 and 1: Caffe's four windows, but the last
@@ -73,10 +63,7 @@ TEST(OnnxPoolingGeometry, ImportSeesDivisorsCaffeDoesNotUse) {
 
 TEST(OnnxPoolingGeometry, PyTorchCeilModeMaxPoolIsCaffes) {
   // nn.MaxPool2d(3, 2, ceil_mode=True) on 112 (GoogLeNet's stem): 56 windows.
-  OnnxPoolingAxis onnx;
-  onnx.input = 112;
-  onnx.kernel = 3;
-  onnx.stride = 2;
+  OnnxPoolingAxis onnx{112, 3, 2};  // input, kernel, stride
   onnx.ceil_mode = true;
   EXPECT_EQ(caffe_pooled_length({112, 3, 2, 0, false}), 56);
   EXPECT_TRUE(caffe_has_same_windows(onnx, false));

@@ -61,14 +61,14 @@ XTRAIN_DEVICE_TEST(ParameterLayerTest, KeepsAStoredBlobOfTheRightShape) {
 XTRAIN_DEVICE_TEST(ParameterLayerTest, ErrorsNameTheLayer) {
   Blob top;
   auto no_shape = make_layer("name: 'w' type: 'Parameter'");
-  testing::expect_error([&] { no_shape->setup({}, {&top}); }, {"'w'", "parameter_param", "shape"});
+  testing::expect_setup_error(*no_shape, {}, {&top}, {"'w'", "parameter_param", "shape"});
 
   LayerParameter param = testing::layer_param_from(kParameter);
   BlobProto* stored = param.add_blobs();
   stored->mutable_shape()->add_dim(4);
   for (int i = 0; i < 4; ++i) stored->add_data(0.0f);
   auto wrong_stored = testing::create_layer(param);
-  testing::expect_error([&] { wrong_stored->setup({}, {&top}); }, {"'w'", "(2, 3)", "(4)"});
+  testing::expect_setup_error(*wrong_stored, {}, {&top}, {"'w'", "(2, 3)", "(4)"});
 }
 
 }  // namespace

@@ -50,9 +50,9 @@ XTRAIN_DEVICE_TEST(PermuteLayerTest, BadOrdersAreErrors) {
   Blob bottom({2, 3});
   Blob top;
   auto twice = make_layer("name: 'p' type: 'Permute' permute_param { order: 1 order: 1 }");
-  testing::expect_error([&] { twice->setup({&bottom}, {&top}); }, {"'p'", "twice"});
+  testing::expect_setup_error(*twice, {&bottom}, {&top}, {"'p'", "twice"});
   auto missing = make_layer("name: 'p' type: 'Permute' permute_param { order: 2 }");
-  testing::expect_error([&] { missing->setup({&bottom}, {&top}); }, {"order 2", "2 axes"});
+  testing::expect_setup_error(*missing, {&bottom}, {&top}, {"order 2", "2 axes"});
 }
 
 XTRAIN_DEVICE_TEST(NormalizeLayerTest, AcrossChannelsAtEachPositionWithChannelScales) {
@@ -110,7 +110,7 @@ XTRAIN_DEVICE_TEST(NormalizeLayerTest, GradientsOfEveryModeIncludingTheScale) {
 XTRAIN_DEVICE_TEST(NormalizeLayerTest, InPlaceIsAnError) {
   Blob blob({1, 2, 2, 2});
   auto layer = make_layer("name: 'n' type: 'Normalize'");
-  testing::expect_error([&] { layer->setup({&blob}, {&blob}); }, {"'n'", "in place"});
+  testing::expect_setup_error(*layer, {&blob}, {&blob}, {"'n'", "in place"});
 }
 
 }  // namespace

@@ -97,56 +97,42 @@ void expect_same(const std::vector<float>& blocked, const std::vector<float>& re
   testing::expect_same_bits_or_nan(blocked, reference, context.str());
 }
 
-// Runs MAX forward and backward, blocked; returns the plain output, mask and
-// input gradient.
-struct MaxResults {
+enum class Pool { kMax, kAverage };
+
+// Runs MAX or AVE forward and backward, blocked; returns the plain output,
+// mask (MAX only) and input gradient.
+struct BlockedResults {
   std::vector<float> output;
   std::vector<int> mask;
   std::vector<float> input_diff;
 };
 
-MaxResults run_max_blocked(const BlockedPoolCase& c, const std::vector<float>& input,
+BlockedResults run_blocked(Pool pool, const BlockedPoolCase& c, const std::vector<float>& input,
                            const std::vector<float>& top_diff, bool output_blocked) {
+  const bool max = pool == Pool::kMax;
   const PoolingGeometry g = geometry_of(c);
   const ChannelBlockedShape in_shape = shape_of(c, g.height, g.width);
   const ChannelBlockedShape out_shape = shape_of(c, g.pooled_h, g.pooled_w);
   const std::vector<float> blocked_input = to_blocked(in_shape, input);
   std::vector<float> output(top_diff.size(), 7.0f);
-  std::vector<int> mask(top_diff.size(), 12345);
-  max_pool_forward_blocked(g, c.channels, blocked_input.data(), output.data(), mask.data(),
-                           output_blocked);
+  std::vector<int> mask(max ? top_diff.size() : 0, 12345);
   std::vector<float> input_diff(input.size(), 7.0f);
   const std::vector<float> diff_in_layout =
       output_blocked ? to_blocked(out_shape, top_diff) : top_diff;
-  max_pool_backward_blocked(g, c.channels, diff_in_layout.data(), mask.data(), input_diff.data(),
-                            output_blocked);
-  MaxResults results;
+  if (max) {
+    max_pool_forward_blocked(g, c.channels, blocked_input.data(), output.data(), mask.data(),
+                             output_blocked);
+    max_pool_backward_blocked(g, c.channels, diff_in_layout.data(), mask.data(), input_diff.data(),
+                              output_blocked);
+  } else {
+    average_pool_forward_blocked(g, c.channels, blocked_input.data(), output.data(),
+                                 output_blocked);
+    average_pool_backward_blocked(g, c.channels, diff_in_layout.data(), input_diff.data(),
+                                  output_blocked);
+  }
+  BlockedResults results;
   results.output = output_blocked ? to_plain(out_shape, output) : output;
-  results.mask = output_blocked ? to_plain(out_shape, mask) : mask;
-  results.input_diff = to_plain(in_shape, input_diff);
-  return results;
-}
-
-struct AverageResults {
-  std::vector<float> output;
-  std::vector<float> input_diff;
-};
-
-AverageResults run_average_blocked(const BlockedPoolCase& c, const std::vector<float>& input,
-                                   const std::vector<float>& top_diff, bool output_blocked) {
-  const PoolingGeometry g = geometry_of(c);
-  const ChannelBlockedShape in_shape = shape_of(c, g.height, g.width);
-  const ChannelBlockedShape out_shape = shape_of(c, g.pooled_h, g.pooled_w);
-  const std::vector<float> blocked_input = to_blocked(in_shape, input);
-  std::vector<float> output(top_diff.size(), 7.0f);
-  average_pool_forward_blocked(g, c.channels, blocked_input.data(), output.data(), output_blocked);
-  std::vector<float> input_diff(input.size(), 7.0f);
-  const std::vector<float> diff_in_layout =
-      output_blocked ? to_blocked(out_shape, top_diff) : top_diff;
-  average_pool_backward_blocked(g, c.channels, diff_in_layout.data(), input_diff.data(),
-                                output_blocked);
-  AverageResults results;
-  results.output = output_blocked ? to_plain(out_shape, output) : output;
+  if (max) results.mask = output_blocked ? to_plain(out_shape, mask) : mask;
   results.input_diff = to_plain(in_shape, input_diff);
   return results;
 }
@@ -174,7 +160,7 @@ void expect_max_pool_matches(const BlockedPoolCase& c, Values kind, std::uint32_
   max_pool_backward_reference(g, top_diff.data(), nullptr, mask_ref.data(), diff_ref.data());
 
   for (bool output_blocked : {true, false}) {
-    const MaxResults blocked = run_max_blocked(c, input, top_diff, output_blocked);
+    const BlockedResults blocked = run_blocked(Pool::kMax, c, input, top_diff, output_blocked);
     expect_same(blocked.output, out_ref, "MAX output", c, output_blocked);
     ASSERT_EQ(blocked.mask, mask_ref) << c << ", output " << (output_blocked ? "blocked" : "plain");
     expect_same(blocked.input_diff, diff_ref, "MAX input diff", c, output_blocked);
@@ -192,7 +178,7 @@ void expect_average_pool_matches(const BlockedPoolCase& c, Values kind, std::uin
   average_pool_backward_reference(g, top_diff.data(), diff_ref.data());
 
   for (bool output_blocked : {true, false}) {
-    const AverageResults blocked = run_average_blocked(c, input, top_diff, output_blocked);
+    const BlockedResults blocked = run_blocked(Pool::kAverage, c, input, top_diff, output_blocked);
     expect_same(blocked.output, out_ref, "AVE output", c, output_blocked);
     expect_same(blocked.input_diff, diff_ref, "AVE input diff", c, output_blocked);
   }
@@ -296,8 +282,8 @@ std::vector<float> all_results(const BlockedPoolCase& c, std::uint32_t seed) {
   const std::vector<float> top_diff = random_values(output_count(c), Values::kUniform, seed + 1);
   std::vector<float> all;
   for (bool output_blocked : {true, false}) {
-    const MaxResults max = run_max_blocked(c, input, top_diff, output_blocked);
-    const AverageResults average = run_average_blocked(c, input, top_diff, output_blocked);
+    const BlockedResults max = run_blocked(Pool::kMax, c, input, top_diff, output_blocked);
+    const BlockedResults average = run_blocked(Pool::kAverage, c, input, top_diff, output_blocked);
     all.insert(all.end(), max.output.begin(), max.output.end());
     for (int index : max.mask) all.push_back(static_cast<float>(index));
     all.insert(all.end(), max.input_diff.begin(), max.input_diff.end());

@@ -8,6 +8,7 @@
 #include <memory>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "device_test_support.hpp"
@@ -15,7 +16,6 @@
 #include "layer_test_support.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
-#include "xtrain/proto_io.hpp"
 
 namespace xtrain {
 namespace {
@@ -56,12 +56,6 @@ LayerParameter pool_param(const PoolSpec& s) {
     pool->set_stride_h(s.stride_h);
     pool->set_stride_w(s.stride_w);
   }
-  return param;
-}
-
-LayerParameter parse_layer(const std::string& text) {
-  LayerParameter param;
-  read_proto_from_text_string(text, &param);
   return param;
 }
 
@@ -281,7 +275,7 @@ XTRAIN_DEVICE_TEST_F(PoolingTest, ForwardMatchesReference) {
 }
 
 XTRAIN_DEVICE_TEST_F(PoolingTest, GlobalPooling) {
-  auto layer = make(parse_layer(R"(name: "gp" type: "Pooling"
+  auto layer = make(testing::layer_param_from(R"(name: "gp" type: "Pooling"
       pooling_param { pool: AVE global_pooling: true })"),
                     {2, 3, 4, 5});
   ASSERT_EQ(output_.shape(), (std::vector<int>{2, 3, 1, 1}));
@@ -317,7 +311,7 @@ XTRAIN_DEVICE_TEST_F(PoolingTest, GradientMaxWithMaskTop) {
 XTRAIN_DEVICE_TEST_F(PoolingTest, GradientAverage) {
   auto layer = make(pool_param(square(false, 3, 2, 1)), {2, 2, 6, 5});
   testing::GradientChecker().check(*layer, {&input_}, {&output_});
-  auto global = make(parse_layer(R"(name: "gp" type: "Pooling"
+  auto global = make(testing::layer_param_from(R"(name: "gp" type: "Pooling"
       pooling_param { pool: AVE global_pooling: true })"),
                      {1, 2, 3, 3});
   testing::GradientChecker().check(*global, {&input_}, {&output_});
@@ -358,64 +352,41 @@ XTRAIN_DEVICE_TEST_F(PoolingTest, MaxBackwardRoutesToTheArgmax) {
 }
 
 TEST_F(PoolingTest, RejectsBadParameters) {
-  expect_error(
-      [&] {
-        make(parse_layer(
-                 R"(name: "p" type: "Pooling" pooling_param { pool: STOCHASTIC kernel_size: 2 })"),
-             {1, 1, 4, 4});
-      },
-      {"layer 'p' (Pooling)", "STOCHASTIC", "not supported"});
-  expect_error(
-      [&] {
-        make(pool_param(square(true, 2, 2, 2)), {1, 1, 4, 4});
-      },
-      {"layer 'pool' (Pooling)", "pad 2x2", "smaller than the kernel 2x2"});
-  expect_error(
-      [&] {
-        make(parse_layer(R"(name: "p" type: "Pooling"
-        pooling_param { global_pooling: true kernel_size: 2 })"),
-             {1, 1, 4, 4});
-      },
-      {"global_pooling", "kernel_size"});
-  expect_error(
-      [&] {
-        make(parse_layer(R"(name: "p" type: "Pooling"
-        pooling_param { global_pooling: true stride: 2 })"),
-             {1, 1, 4, 4});
-      },
-      {"global_pooling needs pad 0 and stride 1"});
-  expect_error(
-      [&] {
-        make(parse_layer(R"(name: "p" type: "Pooling"
-        pooling_param { kernel_size: 2 kernel_h: 2 kernel_w: 2 })"),
-             {1, 1, 4, 4});
-      },
-      {"not both"});
-  expect_error(
-      [&] {
-        make(parse_layer(R"(name: "p" type: "Pooling" pooling_param { kernel_h: 2 })"),
-             {1, 1, 4, 4});
-      },
-      {"kernel_h and kernel_w"});
-  expect_error(
-      [&] {
-        make(parse_layer(R"(name: "p" type: "Pooling"
-        pooling_param { kernel_size: 2 pad: 1 pad_h: 1 pad_w: 1 })"),
-             {1, 1, 4, 4});
-      },
-      {"pad_h and pad_w"});
-  expect_error(
-      [&] {
-        make(pool_param(square(true, 5, 1)), {1, 1, 3, 3});
-      },
-      {"does not fit", "1 1 3 3"});
-  expect_error([&] { make(pool_param(square(true, 2, 2)), {1, 4, 4}); }, {"4 axes"});
-  // AVE has no mask top.
-  expect_error(
-      [&] {
-        make(pool_param(square(false, 2, 2)), {1, 1, 4, 4}, true);
-      },
-      {"layer 'pool' (Pooling)", "at most 1 top"});
+  // pooling_param settings, with words each message must have.
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"pool: STOCHASTIC kernel_size: 2", {"layer 'p' (Pooling)", "STOCHASTIC", "not supported"}},
+      {"global_pooling: true kernel_size: 2", {"global_pooling", "kernel_size"}},
+      {"global_pooling: true stride: 2", {"global_pooling needs pad 0 and stride 1"}},
+      {"kernel_size: 2 kernel_h: 2 kernel_w: 2", {"not both"}},
+      {"kernel_h: 2", {"kernel_h and kernel_w"}},
+      {"kernel_size: 2 pad: 1 pad_h: 1 pad_w: 1", {"pad_h and pad_w"}},
+  };
+  for (const auto& [settings, message_parts] : cases) {
+    SCOPED_TRACE(settings);
+    const std::string text = "name: 'p' type: 'Pooling' pooling_param { " + settings + " }";
+    expect_error([&] { make(testing::layer_param_from(text), {1, 1, 4, 4}); }, message_parts);
+  }
+  // Windows that do not fit the input or the tops.
+  struct BadWindow {
+    PoolSpec spec;
+    std::vector<int> input_shape;
+    bool with_mask;
+    std::vector<std::string> message_parts;
+  };
+  const BadWindow windows[] = {
+      {square(true, 2, 2, 2),
+       {1, 1, 4, 4},
+       false,
+       {"layer 'pool' (Pooling)", "pad 2x2", "smaller than the kernel 2x2"}},
+      {square(true, 5, 1), {1, 1, 3, 3}, false, {"does not fit", "1 1 3 3"}},
+      {square(true, 2, 2), {1, 4, 4}, false, {"4 axes"}},
+      // AVE has no mask top.
+      {square(false, 2, 2), {1, 1, 4, 4}, true, {"layer 'pool' (Pooling)", "at most 1 top"}},
+  };
+  for (const BadWindow& bad : windows) {
+    expect_error([&] { make(pool_param(bad.spec), bad.input_shape, bad.with_mask); },
+                 bad.message_parts);
+  }
 }
 
 }  // namespace

@@ -104,8 +104,8 @@ TEST(PReLULayerTest, NeedsAChannelAxis) {
   Blob bottom({5});
   Blob top;
   auto layer = make_layer("name: 'prelu' type: 'PReLU'");
-  expect_error([&] { layer->setup({&bottom}, {&top}); },
-               {"layer 'prelu' (PReLU)", "at least 2 axes", "5 (5)"});
+  expect_setup_error(*layer, {&bottom}, {&top},
+                     {"layer 'prelu' (PReLU)", "at least 2 axes", "5 (5)"});
 }
 
 TEST(PReLULayerTest, StoredSlopesMustFitTheChannels) {
@@ -116,8 +116,7 @@ TEST(PReLULayerTest, StoredSlopesMustFitTheChannels) {
   auto layer = testing::create_layer(param);
   Blob bottom({2, 3, 2});
   Blob top;
-  expect_error([&] { layer->setup({&bottom}, {&top}); },
-               {"layer 'prelu' (PReLU)", "slope", "(4)", "(3)"});
+  expect_setup_error(*layer, {&bottom}, {&top}, {"layer 'prelu' (PReLU)", "slope", "(4)", "(3)"});
 }
 
 XTRAIN_DEVICE_TEST(PReLULayerTest, ChannelCountCannotChangeAfterSetup) {

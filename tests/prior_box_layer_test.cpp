@@ -86,7 +86,7 @@ XTRAIN_DEVICE_TEST(PriorBoxLayerTest, BadSettingsAreErrorsNamingTheField) {
            {"min_size: 30 variance: 0.1 variance: 0.2", {"variance", "four"}},
            {"min_size: 30 img_size: 10 img_h: 5 img_w: 5", {"img_size", "not both"}}}) {
     auto layer = make_layer("name: 'p' type: 'PriorBox' prior_box_param { " + settings + " }");
-    testing::expect_error([&] { layer->setup({&map, &picture}, {&top}); }, parts);
+    testing::expect_setup_error(*layer, {&map, &picture}, {&top}, parts);
   }
 }
 

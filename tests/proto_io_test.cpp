@@ -1,13 +1,15 @@
 // Reading and writing prototxt and binary protos.
+#include "xtrain/proto_io.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
+#include "error_message.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/proto/xtrain.pb.h"
-#include "xtrain/proto_io.hpp"
 
 namespace xtrain {
 namespace {
@@ -27,14 +29,7 @@ TEST(ProtoIo, MisspeltFieldIsAnErrorWithFileLineAndColumn) {
   const std::string path = temp_dir() + "/bad.prototxt";
   write_text(path, "name: \"x\"\nlayer {\n  name: \"conv1\"\n  tpye: \"Convolution\"\n}\n");
   NetParameter param;
-  try {
-    read_proto_from_text_file(path, &param);
-    FAIL() << "expected an error";
-  } catch (const Error& error) {
-    const std::string message = error.what();
-    EXPECT_NE(message.find(path + ":4:"), std::string::npos) << message;
-    EXPECT_NE(message.find("tpye"), std::string::npos) << message;
-  }
+  testing::expect_error([&] { read_proto_from_text_file(path, &param); }, {path + ":4:", "tpye"});
 }
 
 TEST(ProtoIo, BinaryRoundTripIsAtomicAndExact) {
@@ -73,11 +68,8 @@ TEST(ProtoIo, HandWrittenWireBytesMatchCaffeFieldNumbers) {
 TEST(ProtoIo, MissingFileNamesThePath) {
   NetParameter param;
   EXPECT_THROW(read_proto_from_binary_file("/nonexistent/x.caffemodel", &param), Error);
-  try {
-    read_proto_from_text_file("/nonexistent/net.prototxt", &param);
-  } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("/nonexistent/net.prototxt"), std::string::npos);
-  }
+  testing::expect_error([&] { read_proto_from_text_file("/nonexistent/net.prototxt", &param); },
+                        {"/nonexistent/net.prototxt"});
 }
 
 TEST(ProtoIo, CorruptBinaryIsAnError) {

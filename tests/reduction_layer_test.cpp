@@ -120,8 +120,7 @@ TEST(ReductionLayerTest2, AxisOutOfRangeIsAnError) {
   Blob bottom({2, 3});
   Blob top;
   auto layer = make_layer("name: 'r' type: 'Reduction' reduction_param { axis: 2 }");
-  expect_error([&] { layer->setup({&bottom}, {&top}); },
-               {"layer 'r' (Reduction)", "axis 2", "2 3 (6)"});
+  expect_setup_error(*layer, {&bottom}, {&top}, {"layer 'r' (Reduction)", "axis 2", "2 3 (6)"});
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "device_test_support.hpp"
 #include "gradient_checker.hpp"
 #include "layer_test_support.hpp"
+#include "recurrent_layer_test_support.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain {
@@ -21,10 +22,7 @@ using testing::make_layer;
 using testing::set_data;
 
 std::string rnn(int hidden, const std::string& extra = "") {
-  return "name: 'rnn' type: 'RNN' recurrent_param { num_output: " + std::to_string(hidden) +
-         " weight_filler { type: 'uniform' min: -0.6 max: 0.6 } "
-         "bias_filler { type: 'uniform' min: -0.3 max: 0.3 } " +
-         extra + " }";
+  return testing::recurrent_layer("RNN", hidden, extra);
 }
 
 // T = 2, N = 1, D = H = 1 with W_xh = 0.5, b_h = 0.1, W_hh = 0.8, W_ho = 2,
@@ -71,37 +69,12 @@ XTRAIN_DEVICE_TEST(RnnLayerTest, CarriesTheStateIntoTheNextForwardUnlessContIsZe
 }
 
 XTRAIN_DEVICE_TEST(RnnLayerTest, LearnableBlobsAreInCaffesOrder) {
-  Blob x({3, 2, 5});
-  Blob cont({3, 2});
-  Blob x_static({2, 4});
-  Blob o;
-  auto layer = make_layer(rnn(6));
-  layer->setup({&x, &cont, &x_static}, {&o});
   // W_xh, b_h, W_xh_static, W_hh, W_ho, b_o.
-  const std::vector<std::vector<int>> shapes = {{6, 5}, {6}, {6, 4}, {6, 6}, {6, 6}, {6}};
-  ASSERT_EQ(layer->blobs().size(), shapes.size());
-  for (std::size_t i = 0; i < shapes.size(); ++i) {
-    EXPECT_EQ(layer->blobs()[i]->shape(), shapes[i]) << "blob " << i;
-  }
-  EXPECT_EQ(o.shape(), (std::vector<int>{3, 2, 6}));
-}
-
-// T = 3, N = 2: both streams start at t = 1, stream 1 starts again at t = 2.
-void fill_sequence(Blob& x, Blob& cont) {
-  testing::fill_uniform(x, 11);
-  set_data(cont, {0, 0, 1, 0, 1, 1});
+  testing::expect_blob_shapes(rnn(6), 6, {{6, 5}, {6}, {6, 4}, {6, 6}, {6, 6}, {6}});
 }
 
 XTRAIN_DEVICE_TEST(RnnLayerTest, GradientWithAResetInsideTheSequence) {
-  Blob x({3, 2, 2});
-  Blob cont({3, 2});
-  Blob o;
-  fill_sequence(x, cont);
-  auto layer = make_layer(rnn(3));
-  layer->setup({&x, &cont}, {&o});
-  testing::GradientCheckOptions options;
-  options.bottoms_to_check = {0};
-  testing::GradientChecker(options).check(*layer, {&x, &cont}, {&o});
+  testing::check_gradient_with_a_reset(rnn(3));
 }
 
 XTRAIN_DEVICE_TEST(RnnLayerTest, GradientThroughExposedStates) {
@@ -122,18 +95,7 @@ XTRAIN_DEVICE_TEST(RnnLayerTest, GradientThroughExposedStates) {
 }
 
 XTRAIN_DEVICE_TEST(RnnLayerTest, GradientWithAStaticInput) {
-  Blob x({2, 2, 2});
-  Blob cont({2, 2});
-  Blob x_static({2, 3});
-  Blob o;
-  testing::fill_uniform(x, 11);
-  testing::fill_uniform(x_static, 13);
-  set_data(cont, {0, 0, 1, 1});
-  auto layer = make_layer(rnn(2));
-  layer->setup({&x, &cont, &x_static}, {&o});
-  testing::GradientCheckOptions options;
-  options.bottoms_to_check = {0, 2};
-  testing::GradientChecker(options).check(*layer, {&x, &cont, &x_static}, {&o});
+  testing::check_gradient_with_a_static_input(rnn(2));
 }
 
 XTRAIN_DEVICE_TEST(RnnLayerTest, ContOfAnotherShapeIsAnError) {
@@ -141,11 +103,8 @@ XTRAIN_DEVICE_TEST(RnnLayerTest, ContOfAnotherShapeIsAnError) {
   Blob cont({3, 1});
   Blob o;
   auto layer = make_layer(rnn(3));
-  testing::expect_error(
-      [&] {
-        layer->setup({&x, &cont}, {&o});
-      },
-      {"layer 'rnn' (RNN)", "cont", "3 1 (3)", "3 x 2"});
+  testing::expect_setup_error(*layer, {&x, &cont}, {&o},
+                              {"layer 'rnn' (RNN)", "cont", "3 1 (3)", "3 x 2"});
 }
 
 XTRAIN_DEVICE_TEST(RnnLayerTest, ChangingTheNumberOfStepsIsAnError) {
@@ -199,7 +158,7 @@ XTRAIN_DEVICE_TEST(RnnLayerTest, MissingNumOutputIsAnError) {
   Blob cont({3, 2});
   Blob o;
   auto layer = make_layer("name: 'rnn' type: 'RNN'");
-  testing::expect_error([&] { layer->setup({&x, &cont}, {&o}); }, {"'rnn'", "num_output"});
+  testing::expect_setup_error(*layer, {&x, &cont}, {&o}, {"'rnn'", "num_output"});
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // and the same bits with one thread and two.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,33 @@ struct Case {
   bool in_place;
 };
 
+// A case's input (U(-1, 1) from seed 1, also kept as x), its top (the input
+// itself when in place) and a blob of one value per channel (a scale or bias
+// as bottom[1]) from `channel_seed`.
+struct CaseBlobs {
+  CaseBlobs(const Case& c, std::uint64_t channel_seed)
+      : input(c.shape),
+        per_channel(std::vector<int>{static_cast<int>(c.axes.dim)}),
+        output(c.in_place ? &input : &separate_output) {
+    fill_uniform(input, 1);
+    fill_uniform(per_channel, channel_seed);
+    x = data_of(input);
+  }
+
+  Blob input;
+  Blob per_channel;
+  Blob separate_output;
+  Blob* output;
+  std::vector<float> x;
+};
+
+// A top diff for the case: U(-1, 1) from seed 2.
+std::vector<float> top_diff_of(const Case& c) {
+  Blob diff(c.shape);
+  fill_uniform(diff, 2);
+  return data_of(diff);
+}
+
 class ScaleFastPathTest : public ::testing::TestWithParam<Case> {};
 
 // Learned scale (with bias_term when the param says so): top, the learned
@@ -67,11 +95,10 @@ TEST_P(ScaleFastPathTest, LearnedScaleMatchesTheReference) {
   auto layer = make_layer("name: 's' type: 'Scale' scale_param { filler { type: 'uniform' } " +
                           c.param + " bias_filler { type: 'uniform' } }");
   layer->seed(4);
-  Blob input(c.shape);
-  Blob separate_output;
-  Blob* output = c.in_place ? &input : &separate_output;
-  fill_uniform(input, 1);
-  const std::vector<float> x = data_of(input);
+  CaseBlobs blobs(c, 0);  // its per-channel blob is not used: the scale is learned
+  Blob& input = blobs.input;
+  Blob* output = blobs.output;
+  const std::vector<float>& x = blobs.x;
   layer->setup({&input}, {output});
   const bool bias_term = layer->blobs().size() == 2;
   const std::vector<float> scale = data_of(*layer->blobs()[0]);
@@ -79,9 +106,7 @@ TEST_P(ScaleFastPathTest, LearnedScaleMatchesTheReference) {
   layer->forward({&input}, {output});
   expect_close(data_of(*output), reference_forward(c.axes, x, scale, bias), 1e-6f, "top");
 
-  Blob weights(c.shape);
-  fill_uniform(weights, 2);
-  const std::vector<float> dy = data_of(weights);
+  const std::vector<float> dy = top_diff_of(c);
   std::copy(dy.begin(), dy.end(), output->mutable_cpu_diff());
   for (std::size_t b = 0; b < layer->blobs().size(); ++b) fill_uniform(*layer->blobs()[b], 3 + b);
   std::vector<float> scale_diff(c.axes.dim), bias_diff(c.axes.dim);
@@ -107,13 +132,11 @@ TEST_P(ScaleFastPathTest, ScaleFromBottomMatchesTheReference) {
   const Case& c = GetParam();
   auto layer = make_layer("name: 's' type: 'Scale' scale_param { " + c.param +
                           " bias_filler { type: 'uniform' } }");
-  Blob input(c.shape);
-  Blob separate_output;
-  Blob* output = c.in_place ? &input : &separate_output;
-  Blob scale_blob(std::vector<int>{static_cast<int>(c.axes.dim)});
-  fill_uniform(input, 1);
-  fill_uniform(scale_blob, 8);
-  const std::vector<float> x = data_of(input);
+  CaseBlobs blobs(c, 8);
+  Blob& input = blobs.input;
+  Blob& scale_blob = blobs.per_channel;
+  Blob* output = blobs.output;
+  const std::vector<float>& x = blobs.x;
   const std::vector<float> scale = data_of(scale_blob);
   // An (outer, dim, inner) view needs the scale's shape to be the input's
   // axes; a flat scale lines up when it spans one axis, which these cases do.
@@ -122,9 +145,7 @@ TEST_P(ScaleFastPathTest, ScaleFromBottomMatchesTheReference) {
   const std::vector<float> bias = bias_term ? data_of(*layer->blobs()[0]) : std::vector<float>{};
   layer->forward({&input, &scale_blob}, {output});
   expect_close(data_of(*output), reference_forward(c.axes, x, scale, bias), 1e-6f, "top");
-  Blob weights(c.shape);
-  fill_uniform(weights, 2);
-  const std::vector<float> dy = data_of(weights);
+  const std::vector<float> dy = top_diff_of(c);
   for (const std::vector<bool>& down :
        {std::vector<bool>{true, true}, std::vector<bool>{true, false},
         std::vector<bool>{false, true}}) {
@@ -178,22 +199,18 @@ TEST_P(BiasFastPathTest, LearnedAndBottomBiasMatchTheReference) {
   for (const bool from_bottom : {false, true}) {
     auto layer = make_layer("name: 'b' type: 'Bias' bias_param { filler { type: 'uniform' } " +
                             c.param + " }");
-    Blob input(c.shape);
-    Blob separate_output;
-    Blob* output = c.in_place ? &input : &separate_output;
-    Blob bias_blob(std::vector<int>{static_cast<int>(c.axes.dim)});
-    fill_uniform(input, 1);
-    fill_uniform(bias_blob, 5);
-    const std::vector<float> x = data_of(input);
+    CaseBlobs blobs(c, 5);
+    Blob& input = blobs.input;
+    Blob& bias_blob = blobs.per_channel;
+    Blob* output = blobs.output;
+    const std::vector<float>& x = blobs.x;
     BlobVec bottom = {&input};
     if (from_bottom) bottom.push_back(&bias_blob);
     layer->setup(bottom, {output});
     Blob& bias = from_bottom ? bias_blob : *layer->blobs()[0];
     layer->forward(bottom, {output});
     expect_close(data_of(*output), reference_forward(c.axes, x, {}, data_of(bias)), 1e-6f, "top");
-    Blob weights(c.shape);
-    fill_uniform(weights, 2);
-    const std::vector<float> dy = data_of(weights);
+    const std::vector<float> dy = top_diff_of(c);
     std::copy(dy.begin(), dy.end(), output->mutable_cpu_diff());
     fill_uniform(bias, 6);
     std::copy(bias.cpu_data(), bias.cpu_data() + bias.count(), bias.mutable_cpu_diff());

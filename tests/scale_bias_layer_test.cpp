@@ -173,11 +173,8 @@ XTRAIN_DEVICE_TEST_F(ScaleBiasTest, LearnedGradientsAccumulateBottomGradientsDoN
 XTRAIN_DEVICE_TEST_F(ScaleBiasTest, ScaleRejectsMismatchedShapes) {
   operand_.reshape({3, 3});
   auto layer = make_layer("name: 's' type: 'Scale'");
-  expect_error(
-      [&] {
-        layer->setup({&input_, &operand_}, {&output_});
-      },
-      {"layer 's' (Scale)", "bottom[1]", "3 3 (9)", "2 3 2 4 (48)", "axis 1"});
+  expect_setup_error(*layer, {&input_, &operand_}, {&output_},
+                     {"layer 's' (Scale)", "bottom[1]", "3 3 (9)", "2 3 2 4 (48)", "axis 1"});
   expect_error(
       [&] {
         make_layer("name: 's' type: 'Scale' scale_param { axis: 2 num_axes: 3 }")

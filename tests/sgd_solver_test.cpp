@@ -27,6 +27,14 @@ float weight(Solver& solver, int param, int index = 0) {
   return solver.net().learnable_params()[param]->cpu_data()[index];
 }
 
+// Steps `solver` once per value of `expected`: the weight after each step.
+void expect_weight_after_each_step(Solver& solver, const std::vector<float>& expected) {
+  for (float w : expected) {
+    solver.step(1);
+    EXPECT_NEAR(weight(solver, 0), w, 1e-6f) << "after iteration " << solver.iter();
+  }
+}
+
 using testing::scalar_net;
 
 XTRAIN_DEVICE_TEST(SGDSolver, MomentumByHand) {
@@ -35,11 +43,7 @@ XTRAIN_DEVICE_TEST(SGDSolver, MomentumByHand) {
   //   it 1: x = 2: g = 3.6, v = 0.09 + 0.36 = 0.45,     w = 0.45
   //   it 2: x = -1: g = 0.45, v = 0.405 + 0.045 = 0.45, w = 0
   auto solver = create_solver(make_solver(scalar_net(), "momentum: 0.9"), quiet());
-  const float expected[] = {0.9f, 0.45f, 0.0f};
-  for (float w : expected) {
-    solver->step(1);
-    EXPECT_NEAR(weight(*solver, 0), w, 1e-6f) << "after iteration " << solver->iter();
-  }
+  expect_weight_after_each_step(*solver, {0.9f, 0.45f, 0.0f});
   EXPECT_EQ(solver->iter(), 3);
 }
 
@@ -51,11 +55,7 @@ XTRAIN_DEVICE_TEST(SGDSolver, L2WeightDecayByHand) {
   auto solver = create_solver(
       make_solver(scalar_net(), "momentum: 0.9 weight_decay: 0.1 regularization_type: 'L2'"),
       quiet());
-  const float expected[] = {0.89f, 0.4261f, -0.038281f};
-  for (float w : expected) {
-    solver->step(1);
-    EXPECT_NEAR(weight(*solver, 0), w, 1e-6f) << "after iteration " << solver->iter();
-  }
+  expect_weight_after_each_step(*solver, {0.89f, 0.4261f, -0.038281f});
 }
 
 XTRAIN_DEVICE_TEST(SGDSolver, L1WeightDecayByHand) {
@@ -66,11 +66,7 @@ XTRAIN_DEVICE_TEST(SGDSolver, L1WeightDecayByHand) {
   auto solver = create_solver(
       make_solver(scalar_net(), "momentum: 0.9 weight_decay: 0.1 regularization_type: 'L1'"),
       quiet());
-  const float expected[] = {0.89f, 0.425f, -0.046f};
-  for (float w : expected) {
-    solver->step(1);
-    EXPECT_NEAR(weight(*solver, 0), w, 1e-6f) << "after iteration " << solver->iter();
-  }
+  expect_weight_after_each_step(*solver, {0.89f, 0.425f, -0.046f});
 }
 
 // Caffe's SGD on the linear regression net, in double precision.

@@ -85,24 +85,23 @@ XTRAIN_DEVICE_TEST(ReshapeLayerTest, FollowsTheBottomWhenItChangesShape) {
 TEST(ReshapeLayerTest, Errors) {
   Blob bottom({2, 3, 4});
   Blob top;
-  auto expect_setup_error = [&](const std::string& param,
-                                std::initializer_list<std::string> parts) {
+  auto expect_reshape_error = [&](const std::string& param, const std::vector<std::string>& parts) {
     auto layer = make_layer("name: 'reshape' type: 'Reshape' reshape_param { " + param + " }");
-    expect_error([&] { layer->setup({&bottom}, {&top}); }, parts);
+    expect_setup_error(*layer, {&bottom}, {&top}, parts);
   };
-  expect_setup_error("shape { dim: -1 dim: -1 }",
-                     {"layer 'reshape' (Reshape)", "more than one -1"});
-  expect_setup_error("shape { dim: 5 dim: -1 }",
-                     {"layer 'reshape' (Reshape)", "2 3 4 (24)", "not divisible", "(5)"});
-  expect_setup_error("shape { dim: 5 dim: 5 }", {"layer 'reshape' (Reshape)", "(5, 5)", "24"});
-  expect_setup_error("shape { dim: -2 }", {"layer 'reshape' (Reshape)", "-2"});
-  expect_setup_error("axis: 4 shape { dim: 1 }", {"layer 'reshape' (Reshape)", "axis 4"});
-  expect_setup_error("axis: 2 num_axes: 2 shape { dim: 4 }",
-                     {"layer 'reshape' (Reshape)", "num_axes 2", "past the last axis"});
-  expect_setup_error("axis: 2 shape { dim: 0 dim: 0 }",
-                     {"layer 'reshape' (Reshape)", "no axis 3 to copy"});
+  expect_reshape_error("shape { dim: -1 dim: -1 }",
+                       {"layer 'reshape' (Reshape)", "more than one -1"});
+  expect_reshape_error("shape { dim: 5 dim: -1 }",
+                       {"layer 'reshape' (Reshape)", "2 3 4 (24)", "not divisible", "(5)"});
+  expect_reshape_error("shape { dim: 5 dim: 5 }", {"layer 'reshape' (Reshape)", "(5, 5)", "24"});
+  expect_reshape_error("shape { dim: -2 }", {"layer 'reshape' (Reshape)", "-2"});
+  expect_reshape_error("axis: 4 shape { dim: 1 }", {"layer 'reshape' (Reshape)", "axis 4"});
+  expect_reshape_error("axis: 2 num_axes: 2 shape { dim: 4 }",
+                       {"layer 'reshape' (Reshape)", "num_axes 2", "past the last axis"});
+  expect_reshape_error("axis: 2 shape { dim: 0 dim: 0 }",
+                       {"layer 'reshape' (Reshape)", "no axis 3 to copy"});
   auto in_place = make_layer("name: 'reshape' type: 'Reshape' reshape_param { shape { dim: -1 } }");
-  expect_error([&] { in_place->setup({&bottom}, {&bottom}); }, {"in place"});
+  expect_setup_error(*in_place, {&bottom}, {&bottom}, {"in place"});
 }
 
 // --- Tile ----------------------------------------------------------------------
@@ -152,12 +151,11 @@ TEST(TileLayerTest, Errors) {
   Blob bottom({2, 3});
   Blob top;
   auto no_tiles = make_layer("name: 'tile' type: 'Tile'");
-  expect_error([&] { no_tiles->setup({&bottom}, {&top}); }, {"layer 'tile' (Tile)", "tiles"});
+  expect_setup_error(*no_tiles, {&bottom}, {&top}, {"layer 'tile' (Tile)", "tiles"});
   auto zero = make_layer("name: 'tile' type: 'Tile' tile_param { tiles: 0 }");
-  expect_error([&] { zero->setup({&bottom}, {&top}); }, {"layer 'tile' (Tile)", "positive"});
+  expect_setup_error(*zero, {&bottom}, {&top}, {"layer 'tile' (Tile)", "positive"});
   auto axis = make_layer("name: 'tile' type: 'Tile' tile_param { tiles: 2 axis: 2 }");
-  expect_error([&] { axis->setup({&bottom}, {&top}); },
-               {"layer 'tile' (Tile)", "axis 2", "2 3 (6)"});
+  expect_setup_error(*axis, {&bottom}, {&top}, {"layer 'tile' (Tile)", "axis 2", "2 3 (6)"});
 }
 
 // --- Crop ----------------------------------------------------------------------
@@ -234,26 +232,17 @@ TEST(CropLayerTest, Errors) {
   Blob top;
   Blob three_axes({2, 3, 4});
   auto layer = make_layer("name: 'crop' type: 'Crop'");
-  expect_error(
-      [&] {
-        layer->setup({&bottom, &three_axes}, {&top});
-      },
-      {"layer 'crop' (Crop)", "2 3 4 4 (96)", "2 3 4 (24)", "number of axes"});
+  expect_setup_error(*layer, {&bottom, &three_axes}, {&top},
+                     {"layer 'crop' (Crop)", "2 3 4 4 (96)", "2 3 4 (24)", "number of axes"});
   Blob too_big({2, 3, 3, 3});
   auto offset = make_layer("name: 'crop' type: 'Crop' crop_param { offset: 2 }");
-  expect_error(
-      [&] {
-        offset->setup({&bottom, &too_big}, {&top});
-      },
-      {"layer 'crop' (Crop)", "axis 2", "size 3", "offset 2"});
+  expect_setup_error(*offset, {&bottom, &too_big}, {&top},
+                     {"layer 'crop' (Crop)", "axis 2", "size 3", "offset 2"});
   auto offsets =
       make_layer("name: 'crop' type: 'Crop' crop_param { offset: 0 offset: 0 offset: 0 }");
   Blob small({2, 3, 2, 2});
-  expect_error(
-      [&] {
-        offsets->setup({&bottom, &small}, {&top});
-      },
-      {"layer 'crop' (Crop)", "3 offsets", "crops 2 axes"});
+  expect_setup_error(*offsets, {&bottom, &small}, {&top},
+                     {"layer 'crop' (Crop)", "3 offsets", "crops 2 axes"});
 }
 
 // --- Silence ---------------------------------------------------------------------
@@ -284,8 +273,8 @@ TEST(SilenceLayerTest, NeedsABottomAndNoTop) {
   Blob a({1});
   Blob top;
   auto layer = make_layer("name: 'silence' type: 'Silence'");
-  expect_error([&] { layer->setup({}, {}); }, {"layer 'silence' (Silence)", "at least 1 bottom"});
-  expect_error([&] { layer->setup({&a}, {&top}); }, {"layer 'silence' (Silence)", "0 top"});
+  expect_setup_error(*layer, {}, {}, {"layer 'silence' (Silence)", "at least 1 bottom"});
+  expect_setup_error(*layer, {&a}, {&top}, {"layer 'silence' (Silence)", "0 top"});
 }
 
 }  // namespace

@@ -27,6 +27,8 @@ namespace {
 
 using testing::error_of;
 using testing::NormalizationCase;
+using testing::one;
+using testing::valid_count;
 
 // Scores are N=3 x C=4 x 1 x 2: outer = 3, inner = 2, six labelled positions.
 constexpr int kNum = 3;
@@ -127,9 +129,7 @@ TEST_P(SoftmaxWithLossNormalizationTest, OnlyIgnoredPositionsGetNoGradient) {
 
 // gtest prints parameters in test listings (and CTest names); show the name.
 double six(int) { return 6; }
-double valid_count(int valid) { return std::max(1, valid); }
 double three(int) { return 3; }
-double one(int) { return 1; }
 
 XTRAIN_INSTANTIATE_ON_DEVICES(
     SoftmaxWithLossNormalizationTest,

@@ -229,4 +229,18 @@ inline NetParameter scalar_net(int batch = 1) {
   return linear_regression_net(batch, 1, 1, false, "blobs { shape { dim: 1 dim: 1 } data: 1 }");
 }
 
+// scalar_net() as the net_param of a solver with every kind of event: 6
+// iterations, lr from "inv", a display every 2, a test of 2 iterations every
+// 3 and a snapshot to `snapshot_prefix` every 3.
+inline SolverParameter eventful_solver(const std::string& snapshot_prefix) {
+  SolverParameter param =
+      solver_param(scalar_net(),
+                   "base_lr: 0.01 lr_policy: 'inv' gamma: 0.1 power: 0.75 max_iter: 6 "
+                   "display: 2 test_iter: 2 test_interval: 3 snapshot: 3");
+  param.clear_train_net_param();
+  *param.mutable_net_param() = scalar_net();
+  param.set_snapshot_prefix(snapshot_prefix);
+  return param;
+}
+
 }  // namespace xtrain::testing

@@ -190,18 +190,6 @@ TEST(TrainingMetrics, AFreshStartReplacesTheFileAndAResumeAppends) {
   EXPECT_EQ(lines_of(read_text_file(path)).size(), 1u);
 }
 
-// A solver writing metrics and a report: SolverTest nets, lr from "inv".
-SolverParameter metrics_solver(const TempDir& dir) {
-  SolverParameter param =
-      testing::solver_param(testing::scalar_net(),
-                            "base_lr: 0.01 lr_policy: 'inv' gamma: 0.1 power: 0.75 max_iter: 6 "
-                            "display: 2 test_iter: 2 test_interval: 3 snapshot: 3");
-  param.clear_train_net_param();
-  *param.mutable_net_param() = testing::scalar_net();
-  param.set_snapshot_prefix(dir.file("lin"));
-  return param;
-}
-
 // The solver with the recorder `xtrain train` adds.
 std::unique_ptr<Solver> recording_solver(const SolverParameter& param, const TempDir& dir) {
   std::unique_ptr<Solver> solver = create_solver(param, testing::quiet_solver_options());
@@ -221,7 +209,7 @@ std::vector<int> iterations_of(const std::vector<MetricsRecord>& records,
 
 TEST(TrainingMetrics, TheSolverRecordsEachDisplayAndTest) {
   TempDir dir("metrics_solver");
-  const SolverParameter param = metrics_solver(dir);
+  const SolverParameter param = testing::eventful_solver(dir.file("lin"));
   auto solver = recording_solver(param, dir);
   solver->solve();
 
@@ -266,7 +254,7 @@ TEST(TrainingMetrics, TheSolverRecordsEachDisplayAndTest) {
 
 TEST(TrainingMetrics, AResumedSolverAppendsAndTheChartsContinue) {
   TempDir dir("metrics_resume");
-  const SolverParameter param = metrics_solver(dir);
+  const SolverParameter param = testing::eventful_solver(dir.file("lin"));
   {
     SolverParameter stop_early = param;
     stop_early.set_max_iter(4);  // displays 0, 2; snapshot at 3 and 4

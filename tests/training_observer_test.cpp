@@ -54,20 +54,9 @@ class EventLog : public TrainingObserver {
   TrainingEnd end;
 };
 
-SolverParameter observed_solver(const TempDir& dir) {
-  SolverParameter param =
-      testing::solver_param(testing::scalar_net(),
-                            "base_lr: 0.01 lr_policy: 'inv' gamma: 0.1 power: 0.75 max_iter: 6 "
-                            "display: 2 test_iter: 2 test_interval: 3 snapshot: 3");
-  param.clear_train_net_param();
-  *param.mutable_net_param() = testing::scalar_net();
-  param.set_snapshot_prefix(dir.file("observed"));
-  return param;
-}
-
 TEST(TrainingObserver, SolveSendsEveryEventInTheLoopsOrder) {
   TempDir dir("observer_order");
-  const SolverParameter param = observed_solver(dir);
+  const SolverParameter param = testing::eventful_solver(dir.file("observed"));
   auto solver = create_solver(param, testing::quiet_solver_options());
   auto log = std::make_shared<EventLog>();
   solver->add_observer(log);
@@ -116,7 +105,7 @@ TEST(TrainingObserver, SolveSendsEveryEventInTheLoopsOrder) {
 
 TEST(TrainingObserver, AResumedSolveSaysSoAndStepAloneSendsNoStartOrEnd) {
   TempDir dir("observer_resume");
-  SolverParameter param = observed_solver(dir);
+  SolverParameter param = testing::eventful_solver(dir.file("observed"));
   create_solver(param, testing::quiet_solver_options())->solve();
 
   auto fresh = create_solver(param, testing::quiet_solver_options());
@@ -138,7 +127,8 @@ TEST(TrainingObserver, AResumedSolveSaysSoAndStepAloneSendsNoStartOrEnd) {
 
 TEST(TrainingObserver, AStopRequestEndsWithStoppedEarly) {
   TempDir dir("observer_stop");
-  auto solver = create_solver(observed_solver(dir), testing::quiet_solver_options());
+  auto solver = create_solver(testing::eventful_solver(dir.file("observed")),
+                              testing::quiet_solver_options());
   auto log = std::make_shared<EventLog>();
   solver->add_observer(log);
   int polls = 0;

@@ -77,10 +77,10 @@ XTRAIN_DEVICE_TEST(UpsampleLayerTest, BadSettingsAndShapesAreErrors) {
   Blob bottom({1, 2, 2, 2});
   Blob top;
   auto layer = make_layer("name: 'up' type: 'Upsample' upsample_param { scale: 0 }");
-  expect_error([&] { layer->setup({&bottom}, {&top}); }, {"'up'", "scale: 0", "at least 1"});
+  expect_setup_error(*layer, {&bottom}, {&top}, {"'up'", "scale: 0", "at least 1"});
   Blob flat({2, 3});
   layer = make_layer("name: 'up' type: 'Upsample' upsample_param { scale: 2 }");
-  expect_error([&] { layer->setup({&flat}, {&top}); }, {"'up'", "4-d"});
+  expect_setup_error(*layer, {&flat}, {&top}, {"'up'", "4-d"});
 }
 
 }  // namespace

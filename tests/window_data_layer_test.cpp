@@ -20,6 +20,7 @@ namespace xtrain {
 namespace {
 
 using testing::error_of;
+using testing::expect_error;
 using testing::TempDir;
 
 // An 8 x 8 colour image: B = x + 10 y, G = 100, R = 200.
@@ -206,8 +207,7 @@ TEST(WindowDataLayer, AMissingImageFailsTheForwardNamingTheWindow) {
 
 TEST(WindowDataLayer, WithoutACropSizeItSaysWhereToPutIt) {
   WindowFolder folder;
-  EXPECT_NE(error_of([&] { run(folder.param(2, "", "")); }).find("transform_param { crop_size"),
-            std::string::npos);
+  expect_error([&] { run(folder.param(2, "", "")); }, {"transform_param { crop_size"});
 }
 
 }  // namespace

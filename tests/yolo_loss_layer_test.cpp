@@ -258,7 +258,7 @@ XTRAIN_DEVICE_TEST(YoloLossLayerTest, GradientMatchesFiniteDifferences) {
 XTRAIN_DEVICE_TEST_F(YoloLossHandExample, BadSettingsAndInputsAreErrors) {
   const auto setup_fails = [&](const std::string& prototxt, std::vector<std::string> parts) {
     layer = make_layer(prototxt);
-    expect_error([&] { layer->setup({&predictions, &truth}, {&top}); }, parts);
+    expect_setup_error(*layer, {&predictions, &truth}, {&top}, parts);
   };
   setup_fails("name: 'yolo' type: 'YoloLoss'", {"'yolo'", "yolo_param"});
   setup_fails("name: 'yolo' type: 'YoloLoss' yolo_param { anchors: [2, 2] img_h: 8 img_w: 8 }",

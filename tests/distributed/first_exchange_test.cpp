@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "test_net_text.hpp"
 #include "two_equal_replicas.hpp"
 #include "xtrain/comm.hpp"
 #include "xtrain/solver.hpp"
@@ -18,11 +19,10 @@ namespace xtrain {
 namespace {
 
 // data -> ip1 -> relu -> ip2 -> loss: ip1 is the last layer backward reaches.
-const char* const kNet = R"(
+const std::string kNet = R"(
 name: 'first_exchange'
-layer { name: 'data' type: 'DummyData' top: 'data' top: 'label'
-  dummy_data_param { shape { dim: 4 dim: 32 } shape { dim: 4 }
-                     data_filler { type: 'gaussian' std: 1 } data_filler { type: 'constant' value: 1 } } }
+)" + testing::random_data_and_labels({4, 32}, "type: 'constant' value: 1") +
+                         R"(
 layer { name: 'ip1' type: 'InnerProduct' bottom: 'data' top: 'ip1'
   inner_product_param { num_output: 16 weight_filler { type: 'xavier' } } }
 layer { name: 'relu' type: 'ReLU' bottom: 'ip1' top: 'ip1' }

@@ -5,6 +5,16 @@ with values away from 0 and 1."""
 
 W = "weight_filler { type: 'gaussian' std: 0.3 } bias_filler { type: 'gaussian' std: 0.3 }"
 
+
+
+def pooling_layers(pool, windows):
+    """One Pooling layer of `pool` (MAX or AVE) on "data" per window, named
+    as `windows` names it."""
+    return "".join(f"""
+      layer {{ name: '{name}' type: 'Pooling' bottom: 'data' top: '{name}'
+        pooling_param {{ pool: {pool} {window} }} }}""" for name, window in windows.items())
+
+
 CASES = {
     "convolution_groups_dilation": f"""
       layer {{ name: 'conv' type: 'Convolution' bottom: 'data' top: 'conv'
@@ -16,24 +26,16 @@ CASES = {
     "deconvolution": f"""
       layer {{ name: 'deconv' type: 'Deconvolution' bottom: 'data' top: 'deconv'
         convolution_param {{ num_output: 6 kernel_size: 3 stride: 2 pad: 1 group: 2 {W} }} }}""",
-    "pooling_max": """
-      layer { name: 'ceil' type: 'Pooling' bottom: 'data' top: 'ceil'
-        pooling_param { pool: MAX kernel_size: 3 stride: 2 } }
-      layer { name: 'pad' type: 'Pooling' bottom: 'data' top: 'pad'
-        pooling_param { pool: MAX kernel_size: 3 stride: 2 pad: 1 } }
-      layer { name: 'k2' type: 'Pooling' bottom: 'data' top: 'k2'
-        pooling_param { pool: MAX kernel_size: 2 stride: 2 pad: 1 } }
-      layer { name: 'rect' type: 'Pooling' bottom: 'data' top: 'rect'
-        pooling_param { pool: MAX kernel_h: 3 kernel_w: 2 stride_h: 2 stride_w: 3 pad_h: 1 pad_w: 0 } }""",
-    "pooling_average": """
-      layer { name: 'ceil' type: 'Pooling' bottom: 'data' top: 'ceil'
-        pooling_param { pool: AVE kernel_size: 2 stride: 2 } }
-      layer { name: 'pad' type: 'Pooling' bottom: 'data' top: 'pad'
-        pooling_param { pool: AVE kernel_size: 3 stride: 2 pad: 1 } }
-      layer { name: 's3' type: 'Pooling' bottom: 'data' top: 's3'
-        pooling_param { pool: AVE kernel_size: 3 stride: 3 pad: 1 } }
-      layer { name: 'rect' type: 'Pooling' bottom: 'data' top: 'rect'
-        pooling_param { pool: AVE kernel_h: 3 kernel_w: 2 stride_h: 2 stride_w: 3 pad_h: 1 pad_w: 0 } }""",
+    "pooling_max": pooling_layers("MAX", {
+        "ceil": "kernel_size: 3 stride: 2",
+        "pad": "kernel_size: 3 stride: 2 pad: 1",
+        "k2": "kernel_size: 2 stride: 2 pad: 1",
+        "rect": "kernel_h: 3 kernel_w: 2 stride_h: 2 stride_w: 3 pad_h: 1 pad_w: 0"}),
+    "pooling_average": pooling_layers("AVE", {
+        "ceil": "kernel_size: 2 stride: 2",
+        "pad": "kernel_size: 3 stride: 2 pad: 1",
+        "s3": "kernel_size: 3 stride: 3 pad: 1",
+        "rect": "kernel_h: 3 kernel_w: 2 stride_h: 2 stride_w: 3 pad_h: 1 pad_w: 0"}),
     "pooling_global": """
       layer { name: 'max' type: 'Pooling' bottom: 'data' top: 'max'
         pooling_param { pool: MAX global_pooling: true } }

@@ -71,19 +71,25 @@ def test_dynamic_batch_takes_another_batch_size(tmp_path):
     assert relative_difference(five[:3], expected) <= TOLERANCE
 
 
+def import_and_export_again(onnx_path, tmp_path, name, seed):
+    """ONNX Runtime runs `onnx_path` on random inputs; `xtrain import` must
+    give the same outputs, and the imported net is exported again. Returns
+    the first outputs and those of the file exported again."""
+    session = session_of(onnx_path)
+    inputs = random_inputs(session, seed=seed)
+    reference = {"inputs": inputs, "outputs": run_onnx(session, inputs)}
+    _, worst, prototxt, weights = import_and_compare(onnx_path, reference, str(tmp_path), name)
+    assert worst <= TOLERANCE
+    again = str(tmp_path / f"{name}_again.onnx")
+    xtrain_tool("export", f"--model={prototxt}", f"--weights={weights}", f"--output={again}")
+    return reference["outputs"], run_onnx(session_of(again), inputs)
+
+
 @pytest.mark.parametrize("name", ["lenet", "cifar10_full", "squeezenet", "googlenet"])
 def test_round_trip_export_import_export(name, tmp_path):
-    _, _, _, _, _ = compare_export(name, str(tmp_path))
-    first = str(tmp_path / f"{name}.onnx")
-    session = session_of(first)
-    inputs = random_inputs(session, seed=3)
-    reference = {"inputs": inputs, "outputs": run_onnx(session, inputs)}
-    _, worst, prototxt, weights = import_and_compare(first, reference, str(tmp_path), name)
-    assert worst <= TOLERANCE
-    second = str(tmp_path / f"{name}_again.onnx")
-    xtrain_tool("export", f"--model={prototxt}", f"--weights={weights}", f"--output={second}")
-    again = run_onnx(session_of(second), inputs)
-    for key, value in reference["outputs"].items():
+    compare_export(name, str(tmp_path))
+    outputs, again = import_and_export_again(str(tmp_path / f"{name}.onnx"), tmp_path, name, seed=3)
+    for key, value in outputs.items():
         np.testing.assert_allclose(again[key], value, rtol=0, atol=1e-6 * np.abs(value).max())
 
 
@@ -97,17 +103,10 @@ def test_layer_round_trip_export_import_export(case, tmp_path):
     deploy.write_text(layer_cases.prototxt(case))
     _, onnx_path, _, _, _ = export_and_compare(str(deploy), str(tmp_path), case,
                                                random_statistics=True)
-    session = session_of(onnx_path)
-    inputs = random_inputs(session, seed=5)
-    reference = {"inputs": inputs, "outputs": run_onnx(session, inputs)}
-    _, worst, prototxt, weights = import_and_compare(onnx_path, reference, str(tmp_path), case)
-    assert worst <= TOLERANCE
+    outputs, again = import_and_export_again(onnx_path, tmp_path, case, seed=5)
     # The imported net exported again gives ONNX Runtime the same numbers.
-    again = str(tmp_path / f"{case}_again.onnx")
-    xtrain_tool("export", f"--model={prototxt}", f"--weights={weights}", f"--output={again}")
-    outputs = run_onnx(session_of(again), inputs)
-    for key, value in reference["outputs"].items():
-        assert relative_difference(outputs[key], value) <= TOLERANCE, key
+    for key, value in outputs.items():
+        assert relative_difference(again[key], value) <= TOLERANCE, key
 
 
 @pytest.mark.parametrize("name", sorted(pytorch_models.MODELS))

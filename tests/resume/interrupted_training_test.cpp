@@ -9,6 +9,7 @@
 #include <string>
 
 #include "resume/training_process.hpp"
+#include "test_net_text.hpp"
 #include "tool_runner.hpp"
 #include "xtrain/snapshot_files.hpp"
 
@@ -22,10 +23,8 @@ namespace {
 std::string net_text(int hidden) {
   return R"(
     name: 'interrupted'
-    layer { name: 'data' type: 'DummyData' top: 'data' top: 'label'
-            dummy_data_param { shape { dim: 4 dim: 1 dim: 8 dim: 8 } shape { dim: 4 }
-                               data_filler { type: 'gaussian' std: 1 }
-                               data_filler { type: 'constant' value: 1 } } }
+)" + testing::random_data_and_labels({4, 1, 8, 8}, "type: 'constant' value: 1") +
+         R"(
     layer { name: 'hidden' type: 'InnerProduct' bottom: 'data' top: 'hidden'
             inner_product_param { num_output: )" +
          std::to_string(hidden) + R"( weight_filler { type: 'gaussian' std: 0.05 } } }

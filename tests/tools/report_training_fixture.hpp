@@ -5,16 +5,15 @@
 
 #include <string>
 
+#include "test_net_text.hpp"
 #include "tool_runner.hpp"
 
 namespace xtrain::testing {
 
 inline std::string tiny_lenet_net() {
   return R"(name: "TinyLeNet"
-layer { name: "data" type: "DummyData" top: "data" top: "label"
-        dummy_data_param { shape { dim: 8 dim: 1 dim: 12 dim: 12 } shape { dim: 8 }
-                           data_filler { type: "gaussian" std: 1 }
-                           data_filler { type: "uniform" min: 0 max: 3.99 } } }
+)" + testing::random_data_and_labels({8, 1, 12, 12}, "type: 'uniform' min: 0 max: 3.99") +
+         R"(
 layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
         convolution_param { num_output: 8 kernel_size: 5 weight_filler { type: "xavier" } } }
 layer { name: "pool1" type: "Pooling" bottom: "conv1" top: "pool1"
