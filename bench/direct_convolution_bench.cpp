@@ -1,7 +1,10 @@
-// Single-thread speed of our direct convolution kernels
-// (src/layers/direct_convolution_kernels.*): the correlation (forward and
-// backward-data) and the weight gradient of one image, on the shapes of
-// LeNet's and CIFAR10-quick's first convolutions, in GFLOP/s. The kernels
+// Single-thread speed of our own convolution kernels: the direct kernels
+// (src/layers/direct_convolution_kernels.*), correlation (forward and
+// backward-data) and weight gradient of one image, on the shapes of LeNet's
+// and CIFAR10-quick's first convolutions; and Winograd F(2x2, 5x5)
+// (src/layers/winograd_kernels.*), one group of 8 images, on CIFAR10-quick's
+// conv2 and conv3. In GFLOP/s (Winograd's: the direct sum's FLOPs over its
+// time, so above the peak where it wins). The kernels
 // are those cpu_isa() picks, so XTRAIN_MAX_CPU_ISA=avx2 measures the AVX2
 // copy on an AVX-512 machine; bench/direct_convolution_bench.sh runs every
 // level the CPU has.
@@ -15,6 +18,7 @@
 
 #include "core/cpu_isa.hpp"
 #include "layers/direct_convolution_kernels.hpp"
+#include "layers/winograd_kernels.hpp"
 
 namespace {
 
@@ -67,6 +71,34 @@ int main(int argc, char** argv) {
       std::printf("  direct%-2d %-48s correlate %6.1f GFLOP/s   weight gradient %6.1f GFLOP/s\n",
                   lanes, s.name, flops / correlate / 1e9, flops / gradient / 1e9);
     }
+  }
+  struct WinogradShape {
+    const char* name;
+    int channels, size, outputs;
+  };
+  const WinogradShape winograd_shapes[] = {{"CIFAR10-quick conv2 (32x16x16, pad 2, 32)", 32, 16, 32},
+                                           {"CIFAR10-quick conv3 (32x8x8, pad 2, 64)", 32, 8, 64}};
+  for (const WinogradShape& s : winograd_shapes) {
+    const WinogradPlan plan = make_winograd_plan(s.channels, s.size, s.size, 2, 2, s.outputs);
+    std::vector<float> weights(plan.transformed_weight_count(), 0.01f);
+    std::vector<std::vector<float>> images(kWinogradLanes), results(kWinogradLanes);
+    const float* sources[kWinogradLanes];
+    float* outputs[kWinogradLanes];
+    for (int l = 0; l < kWinogradLanes; ++l) {
+      images[l].assign(static_cast<std::size_t>(s.channels) * s.size * s.size, 0.5f);
+      results[l].resize(static_cast<std::size_t>(s.outputs) * s.size * s.size);
+      sources[l] = images[l].data();
+      outputs[l] = results[l].data();
+    }
+    WinogradScratch scratch;
+    const double flops =
+        2.0 * kWinogradLanes * s.outputs * s.size * s.size * s.channels * 25;
+    const double seconds = seconds_per_call(reps, [&] {
+      winograd_kernels().convolve_group(plan, sources, weights.data(), nullptr, outputs, 0,
+                                        plan.tiles_y(), scratch);
+    });
+    std::printf("  winograd %-48s 8 images    %6.1f us   %6.1f GFLOP/s (direct-equivalent)\n",
+                s.name, seconds * 1e6, flops / seconds / 1e9);
   }
   return 0;
 }

@@ -14,6 +14,7 @@
 #include "blocked_layout_test_support.hpp"
 #include "convolution_test_support.hpp"
 #include "core/cpu_isa.hpp"
+#include "error_message.hpp"
 #include "layers/convolution_search.hpp"
 #include "layers/gemm_convolution.hpp"
 
@@ -104,6 +105,26 @@ TEST(WinogradConvolutionChoiceTest, MixesWithGemmPerPass) {
   const std::optional<ConvolutionChoice> read = ConvolutionChoice::parse(mixed.to_string());
   ASSERT_TRUE(read);
   EXPECT_EQ(read->engines, mixed.engines);
+}
+
+// The timed search tries Winograd only when XTRAIN_CPU_WINOGRAD=1 (the
+// engines it offers are part of the cache key, so the two never share
+// choices), and a value it cannot read is an error naming the variable.
+TEST(WinogradConvolutionChoiceTest, OfferedToTheSearchOnlyWhenAskedFor) {
+  {
+    xtrain::testing::ScopedEnvironment unset("XTRAIN_CPU_WINOGRAD", nullptr);
+    EXPECT_EQ(own_convolution_engines().find("winograd"), std::string::npos);
+  }
+  {
+    xtrain::testing::ScopedEnvironment off("XTRAIN_CPU_WINOGRAD", "0");
+    EXPECT_EQ(own_convolution_engines().find("winograd"), std::string::npos);
+  }
+  {
+    xtrain::testing::ScopedEnvironment on("XTRAIN_CPU_WINOGRAD", "1");
+    EXPECT_NE(own_convolution_engines().find("winograd"), std::string::npos);
+  }
+  xtrain::testing::ScopedEnvironment wrong("XTRAIN_CPU_WINOGRAD", "yes");
+  testing::expect_error([] { own_convolution_engines(); }, {"XTRAIN_CPU_WINOGRAD=yes", "0 or 1"});
 }
 
 }  // namespace
