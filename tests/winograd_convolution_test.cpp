@@ -36,26 +36,17 @@ std::vector<Geometry> winograd_geometries() {
   };
 }
 
-class WinogradConvolutionTest : public ::testing::TestWithParam<Geometry> {};
+class WinogradConvolutionTest : public GeometryTest {};
 
 TEST_P(WinogradConvolutionTest, ForwardAndBackwardDataMatchTheReferenceAtEveryLevel) {
-  const ConvolutionShape shape = shape_of(GetParam());
-  ASSERT_TRUE(WinogradConvolution::accepts(shape)) << shape.to_string();
-  const Inputs inputs(shape);
-  GemmConvolution gemm(shape);
-  const Results expected = run(gemm, inputs);
+  ASSERT_TRUE(WinogradConvolution::accepts(shape_)) << shape_.to_string();
+  const Results expected = gemm_results();
   for (CpuIsa level : {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
     if (level > detected_cpu_isa()) continue;
     SCOPED_TRACE(cpu_isa_name(level));
     ScopedCpuIsaCap cap(level);
-    WinogradConvolution winograd(shape);
-    for (BackwardCall call : {BackwardCall::kSeparatePasses, BackwardCall::kCombined}) {
-      const Results actual = run(winograd, inputs, call);
-      expect_close(actual.top, expected.top, "forward");
-      expect_close(actual.bottom_diff, expected.bottom_diff, "backward-data");
-      expect_close(actual.weight_diff, expected.weight_diff, "weight gradient");
-      if (shape.bias_term) expect_close(actual.bias_diff, expected.bias_diff, "bias gradient");
-    }
+    WinogradConvolution winograd(shape_);
+    expect_matches_reference(winograd, inputs_, expected);
   }
 }
 
@@ -97,10 +88,7 @@ TEST(WinogradConvolutionChoiceTest, MixesWithGemmPerPass) {
   EXPECT_EQ(engine->kernel(ConvolutionPass::kForward), "winograd");
   EXPECT_EQ(engine->kernel(ConvolutionPass::kBackwardData), "winograd");
   EXPECT_EQ(engine->kernel(ConvolutionPass::kBackwardWeights), "gemm");
-  const Results actual = run(*engine, inputs);
-  expect_close(actual.top, expected.top, "forward");
-  expect_close(actual.bottom_diff, expected.bottom_diff, "backward-data");
-  expect_close(actual.weight_diff, expected.weight_diff, "weight gradient");
+  expect_matches_reference(*engine, inputs, expected);
 
   const std::optional<ConvolutionChoice> read = ConvolutionChoice::parse(mixed.to_string());
   ASSERT_TRUE(read);
