@@ -155,6 +155,18 @@ for target in "${TARGETS[@]}"; do
       status=0
     fi
   fi
+  # The HDF5 targets read each file first in a child process, whose crash the
+  # library turns into an error and the run survives: a crash inside HDF5
+  # or a library it calls (not instrumented) is expected there, but a
+  # sanitizer report whose frame is in the target itself (our code is linked
+  # into it) is a finding all the same (the hdf5_data children once ran out
+  # of memory allocating what a damaged header claimed, and the run ended
+  # with exit 0).
+  if [ "$status" -eq 0 ] && grep '^SUMMARY: ' "$log" | grep -q "/${target}_fuzzer+"; then
+    status=1
+    saved="$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | head -1)"
+    echo "fuzz.sh: $target: a child process reported: $(grep '^SUMMARY: ' "$log" | grep "/${target}_fuzzer+" | head -1)" >&2
+  fi
   if [ "$status" -eq 0 ]; then
     result="no finding"
   else

@@ -12,6 +12,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "data/hdf5_data_layer.hpp"
@@ -116,6 +117,38 @@ TEST(Hdf5DataLayer, FileWithNoRowsIsAnError) {
   expect_error([&] { layer.forward({}, tops.both()); },
                {"layer 'h5' (HDF5Data)",
                 "in HDF5 file '" + dir.file("empty.h5") + "' dataset 'data' has 0 rows"});
+}
+
+// A damaged header can claim billions of values (the hdf5_data fuzzer found
+// files asking for gigabytes): refused before anything that size is
+// allocated, naming the file and the dataset.
+TEST(Hdf5DataLayer, ADatasetClaimingMoreThanTheFileStoresIsRefusedBeforeAllocating) {
+  TempDir dir("hdf5");
+  const std::string path = dir.file("claims.h5");
+  {
+    const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    for (const auto& [name, rank] : {std::pair<const char*, int>{"data", 2}, {"label", 1}}) {
+      const hsize_t dims[2] = {30000, 30000};
+      const hid_t space = H5Screate_simple(rank, dims, nullptr);
+      const hid_t dataset =
+          H5Dcreate2(file, name, H5T_NATIVE_FLOAT, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+      ASSERT_GE(dataset, 0);
+      H5Dclose(dataset);
+      H5Sclose(space);
+    }
+    H5Fclose(file);
+  }
+  std::vector<float> values;
+  expect_error([&] { Hdf5File(path).read_floats("data", &values); },
+               {"'data' in '" + path + "' claims 3600000000 bytes of values but the file stores 0",
+                "write the file again, or remove it from the list"});
+  EXPECT_TRUE(values.empty());
+  // The layer reads it (in the child process that guards against HDF5's
+  // crashes, then itself) and says so in its own words.
+  const std::string message = setup_error(hdf5_param(dir.write("list.txt", path), 2));
+  EXPECT_TRUE(contains(message, "layer 'h5' (HDF5Data)")) << message;
+  EXPECT_TRUE(contains(message, "'data' in '" + path + "' claims 3600000000 bytes")) << message;
 }
 
 TEST(Hdf5DataLayer, RowShapeThatChangesBetweenFilesIsAnError) {

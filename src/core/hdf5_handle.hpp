@@ -5,6 +5,7 @@
 
 #include <hdf5.h>
 
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -33,6 +34,15 @@ class QuietHdf5Errors {
 // failure was detected (the most specific one). H5E functions leave the stack
 // alone, so this must run before any other HDF5 call.
 std::string hdf5_reason();
+
+// Throws unless the file at `path` stores enough bytes for the
+// `claimed_bytes` that `dataset`'s shape and type promise, before anything
+// that size is allocated: a damaged header can claim billions of values.
+// Compressed datasets store less than they hold, but deflate packs at most
+// 1032 bytes into one. `where` names the dataset in the message, `remedy`
+// says what to do ("use an earlier snapshot").
+void check_stored_size(hid_t dataset, std::uint64_t claimed_bytes, const std::string& where,
+                       const std::string& path, const char* remedy);
 
 // An HDF5 identifier closed when it goes out of scope (-1: none).
 class Hdf5Handle {

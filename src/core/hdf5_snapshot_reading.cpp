@@ -21,6 +21,8 @@
 namespace xtrain {
 namespace {
 
+constexpr const char* kUseAnEarlierSnapshot = "use an earlier snapshot";
+
 using namespace hdf5_layout;
 
 // What to do about a snapshot HDF5 cannot read without crashing.
@@ -91,22 +93,6 @@ std::vector<hsize_t> dataset_dims(hid_t dataset, const std::string& where,
   return dims;
 }
 
-// Throws unless the file stores enough bytes for the `claimed_bytes` a
-// dataset's shape and type promise, before anything that size is allocated:
-// a damaged header can claim billions of values. Compressed datasets store
-// less than they hold, but deflate packs at most 1032 bytes into one.
-void check_stored_size(hid_t dataset, std::uint64_t claimed_bytes, const std::string& where,
-                       const std::string& path) {
-  constexpr std::uint64_t kMaxCompressionRatio = 1032;
-  std::error_code ignored;
-  const std::uint64_t file_size = std::filesystem::file_size(path, ignored);
-  const std::uint64_t stored =
-      std::min<std::uint64_t>(H5Dget_storage_size(dataset), ignored ? UINT64_MAX : file_size);
-  XTRAIN_CHECK(claimed_bytes / kMaxCompressionRatio <= stored, "'", where, "' in '", path,
-               "' claims ", claimed_bytes, " bytes of values but the file stores ", stored,
-               " for it: the file is damaged or cut short; use an earlier snapshot");
-}
-
 // Reads the numeric dataset `name` of `group` into a fresh blob: its shape,
 // and its values as data or diff (double for 64-bit floats, else float).
 BlobProto read_blob(hid_t group, const std::string& name, bool diff, const std::string& where,
@@ -132,7 +118,7 @@ BlobProto read_blob(hid_t group, const std::string& name, bool diff, const std::
                "; a blob of more than 2^31-1 values does not fit xtrain's BlobProto");
   const int size = static_cast<int>(count);
   check_stored_size(dataset.get(), count * std::min<std::size_t>(H5Tget_size(type.get()), 16),
-                    where, path);
+                    where, path, kUseAnEarlierSnapshot);
   void* values = nullptr;
   if (is_double) {
     auto* field = diff ? blob.mutable_double_diff() : blob.mutable_double_data();
@@ -281,7 +267,7 @@ std::string read_string(hid_t file, const char* name, const std::string& path) {
   }
   // Read with the file's own type (no conversion), plus a NUL of our own in
   // case the string fills its whole width.
-  check_stored_size(stored.dataset.get(), H5Tget_size(type), name, path);
+  check_stored_size(stored.dataset.get(), H5Tget_size(type), name, path, kUseAnEarlierSnapshot);
   std::vector<char> text(H5Tget_size(type) + 1, '\0');
   stored.read(type, text.data());
   std::string value(text.data());
@@ -297,7 +283,7 @@ std::string read_bytes(hid_t file, const char* name, const std::string& path) {
   XTRAIN_CHECK(stored.type.valid() && H5Tget_class(type) == H5T_INTEGER && H5Tget_size(type) == 1 &&
                    stored.dims.size() == 1,
                "'", name, "' in '", path, "' should be a 1-d array of bytes");
-  check_stored_size(stored.dataset.get(), stored.dims[0], name, path);
+  check_stored_size(stored.dataset.get(), stored.dims[0], name, path, kUseAnEarlierSnapshot);
   std::string bytes(stored.dims[0], '\0');
   if (bytes.empty()) return bytes;
   stored.read(H5T_NATIVE_UCHAR, bytes.data());

@@ -190,6 +190,8 @@ std::vector<int> Hdf5File::read_floats(const std::string& name, std::vector<floa
                  "dataset '", name, "' in HDF5 file '", path_, "' is too large to load");
     count *= static_cast<std::size_t>(d);
   }
+  check_stored_size(dataset.get(), count * sizeof(float), name, path_,
+                    "write the file again, or remove it from the list");
   values->resize(count);
   // HDF5 rejects a null buffer even for an empty selection.
   if (count == 0) return dims;
