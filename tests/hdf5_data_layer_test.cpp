@@ -137,6 +137,24 @@ TEST(Hdf5DataLayer, OneDimensionalDataAndLabels) {
   EXPECT_EQ(tops.label.cpu_data()[1], 0.0f);
 }
 
+// A dataset whose rows hold no values (N x 0) gives an empty top, as in
+// Caffe, and the other tops are filled as usual (the hdf5_data fuzzer found
+// the copy into the empty top's null pointer).
+TEST(Hdf5DataLayer, RowsOfNoValuesGiveAnEmptyTop) {
+  TempDir dir("hdf5");
+  write_hdf5(dir.file("a.h5"), {{"data", {3, 2}, {0, 1, 10, 11, 20, 21}}, {"label", {3, 0}, {}}});
+  const std::string list = dir.write("list.txt", dir.file("a.h5"));
+  Hdf5DataLayer layer(hdf5_param(list, 2));
+  Tops tops;
+  layer.setup({}, tops.both());
+  EXPECT_EQ(tops.label.shape(), (std::vector<int>{2, 0}));
+  layer.forward({}, tops.both());
+  layer.forward({}, tops.both());
+  EXPECT_EQ(tops.label.count(), 0u);
+  EXPECT_EQ(std::vector<float>(tops.data.cpu_data(), tops.data.cpu_data() + 4),
+            (std::vector<float>{20, 21, 0, 1}));
+}
+
 // The (file, row) of every item of `passes` forwards, each of one whole pass.
 // Three numbered files of `rows` rows each, and their list.
 std::string write_numbered_files(const TempDir& dir, const std::vector<int>& rows) {

@@ -209,6 +209,9 @@ void Hdf5DataLayer::forward_cpu(const BlobVec&, const BlobVec& top) {
     const int run = shuffle_ ? 1 : std::min(batch_size_ - item, num_rows_ - current_row_);
     const int row = shuffle_ ? row_order_[current_row_] : current_row_;
     for (std::size_t k = 0; k < top.size(); ++k) {
+      // A dataset whose rows hold no values (shape N x 0) has an empty top,
+      // whose data pointer is null: nothing to copy (memcpy must not see it).
+      if (row_sizes_[k] == 0) continue;
       std::memcpy(top_data_[k] + item * row_sizes_[k], file_rows_[k].data() + row * row_sizes_[k],
                   run * row_sizes_[k] * sizeof(float));
     }
