@@ -3,7 +3,9 @@
 // the float tolerance the other fast engines meet), for batches that do not
 // fill a group of 8 images, odd output sizes (a last tile half used), every
 // padding from 0 to 4 and output counts that do not fill a packing block; it
-// declines what it does not compute; and a timed choice may name it.
+// declines what it does not compute; it reads and writes channel-blocked
+// activations at both block widths (alone, and beside oneDNN's blocked
+// weight gradient); and a timed choice may name it.
 #include "layers/winograd_convolution.hpp"
 
 #include <gtest/gtest.h>
@@ -13,10 +15,12 @@
 
 #include "blocked_layout_test_support.hpp"
 #include "convolution_test_support.hpp"
+#include "core/channel_blocked_layout.hpp"
 #include "core/cpu_isa.hpp"
 #include "error_message.hpp"
 #include "layers/convolution_search.hpp"
 #include "layers/gemm_convolution.hpp"
+#include "layers/onednn_convolution.hpp"
 
 namespace xtrain {
 namespace {
@@ -47,6 +51,92 @@ TEST_P(WinogradConvolutionTest, ForwardAndBackwardDataMatchTheReferenceAtEveryLe
     ScopedCpuIsaCap cap(level);
     WinogradConvolution winograd(shape_);
     expect_matches_reference(winograd, inputs_, expected);
+  }
+}
+
+// `values` of `channels` x `spatial` per image, in `layout`.
+std::vector<float> in_layout(const std::vector<float>& values, MemoryLayout layout, int num,
+                             int channels, int spatial) {
+  if (layout == MemoryLayout::kPlain) return values;
+  ChannelBlockedShape blocked{num, channels, spatial};
+  std::vector<float> converted(values.size());
+  plain_to_channel_blocked(blocked, values.data(), converted.data());
+  return converted;
+}
+
+std::vector<float> to_plain(const std::vector<float>& values, MemoryLayout layout, int num,
+                            int channels, int spatial) {
+  if (layout == MemoryLayout::kPlain) return values;
+  ChannelBlockedShape blocked{num, channels, spatial};
+  std::vector<float> converted(values.size());
+  channel_blocked_to_plain(blocked, values.data(), converted.data());
+  return converted;
+}
+
+// Runs forward_in and backward_in with the activations in `layouts`; the
+// results come back plain.
+Results run_in(ConvolutionEngine& engine, const Inputs& in,
+               const ConvolutionEngine::Layouts& layouts) {
+  const ConvolutionShape& shape = engine.shape();
+  const int channels = shape.geometry.channels, outputs = shape.num_output;
+  const int in_spatial = shape.geometry.height * shape.geometry.width;
+  const int out_spatial = shape.out_height() * shape.out_width();
+  const std::vector<float> bottom = in_layout(in.bottom, layouts.bottom, shape.num, channels,
+                                              in_spatial);
+  const std::vector<float> top_diff =
+      in_layout(in.top_diff, layouts.top, shape.num, outputs, out_spatial);
+  std::vector<float> top(shape.num * shape.output_dim(), 7.0f);
+  std::vector<float> bottom_diff(shape.num * shape.input_dim(), 7.0f);
+  Results out;
+  out.weight_diff = in.weight_diff;
+  out.bias_diff = in.bias_diff;
+  engine.forward_in(layouts, bottom.data(), in.weights.data(), in.bias.data(), top.data());
+  engine.backward_in(layouts, bottom.data(), top_diff.data(), in.weights.data(),
+                     out.weight_diff.data(), shape.bias_term ? out.bias_diff.data() : nullptr,
+                     bottom_diff.data());
+  out.top = to_plain(top, layouts.top, shape.num, outputs, out_spatial);
+  out.bottom_diff = to_plain(bottom_diff, layouts.bottom, shape.num, channels, in_spatial);
+  return out;
+}
+
+void expect_close_results(const Results& actual, const Results& expected) {
+  expect_close(actual.top, expected.top, "forward");
+  expect_close(actual.bottom_diff, expected.bottom_diff, "backward data");
+  expect_close(actual.weight_diff, expected.weight_diff, "weight gradient");
+  expect_close(actual.bias_diff, expected.bias_diff, "bias gradient");
+}
+
+// Every combination of layouts the Net may hand the engine: blocked on
+// either side where the channel count allows, at both block widths.
+void expect_matches_reference_in_every_layout(ConvolutionEngine& engine, const Inputs& inputs,
+                                              const Results& expected) {
+  const ConvolutionShape& shape = engine.shape();
+  for (int block : xtrain::testing::kChannelBlockWidths) {
+    xtrain::testing::ScopedChannelBlock width(block);
+    for (MemoryLayout bottom : {MemoryLayout::kPlain, MemoryLayout::kChannelBlocked}) {
+      for (MemoryLayout top : {MemoryLayout::kPlain, MemoryLayout::kChannelBlocked}) {
+        if (bottom == MemoryLayout::kChannelBlocked && !channels_can_be_blocked(shape.geometry.channels)) continue;
+        if (top == MemoryLayout::kChannelBlocked && !channels_can_be_blocked(shape.num_output)) continue;
+        SCOPED_TRACE(::testing::Message() << "block " << block << ", bottom "
+                                          << (bottom == MemoryLayout::kPlain ? "plain" : "blocked")
+                                          << ", top "
+                                          << (top == MemoryLayout::kPlain ? "plain" : "blocked"));
+        expect_close_results(run_in(engine, inputs, {bottom, top}), expected);
+      }
+    }
+  }
+}
+
+TEST_P(WinogradConvolutionTest, ReadsAndWritesChannelBlockedActivationsAtEveryLevel) {
+  const Results expected = gemm_results();
+  for (CpuIsa level : {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+    if (level > detected_cpu_isa()) continue;
+    SCOPED_TRACE(cpu_isa_name(level));
+    ScopedCpuIsaCap cap(level);
+    WinogradConvolution winograd(shape_);
+    EXPECT_TRUE(winograd.accepts_channel_blocked());
+    EXPECT_FALSE(winograd.prefers_channel_blocked()) << "alone it is a plain engine";
+    expect_matches_reference_in_every_layout(winograd, inputs_, expected);
   }
 }
 
@@ -95,21 +185,53 @@ TEST(WinogradConvolutionChoiceTest, MixesWithGemmPerPass) {
   EXPECT_EQ(read->engines, mixed.engines);
 }
 
-// The timed search tries Winograd only when XTRAIN_CPU_WINOGRAD=1 (the
+// Beside oneDNN's weight gradient in its blocked layout (a choice the timed
+// search makes for blocked neighbours), the engine keeps the activations
+// channel-blocked and computes every pass right in each layout.
+TEST(WinogradConvolutionChoiceTest, BesideOnednnsBlockedWeightGradientKeepsActivationsBlocked) {
+  if (!onednn_available()) GTEST_SKIP() << "built without oneDNN";
+  const ConvolutionShape shape = shape_of({"cifar10_conv2", 9, 32, 16, 16, 32, 5, 5, 1, 1, 2, 2});
+  const Inputs inputs(shape);
+  GemmConvolution gemm(shape);
+  const Results expected = run(gemm, inputs);
+
+  using Layout = OnednnConvolutionOptions::Layout;
+  const std::vector<std::string> weight_kernels = onednn_convolution_implementations(
+      shape, Layout::kChosenByOnednn, ConvolutionPass::kBackwardWeights);
+  ASSERT_FALSE(weight_kernels.empty());
+  ConvolutionChoice mixed;
+  mixed.layout = Layout::kChosenByOnednn;
+  mixed.engines = {WinogradConvolution::kName, WinogradConvolution::kName, weight_kernels[0]};
+  auto engine = make_chosen_convolution(shape, mixed);
+  ASSERT_TRUE(engine);
+  EXPECT_EQ(engine->kernel(ConvolutionPass::kForward), "winograd");
+  EXPECT_EQ(engine->kernel(ConvolutionPass::kBackwardWeights), weight_kernels[0]);
+  EXPECT_TRUE(engine->accepts_channel_blocked());
+  if (onednn_blocks_channels_like_xtrain()) {
+    EXPECT_TRUE(engine->prefers_channel_blocked()) << "oneDNN's kernels compute blocked";
+  }
+  // oneDNN computes in the process's block width, so only that one here.
+  for (MemoryLayout layout : {MemoryLayout::kPlain, MemoryLayout::kChannelBlocked}) {
+    SCOPED_TRACE(layout == MemoryLayout::kPlain ? "plain" : "blocked");
+    expect_close_results(run_in(*engine, inputs, {layout, layout}), expected);
+  }
+}
+
+// The timed search tries Winograd unless XTRAIN_CPU_WINOGRAD=0 (the
 // engines it offers are part of the cache key, so the two never share
 // choices), and a value it cannot read is an error naming the variable.
-TEST(WinogradConvolutionChoiceTest, OfferedToTheSearchOnlyWhenAskedFor) {
+TEST(WinogradConvolutionChoiceTest, OfferedToTheSearchUnlessTurnedOff) {
   {
     xtrain::testing::ScopedEnvironment unset("XTRAIN_CPU_WINOGRAD", nullptr);
-    EXPECT_EQ(own_convolution_engines().find("winograd"), std::string::npos);
-  }
-  {
-    xtrain::testing::ScopedEnvironment off("XTRAIN_CPU_WINOGRAD", "0");
-    EXPECT_EQ(own_convolution_engines().find("winograd"), std::string::npos);
+    EXPECT_NE(own_convolution_engines().find("winograd"), std::string::npos);
   }
   {
     xtrain::testing::ScopedEnvironment on("XTRAIN_CPU_WINOGRAD", "1");
     EXPECT_NE(own_convolution_engines().find("winograd"), std::string::npos);
+  }
+  {
+    xtrain::testing::ScopedEnvironment off("XTRAIN_CPU_WINOGRAD", "0");
+    EXPECT_EQ(own_convolution_engines().find("winograd"), std::string::npos);
   }
   xtrain::testing::ScopedEnvironment wrong("XTRAIN_CPU_WINOGRAD", "yes");
   testing::expect_error([] { own_convolution_engines(); }, {"XTRAIN_CPU_WINOGRAD=yes", "0 or 1"});

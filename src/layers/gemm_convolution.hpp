@@ -21,7 +21,8 @@ class GemmConvolution final : public ConvolutionEngine {
  public:
   explicit GemmConvolution(const ConvolutionShape& shape);
 
-  std::string name() const override { return "gemm"; }
+  static constexpr const char* kName = "gemm";
+  std::string name() const override { return kName; }
   const ConvolutionShape& shape() const override { return shape_; }
   std::size_t buffer_bytes() const override { return columns_.capacity() * sizeof(float); }
 

@@ -49,4 +49,44 @@ void PerPassConvolution::backward_weights(const float* bottom, const float* top_
       .backward_weights(bottom, top_diff, weight_diff, bias_diff);
 }
 
+bool PerPassConvolution::accepts_channel_blocked() const {
+  for (const auto& engine : by_pass_) {
+    if (!engine->accepts_channel_blocked()) return false;
+  }
+  return true;
+}
+
+bool PerPassConvolution::prefers_channel_blocked() const {
+  if (!accepts_channel_blocked()) return false;
+  for (const auto& engine : by_pass_) {
+    if (engine->prefers_channel_blocked()) return true;
+  }
+  return false;
+}
+
+void PerPassConvolution::forward_in(const Layouts& layouts, const float* bottom,
+                                    const float* weights, const float* bias, float* top) {
+  engine(ConvolutionPass::kForward).forward_in(layouts, bottom, weights, bias, top);
+}
+
+void PerPassConvolution::backward_in(const Layouts& layouts, const float* bottom,
+                                     const float* top_diff, const float* weights,
+                                     float* weight_diff, float* bias_diff, float* bottom_diff) {
+  ConvolutionEngine& weights_engine = engine(ConvolutionPass::kBackwardWeights);
+  ConvolutionEngine& data_engine = engine(ConvolutionPass::kBackwardData);
+  // One engine for both keeps its sharing of the converted top_diff.
+  if (&weights_engine == &data_engine) {
+    weights_engine.backward_in(layouts, bottom, top_diff, weights, weight_diff, bias_diff,
+                               bottom_diff);
+    return;
+  }
+  if (weight_diff != nullptr || bias_diff != nullptr) {
+    weights_engine.backward_in(layouts, bottom, top_diff, weights, weight_diff, bias_diff,
+                               nullptr);
+  }
+  if (bottom_diff != nullptr) {
+    data_engine.backward_in(layouts, bottom, top_diff, weights, nullptr, nullptr, bottom_diff);
+  }
+}
+
 }  // namespace xtrain

@@ -1,7 +1,9 @@
 // PerPassConvolution: a convolution whose passes run on different engines,
 // e.g. forward on oneDNN and backward-weights on im2col + GEMM, where the
-// timed search (convolution_search.hpp) found each pass fastest. It computes
-// on plain arrays only: an engine that wants another layout reorders inside.
+// timed search (convolution_search.hpp) found each pass fastest. It takes
+// channel-blocked activations where all its engines do, and asks for them
+// where one of those computes in that layout (oneDNN's blocked kernels beside
+// our Winograd passes); otherwise it computes on plain arrays.
 #pragma once
 
 #include <array>
@@ -31,6 +33,14 @@ class PerPassConvolution final : public ConvolutionEngine {
   void backward_data(const float* top_diff, const float* weights, float* bottom_diff) override;
   void backward_weights(const float* bottom, const float* top_diff, float* weight_diff,
                         float* bias_diff) override;
+
+  bool accepts_channel_blocked() const override;
+  bool prefers_channel_blocked() const override;
+  void forward_in(const Layouts& layouts, const float* bottom, const float* weights,
+                  const float* bias, float* top) override;
+  void backward_in(const Layouts& layouts, const float* bottom, const float* top_diff,
+                   const float* weights, float* weight_diff, float* bias_diff,
+                   float* bottom_diff) override;
 
  private:
   ConvolutionEngine& engine(ConvolutionPass pass) { return *by_pass_[static_cast<int>(pass)]; }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "core/channel_blocked_layout.hpp"
 #include "core/parallel_loop.hpp"
 #include "xtrain/cpu_threads.hpp"
 #include "xtrain/error.hpp"
@@ -25,7 +26,7 @@ bool WinogradConvolution::accepts(const ConvolutionShape& shape, std::string* wh
 }
 
 WinogradConvolution::WinogradConvolution(const ConvolutionShape& shape)
-    : shape_(shape), weight_gradient_(shape) {
+    : shape_(shape) {
   XTRAIN_ASSERT(accepts(shape), "WinogradConvolution built for a shape it does not take");
   const Im2colGeometry& g = shape.geometry;
   forward_plan_ =
@@ -39,11 +40,18 @@ WinogradConvolution::WinogradConvolution(const ConvolutionShape& shape)
 }
 
 std::string WinogradConvolution::kernel(ConvolutionPass pass) const {
-  return pass == ConvolutionPass::kBackwardWeights ? weight_gradient_.name() : name();
+  return pass == ConvolutionPass::kBackwardWeights ? GemmConvolution::kName : name();
 }
 
 std::size_t WinogradConvolution::buffer_bytes() const {
-  return transformed_.capacity() * sizeof(float) + weight_gradient_.buffer_bytes();
+  return (transformed_.capacity() + plain_bottom_.capacity() + plain_top_diff_.capacity()) *
+             sizeof(float) +
+         (weight_gradient_ ? weight_gradient_->buffer_bytes() : 0);
+}
+
+GemmConvolution& WinogradConvolution::weight_gradient() {
+  if (!weight_gradient_) weight_gradient_ = std::make_unique<GemmConvolution>(shape_);
+  return *weight_gradient_;
 }
 
 void WinogradConvolution::run(const WinogradPlan& plan, const float* sources,
@@ -79,8 +87,15 @@ void WinogradConvolution::run(const WinogradPlan& plan, const float* sources,
   });
 }
 
-void WinogradConvolution::forward(const float* bottom, const float* weights, const float* bias,
-                                  float* top) {
+namespace {
+// The kernels' block argument for a layout: 0 for plain.
+int block_of(MemoryLayout layout) {
+  return layout == MemoryLayout::kChannelBlocked ? channel_block() : 0;
+}
+}  // namespace
+
+void WinogradConvolution::forward_in_blocks(int bottom_block, int top_block, const float* bottom,
+                                            const float* weights, const float* bias, float* top) {
   const Im2colGeometry& g = shape_.geometry;
   transform_winograd_weights(
       forward_plan_,
@@ -88,12 +103,16 @@ void WinogradConvolution::forward(const float* bottom, const float* weights, con
         return weights[((static_cast<std::size_t>(o) * g.channels + c) * 5 + i) * 5 + j];
       },
       transformed_.data());
-  run(forward_plan_, bottom, shape_.input_dim(), shape_.bias_term ? bias : nullptr, top,
+  WinogradPlan plan = forward_plan_;
+  plan.source_block = bottom_block;
+  plan.result_block = top_block;
+  run(plan, bottom, shape_.input_dim(), shape_.bias_term ? bias : nullptr, top,
       shape_.output_dim());
 }
 
-void WinogradConvolution::backward_data(const float* top_diff, const float* weights,
-                                        float* bottom_diff) {
+void WinogradConvolution::backward_data_in_blocks(int top_block, int bottom_block,
+                                                  const float* top_diff, const float* weights,
+                                                  float* bottom_diff) {
   const Im2colGeometry& g = shape_.geometry;
   // The adjoint's outputs are the input channels, its sources the outputs,
   // and its filters the forward ones turned by 180 degrees.
@@ -104,12 +123,59 @@ void WinogradConvolution::backward_data(const float* top_diff, const float* weig
                        (4 - j)];
       },
       transformed_.data());
-  run(adjoint_plan_, top_diff, shape_.output_dim(), nullptr, bottom_diff, shape_.input_dim());
+  WinogradPlan plan = adjoint_plan_;
+  plan.source_block = top_block;
+  plan.result_block = bottom_block;
+  run(plan, top_diff, shape_.output_dim(), nullptr, bottom_diff, shape_.input_dim());
+}
+
+void WinogradConvolution::forward(const float* bottom, const float* weights, const float* bias,
+                                  float* top) {
+  forward_in_blocks(0, 0, bottom, weights, bias, top);
+}
+
+void WinogradConvolution::backward_data(const float* top_diff, const float* weights,
+                                        float* bottom_diff) {
+  backward_data_in_blocks(0, 0, top_diff, weights, bottom_diff);
 }
 
 void WinogradConvolution::backward_weights(const float* bottom, const float* top_diff,
                                            float* weight_diff, float* bias_diff) {
-  weight_gradient_.backward_weights(bottom, top_diff, weight_diff, bias_diff);
+  weight_gradient().backward_weights(bottom, top_diff, weight_diff, bias_diff);
+}
+
+void WinogradConvolution::forward_in(const Layouts& layouts, const float* bottom,
+                                     const float* weights, const float* bias, float* top) {
+  forward_in_blocks(block_of(layouts.bottom), block_of(layouts.top), bottom, weights, bias, top);
+}
+
+void WinogradConvolution::backward_in(const Layouts& layouts, const float* bottom,
+                                      const float* top_diff, const float* weights,
+                                      float* weight_diff, float* bias_diff, float* bottom_diff) {
+  if (weight_diff != nullptr || bias_diff != nullptr) {
+    const Im2colGeometry& g = shape_.geometry;
+    weight_gradient().backward_weights(
+        plain(bottom, layouts.bottom, g.channels, g.height * g.width, plain_bottom_),
+        plain(top_diff, layouts.top, shape_.num_output, shape_.out_height() * shape_.out_width(),
+              plain_top_diff_),
+        weight_diff, bias_diff);
+  }
+  if (bottom_diff != nullptr) {
+    backward_data_in_blocks(block_of(layouts.top), block_of(layouts.bottom), top_diff, weights,
+                            bottom_diff);
+  }
+}
+
+const float* WinogradConvolution::plain(const float* values, MemoryLayout layout, int channels,
+                                        int spatial, std::vector<float>& copy) const {
+  if (layout == MemoryLayout::kPlain) return values;
+  ChannelBlockedShape blocked;
+  blocked.num = shape_.num;
+  blocked.channels = channels;
+  blocked.spatial = spatial;
+  copy.resize(blocked.count());
+  channel_blocked_to_plain(blocked, values, copy.data());
+  return copy.data();
 }
 
 }  // namespace xtrain

@@ -9,6 +9,13 @@
 //   backward-weights: im2col + GEMM (GemmConvolution); the timed search
 //                    takes another engine's where that is faster.
 //
+// Activations may be plain or channel-blocked on either side (the kernels
+// read and write both, so a Winograd pass between blocked neighbours costs
+// no reorder); only the weight gradient, GEMM's, needs plain arrays and
+// converts for itself. The engine does not ask for blocked activations
+// itself (prefers_channel_blocked): alone it is a plain engine; beside
+// oneDNN's blocked weight gradient (PerPassConvolution) it follows that one.
+//
 // Images go to the threads in groups of 8 (a vector's lanes). The sums are
 // those of the exact convolution up to rounding: the transforms' constants
 // (1/6, 1/24, ...) and their additions add a few ulps per product, well
@@ -16,6 +23,7 @@
 // offers it as "winograd" where accepts() holds.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,17 +53,38 @@ class WinogradConvolution final : public ConvolutionEngine {
   void backward_weights(const float* bottom, const float* top_diff, float* weight_diff,
                         float* bias_diff) override;
 
+  bool accepts_channel_blocked() const override { return true; }
+  void forward_in(const Layouts& layouts, const float* bottom, const float* weights,
+                  const float* bias, float* top) override;
+  void backward_in(const Layouts& layouts, const float* bottom, const float* top_diff,
+                   const float* weights, float* weight_diff, float* bias_diff,
+                   float* bottom_diff) override;
+
  private:
-  // Every group of 8 images: `source_dim` floats apart in `sources`, their
-  // results `result_dim` apart in `results`.
+  // Every group of 8 images: `source_dim` floats apart in `sources` (in the
+  // layout `plan` says), their results `result_dim` apart in `results`.
   void run(const WinogradPlan& plan, const float* sources, std::size_t source_dim,
            const float* bias, float* results, std::size_t result_dim);
+  void forward_in_blocks(int bottom_block, int top_block, const float* bottom,
+                         const float* weights, const float* bias, float* top);
+  void backward_data_in_blocks(int top_block, int bottom_block, const float* top_diff,
+                               const float* weights, float* bottom_diff);
+  // `values` in the plain layout: itself, or a copy converted from the
+  // channel-blocked layout into `copy`.
+  const float* plain(const float* values, MemoryLayout layout, int channels, int spatial,
+                     std::vector<float>& copy) const;
 
   ConvolutionShape shape_;
   WinogradPlan forward_plan_;  // pad(bottom) -> top
   WinogradPlan adjoint_plan_;  // pad'(top_diff) -> bottom_diff
+  // GEMM's weight gradient, made at its first call: beside oneDNN's weight
+  // gradient (the usual timed choice) it never runs, and its im2col buffer
+  // (25 values per input value of an image) would only take memory.
+  GemmConvolution& weight_gradient();
+
   std::vector<float> transformed_;
-  GemmConvolution weight_gradient_;
+  std::unique_ptr<GemmConvolution> weight_gradient_;
+  std::vector<float> plain_bottom_, plain_top_diff_;  // for the weight gradient only
 };
 
 }  // namespace xtrain

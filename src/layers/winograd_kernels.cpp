@@ -7,6 +7,8 @@
 //      tiles of accumulators); the outputs' 2x2 blocks A^T M A (+ bias) into
 //      the interleaved output;
 //   3. take the interleaved output apart into the 8 images, by transposes.
+// Steps 1 and 3 read and write plain or channel-blocked arrays (the plan's
+// source_block and result_block).
 // This file is compiled with -ffp-contract=fast, as the direct kernels.
 #include "layers/winograd_kernels.hpp"
 
@@ -110,9 +112,10 @@ XTRAIN_KERNEL_BODY void transpose8x8(Floats (&r)[8]) {
 }
 
 // 1. The group's sources, interleaved and padded into `x` (zeroed first).
-XTRAIN_KERNEL_BODY void interleave(const WinogradPlan& p, const float* const* sources, float* x) {
+// Plain sources: 8 columns of a row of each image make one transpose.
+XTRAIN_KERNEL_BODY void interleave_plain(const WinogradPlan& p, const float* const* sources,
+                                         float* x) {
   const int ph = p.padded_h(), pw = p.padded_w();
-  std::memset(x, 0, sizeof(float) * p.channels * ph * pw * L);
   static const float kZeros[L] = {};
   for (int c = 0; c < p.channels; ++c) {
     for (int y = 0; y < p.height; ++y) {
@@ -132,6 +135,41 @@ XTRAIN_KERNEL_BODY void interleave(const WinogradPlan& p, const float* const* so
         for (int l = 0; l < L; ++l) to[col * L + l] = sources[l] ? sources[l][row + col] : 0.0f;
       }
     }
+  }
+}
+
+// Channel-blocked sources: 8 channels of a pixel of each image make one.
+XTRAIN_KERNEL_BODY void interleave_blocked(const WinogradPlan& p, const float* const* sources,
+                                           float* x) {
+  const int ph = p.padded_h(), pw = p.padded_w(), block = p.source_block;
+  const std::size_t spatial = static_cast<std::size_t>(p.height) * p.width;
+  const std::size_t plane = static_cast<std::size_t>(ph) * pw * L;
+  static const float kZeros[L] = {};
+  for (int c0 = 0; c0 < p.channels; c0 += L) {
+    const std::size_t block_start = static_cast<std::size_t>(c0 / block) * spatial * block;
+    float* channels = x + static_cast<std::size_t>(c0) * plane;
+    for (int y = 0; y < p.height; ++y) {
+      for (int col = 0; col < p.width; ++col) {
+        const std::size_t at = block_start + (static_cast<std::size_t>(y) * p.width + col) * block +
+                               c0 % block;
+        Floats r[8];
+        XTRAIN_UNROLL
+        for (int l = 0; l < L; ++l) load(r[l], sources[l] ? sources[l] + at : kZeros);
+        transpose8x8(r);
+        float* to = channels + ((static_cast<std::size_t>(y) + p.pad_h) * pw + col + p.pad_w) * L;
+        XTRAIN_UNROLL
+        for (int k = 0; k < L; ++k) store(to + k * plane, r[k]);
+      }
+    }
+  }
+}
+
+XTRAIN_KERNEL_BODY void interleave(const WinogradPlan& p, const float* const* sources, float* x) {
+  std::memset(x, 0, sizeof(float) * p.channels * p.padded_h() * p.padded_w() * L);
+  if (p.source_block == 0) {
+    interleave_plain(p, sources, x);
+  } else {
+    interleave_blocked(p, sources, x);
   }
 }
 
@@ -271,9 +309,9 @@ XTRAIN_KERNEL_BODY void transform_products(const WinogradPlan& p, const float* m
 }
 
 // 3. Output rows [first, end) of the interleaved output into the images'
-// plain arrays.
-XTRAIN_KERNEL_BODY void take_apart(const WinogradPlan& p, const float* y, int first, int end,
-                                   float* const* outputs) {
+// arrays. Plain ones: a transpose per 8 columns of a row.
+XTRAIN_KERNEL_BODY void take_apart_plain(const WinogradPlan& p, const float* y, int first, int end,
+                                         float* const* outputs) {
   const int width = 2 * p.tiles_x(), height = 2 * p.tiles_y();
   for (int o = 0; o < p.outputs; ++o) {
     for (int row = first; row < end; ++row) {
@@ -297,6 +335,42 @@ XTRAIN_KERNEL_BODY void take_apart(const WinogradPlan& p, const float* y, int fi
         }
       }
     }
+  }
+}
+
+// Channel-blocked ones: a transpose per 8 channels of a pixel.
+XTRAIN_KERNEL_BODY void take_apart_blocked(const WinogradPlan& p, const float* y, int first,
+                                           int end, float* const* outputs) {
+  const int width = 2 * p.tiles_x(), height = 2 * p.tiles_y(), block = p.result_block;
+  const std::size_t plane = static_cast<std::size_t>(height) * width * L;
+  const std::size_t spatial = static_cast<std::size_t>(p.out_h) * p.out_w;
+  for (int o0 = 0; o0 < p.outputs; o0 += L) {
+    const std::size_t block_start = static_cast<std::size_t>(o0 / block) * spatial * block;
+    const float* channels = y + static_cast<std::size_t>(o0) * plane;
+    for (int row = first; row < end; ++row) {
+      for (int col = 0; col < p.out_w; ++col) {
+        const float* from = channels + (static_cast<std::size_t>(row) * width + col) * L;
+        Floats r[8];
+        XTRAIN_UNROLL
+        for (int k = 0; k < L; ++k) load(r[k], from + k * plane);
+        transpose8x8(r);
+        const std::size_t at =
+            block_start + (static_cast<std::size_t>(row) * p.out_w + col) * block + o0 % block;
+        XTRAIN_UNROLL
+        for (int l = 0; l < L; ++l) {
+          if (outputs[l] != nullptr) store(outputs[l] + at, r[l]);
+        }
+      }
+    }
+  }
+}
+
+XTRAIN_KERNEL_BODY void take_apart(const WinogradPlan& p, const float* y, int first, int end,
+                                   float* const* outputs) {
+  if (p.result_block == 0) {
+    take_apart_plain(p, y, first, end, outputs);
+  } else {
+    take_apart_blocked(p, y, first, end, outputs);
   }
 }
 

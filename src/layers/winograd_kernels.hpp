@@ -21,7 +21,10 @@
 //
 // The vectors run over images: a group of 8 images is interleaved first
 // (x[c][y][x][image]), so that every load is contiguous whatever the image
-// size, and taken apart again at the end. Compiled once per instruction set
+// size, and taken apart again at the end. Both steps are 8x8 transposes,
+// along the rows of plain arrays or across the channels of a pixel of
+// channel-blocked ones, so the engine reads and writes either layout
+// without a reorder. Compiled once per instruction set
 // (AVX-512 with 32 registers, AVX2, the baseline), as the direct kernels.
 #pragma once
 
@@ -46,6 +49,12 @@ struct WinogradPlan {
   int outputs = 0;  // output channels
   int out_h = 0;
   int out_w = 0;
+  // The layouts of the sources and the results: 0 for plain (channels,
+  // height, width) arrays, else the channels per block of the channel-blocked
+  // layout (8 or 16, core/channel_blocked_layout.hpp), whose channel count
+  // must then be a multiple of it. Set per call, by the engine.
+  int source_block = 0;
+  int result_block = 0;
 
   int tiles_y() const { return (out_h + 1) / 2; }
   int tiles_x() const { return (out_w + 1) / 2; }
@@ -80,8 +89,8 @@ struct WinogradScratch {
 
 struct WinogradKernels {
   // Up to 8 images: sources[l] (or null: the lane is unused) -> outputs[l] =
-  // bias (or 0 where null) + the correlation, each a plain (outputs, out_h,
-  // out_w) array; overwrites the output rows of tile rows [first_row,
+  // bias (or 0 where null) + the correlation, each an (outputs, out_h,
+  // out_w) array in the plan's result layout; overwrites the output rows of tile rows [first_row,
   // end_row) (tile row t makes output rows 2t and 2t + 1), so that threads
   // can share a group.
   void (*convolve_group)(const WinogradPlan& plan, const float* const* sources,
