@@ -21,17 +21,6 @@
 
 namespace xtrain {
 
-namespace winograd_detail {
-const float kFilterTransform[6][5] = {
-    {1.0f / 4, 0, 0, 0, 0},
-    {1.0f / 6, 1.0f / 6, 1.0f / 6, 1.0f / 6, 1.0f / 6},
-    {1.0f / 6, -1.0f / 6, 1.0f / 6, -1.0f / 6, 1.0f / 6},
-    {1.0f / 24, 1.0f / 12, 1.0f / 6, 1.0f / 3, 2.0f / 3},
-    {1.0f / 24, -1.0f / 12, 1.0f / 6, -1.0f / 3, 2.0f / 3},
-    {0, 0, 0, 0, 1},
-};
-}  // namespace winograd_detail
-
 std::size_t WinogradPlan::transformed_weight_count() const {
   return static_cast<std::size_t>(kWinogradPositions) * output_blocks() * kWinogradOutputBlock *
          channels;
