@@ -23,6 +23,21 @@ namespace xtrain::testing {
 // the blocked kernels run at both on any CPU.
 constexpr int kChannelBlockWidths[] = {8, 16};
 
+// `plain` values in the channel-blocked layout of `shape`, and back.
+inline std::vector<float> to_blocked(const ChannelBlockedShape& shape,
+                                     const std::vector<float>& plain) {
+  std::vector<float> blocked(plain.size());
+  plain_to_channel_blocked(shape, plain.data(), blocked.data());
+  return blocked;
+}
+
+inline std::vector<float> to_plain(const ChannelBlockedShape& shape,
+                                   const std::vector<float>& blocked) {
+  std::vector<float> plain(blocked.size());
+  channel_blocked_to_plain(shape, blocked.data(), plain.data());
+  return plain;
+}
+
 // Sets channel_block() for one scope, then back to the width the process
 // decided. Only around code that makes its own blobs and layers.
 class ScopedChannelBlock {

@@ -65,17 +65,8 @@ ChannelBlockedShape shape_of(const BlockedPoolCase& c, int height, int width) {
   return shape;
 }
 
-std::vector<float> to_blocked(const ChannelBlockedShape& shape, const std::vector<float>& plain) {
-  std::vector<float> blocked(plain.size());
-  plain_to_channel_blocked(shape, plain.data(), blocked.data());
-  return blocked;
-}
-
-std::vector<float> to_plain(const ChannelBlockedShape& shape, const std::vector<float>& blocked) {
-  std::vector<float> plain(blocked.size());
-  channel_blocked_to_plain(shape, blocked.data(), plain.data());
-  return plain;
-}
+using testing::to_blocked;
+using testing::to_plain;
 
 // The masks are ints: moved element by element with the layout's formula.
 std::vector<int> to_plain(const ChannelBlockedShape& shape, const std::vector<int>& blocked) {

@@ -54,23 +54,15 @@ TEST_P(WinogradConvolutionTest, ForwardAndBackwardDataMatchTheReferenceAtEveryLe
   }
 }
 
-// `values` of `channels` x `spatial` per image, in `layout`.
-std::vector<float> in_layout(const std::vector<float>& values, MemoryLayout layout, int num,
-                             int channels, int spatial) {
+// `values` of `channels` x `spatial` per image, from plain into `layout`, or
+// from `layout` back to plain.
+enum class Direction { kIntoLayout, kBackToPlain };
+std::vector<float> convert(const std::vector<float>& values, MemoryLayout layout,
+                           Direction direction, int num, int channels, int spatial) {
   if (layout == MemoryLayout::kPlain) return values;
-  ChannelBlockedShape blocked{num, channels, spatial};
-  std::vector<float> converted(values.size());
-  plain_to_channel_blocked(blocked, values.data(), converted.data());
-  return converted;
-}
-
-std::vector<float> to_plain(const std::vector<float>& values, MemoryLayout layout, int num,
-                            int channels, int spatial) {
-  if (layout == MemoryLayout::kPlain) return values;
-  ChannelBlockedShape blocked{num, channels, spatial};
-  std::vector<float> converted(values.size());
-  channel_blocked_to_plain(blocked, values.data(), converted.data());
-  return converted;
+  const ChannelBlockedShape blocked{num, channels, spatial};
+  return direction == Direction::kIntoLayout ? xtrain::testing::to_blocked(blocked, values)
+                                             : xtrain::testing::to_plain(blocked, values);
 }
 
 // Runs forward_in and backward_in with the activations in `layouts`; the
@@ -81,10 +73,10 @@ Results run_in(ConvolutionEngine& engine, const Inputs& in,
   const int channels = shape.geometry.channels, outputs = shape.num_output;
   const int in_spatial = shape.geometry.height * shape.geometry.width;
   const int out_spatial = shape.out_height() * shape.out_width();
-  const std::vector<float> bottom = in_layout(in.bottom, layouts.bottom, shape.num, channels,
-                                              in_spatial);
+  const std::vector<float> bottom =
+      convert(in.bottom, layouts.bottom, Direction::kIntoLayout, shape.num, channels, in_spatial);
   const std::vector<float> top_diff =
-      in_layout(in.top_diff, layouts.top, shape.num, outputs, out_spatial);
+      convert(in.top_diff, layouts.top, Direction::kIntoLayout, shape.num, outputs, out_spatial);
   std::vector<float> top(shape.num * shape.output_dim(), 7.0f);
   std::vector<float> bottom_diff(shape.num * shape.input_dim(), 7.0f);
   Results out;
@@ -94,8 +86,9 @@ Results run_in(ConvolutionEngine& engine, const Inputs& in,
   engine.backward_in(layouts, bottom.data(), top_diff.data(), in.weights.data(),
                      out.weight_diff.data(), shape.bias_term ? out.bias_diff.data() : nullptr,
                      bottom_diff.data());
-  out.top = to_plain(top, layouts.top, shape.num, outputs, out_spatial);
-  out.bottom_diff = to_plain(bottom_diff, layouts.bottom, shape.num, channels, in_spatial);
+  out.top = convert(top, layouts.top, Direction::kBackToPlain, shape.num, outputs, out_spatial);
+  out.bottom_diff = convert(bottom_diff, layouts.bottom, Direction::kBackToPlain, shape.num,
+                            channels, in_spatial);
   return out;
 }
 
@@ -115,8 +108,10 @@ void expect_matches_reference_in_every_layout(ConvolutionEngine& engine, const I
     xtrain::testing::ScopedChannelBlock width(block);
     for (MemoryLayout bottom : {MemoryLayout::kPlain, MemoryLayout::kChannelBlocked}) {
       for (MemoryLayout top : {MemoryLayout::kPlain, MemoryLayout::kChannelBlocked}) {
-        if (bottom == MemoryLayout::kChannelBlocked && !channels_can_be_blocked(shape.geometry.channels)) continue;
-        if (top == MemoryLayout::kChannelBlocked && !channels_can_be_blocked(shape.num_output)) continue;
+        const bool blocked_bottom = bottom == MemoryLayout::kChannelBlocked;
+        const bool blocked_top = top == MemoryLayout::kChannelBlocked;
+        if (blocked_bottom && !channels_can_be_blocked(shape.geometry.channels)) continue;
+        if (blocked_top && !channels_can_be_blocked(shape.num_output)) continue;
         SCOPED_TRACE(::testing::Message() << "block " << block << ", bottom "
                                           << (bottom == MemoryLayout::kPlain ? "plain" : "blocked")
                                           << ", top "

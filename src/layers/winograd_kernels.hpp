@@ -129,7 +129,9 @@ template <typename Weight>
 void transform_winograd_weights(const WinogradPlan& plan, Weight weight, float* transformed) {
   using winograd_detail::filter_transform;
   const int blocks = plan.output_blocks(), channels = plan.channels;
-  const std::size_t work_per_block = static_cast<std::size_t>(kWinogradOutputBlock) * channels * 250;
+  // ~250 flops per filter: the two passes of G over its rows and columns.
+  const std::size_t work_per_block =
+      static_cast<std::size_t>(kWinogradOutputBlock) * channels * 250;
   parallel_for(blocks, work_per_block, [&](std::int64_t block) {
     for (int o = static_cast<int>(block) * kWinogradOutputBlock;
          o < (static_cast<int>(block) + 1) * kWinogradOutputBlock; ++o) {
