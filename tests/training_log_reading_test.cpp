@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "error_message.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -54,6 +55,22 @@ TEST(TrainingLogReading, ReadsGlogPrefixesWithAndWithoutTheYear) {
 TEST(TrainingLogReading, AYearLikeDateWithoutTimeIsNoLogLine) {
   std::istringstream log("I20261121 not a time\n");
   EXPECT_THROW(read_training_log(log, "notes.txt"), Error);
+}
+
+// Found by the training_log fuzzer: an iteration of more digits than an int
+// holds made std::stoi throw std::out_of_range, which ended `xtrain plot`
+// with an uncaught exception. Now an error naming the file, line and number.
+TEST(TrainingLogReading, IterationNumbersPastTheIntRangeAreAnErrorNamingTheLine) {
+  const std::string prefix = "I1121 10:00:01.250000  1234 solver.cpp:218] ";
+  for (const std::string& line :
+       {prefix + "Iteration 99999999999, loss = 0.3", prefix + "Iteration 99999999999, lr = 0.01",
+        prefix + "Iteration 99999999999, Testing net (#0)",
+        prefix + "Iteration 100, Testing net (#99999999999)"}) {
+    SCOPED_TRACE(line);
+    std::istringstream log(caffe_log("1121") + line + "\n");
+    testing::expect_error([&] { read_training_log(log, "train.log"); },
+                          {"train.log:8", "99999999999", "is not a whole number from 0 to"});
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "reporting/training_log_reading.hpp"
 
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -80,8 +81,9 @@ class LogReader {
     if (seconds < 0) seconds += 365 * 24 * 3600.0;  // over new year
 
     if (line.find("Testing net") != std::string::npos && std::regex_search(line, match, kTesting)) {
-      open_test_ = add_record(MetricsRecord::Kind::kTest, std::stoi(match[1]), seconds);
-      log_.records[open_test_].net = std::stoi(match[2]);
+      open_test_ =
+          add_record(MetricsRecord::Kind::kTest, whole_number(match[1], line, "iteration"), seconds);
+      log_.records[open_test_].net = whole_number(match[2], line, "test net");
       return;
     }
     if (line.find("Test net output #") != std::string::npos) {
@@ -90,7 +92,8 @@ class LogReader {
     }
     if (line.find(", loss = ") != std::string::npos) {
       require(std::regex_search(line, match, kTrainLoss), line, "a train loss");
-      open_train_ = add_record(MetricsRecord::Kind::kTrain, std::stoi(match[1]), seconds);
+      open_train_ = add_record(MetricsRecord::Kind::kTrain,
+                               whole_number(match[1], line, "iteration"), seconds);
       log_.records[open_train_].loss = number(match[2], line);
       return;
     }
@@ -101,7 +104,8 @@ class LogReader {
     if (line.find(", lr = ") != std::string::npos) {
       require(std::regex_search(line, match, kLearningRate), line, "a learning rate");
       const double rate = number(match[2], line);
-      if (open_train_ != 0 && log_.records[open_train_].iteration == std::stoi(match[1])) {
+      if (open_train_ != 0 &&
+          log_.records[open_train_].iteration == whole_number(match[1], line, "iteration")) {
         log_.records[open_train_].lr = rate;
       }
       return;
@@ -166,6 +170,18 @@ class LogReader {
     XTRAIN_CHECK(!text.empty() && *end == '\0', name_, ":", line_number_, ": '", token,
                  "' is not a number in: ", line);
     return value;
+  }
+
+  // The digits of an iteration or net number as an int: a damaged or
+  // hand-edited log may hold more digits than any run counts to.
+  int whole_number(const std::string& digits, const std::string& line, const char* what) const {
+    errno = 0;
+    char* end = nullptr;
+    const long value = std::strtol(digits.c_str(), &end, 10);
+    XTRAIN_CHECK(!digits.empty() && *end == '\0' && errno == 0 && value >= 0 && value <= INT_MAX,
+                 name_, ":", line_number_, ": the ", what, " '", digits,
+                 "' is not a whole number from 0 to ", INT_MAX, " in: ", line);
+    return static_cast<int>(value);
   }
 
   std::string name_;
