@@ -175,8 +175,9 @@ bool is_plain_token(const std::string& token) {
 // default: timed on plain arrays only, it won per layer but made its
 // channel-blocked neighbours reorder, which the search does not see
 // (GoogLeNet ran 2-5 % slower). Now that it also computes between blocked
-// neighbours (search_layout), CIFAR10-quick runs 10-17 % faster with it and
-// GoogLeNet 1-3 % (docs/performance.md); the switch stays for A/B runs.
+// neighbours (search_layout), CIFAR10-quick runs 6-12 % faster with it,
+// LeNet ~25 %, GoogLeNet ~2 % natively and the same at AVX2
+// (docs/performance.md); the switch stays for A/B runs.
 bool winograd_offered() {
   const char* value = std::getenv("XTRAIN_CPU_WINOGRAD");
   if (value == nullptr || *value == '\0' || std::string_view(value) == "1") return true;
