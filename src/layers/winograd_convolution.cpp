@@ -94,8 +94,8 @@ int block_of(MemoryLayout layout) {
 }
 }  // namespace
 
-void WinogradConvolution::forward_in_blocks(int bottom_block, int top_block, const float* bottom,
-                                            const float* weights, const float* bias, float* top) {
+void WinogradConvolution::forward_in(const Layouts& layouts, const float* bottom,
+                                     const float* weights, const float* bias, float* top) {
   const Im2colGeometry& g = shape_.geometry;
   transform_winograd_weights(
       forward_plan_,
@@ -104,15 +104,14 @@ void WinogradConvolution::forward_in_blocks(int bottom_block, int top_block, con
       },
       transformed_.data());
   WinogradPlan plan = forward_plan_;
-  plan.source_block = bottom_block;
-  plan.result_block = top_block;
+  plan.source_block = block_of(layouts.bottom);
+  plan.result_block = block_of(layouts.top);
   run(plan, bottom, shape_.input_dim(), shape_.bias_term ? bias : nullptr, top,
       shape_.output_dim());
 }
 
-void WinogradConvolution::backward_data_in_blocks(int top_block, int bottom_block,
-                                                  const float* top_diff, const float* weights,
-                                                  float* bottom_diff) {
+void WinogradConvolution::backward_data_in(const Layouts& layouts, const float* top_diff,
+                                           const float* weights, float* bottom_diff) {
   const Im2colGeometry& g = shape_.geometry;
   // The adjoint's outputs are the input channels, its sources the outputs,
   // and its filters the forward ones turned by 180 degrees.
@@ -124,29 +123,24 @@ void WinogradConvolution::backward_data_in_blocks(int top_block, int bottom_bloc
       },
       transformed_.data());
   WinogradPlan plan = adjoint_plan_;
-  plan.source_block = top_block;
-  plan.result_block = bottom_block;
+  plan.source_block = block_of(layouts.top);
+  plan.result_block = block_of(layouts.bottom);
   run(plan, top_diff, shape_.output_dim(), nullptr, bottom_diff, shape_.input_dim());
 }
 
 void WinogradConvolution::forward(const float* bottom, const float* weights, const float* bias,
                                   float* top) {
-  forward_in_blocks(0, 0, bottom, weights, bias, top);
+  forward_in(Layouts{}, bottom, weights, bias, top);
 }
 
 void WinogradConvolution::backward_data(const float* top_diff, const float* weights,
                                         float* bottom_diff) {
-  backward_data_in_blocks(0, 0, top_diff, weights, bottom_diff);
+  backward_data_in(Layouts{}, top_diff, weights, bottom_diff);
 }
 
 void WinogradConvolution::backward_weights(const float* bottom, const float* top_diff,
                                            float* weight_diff, float* bias_diff) {
   weight_gradient().backward_weights(bottom, top_diff, weight_diff, bias_diff);
-}
-
-void WinogradConvolution::forward_in(const Layouts& layouts, const float* bottom,
-                                     const float* weights, const float* bias, float* top) {
-  forward_in_blocks(block_of(layouts.bottom), block_of(layouts.top), bottom, weights, bias, top);
 }
 
 void WinogradConvolution::backward_in(const Layouts& layouts, const float* bottom,
@@ -161,8 +155,7 @@ void WinogradConvolution::backward_in(const Layouts& layouts, const float* botto
         weight_diff, bias_diff);
   }
   if (bottom_diff != nullptr) {
-    backward_data_in_blocks(block_of(layouts.top), block_of(layouts.bottom), top_diff, weights,
-                            bottom_diff);
+    backward_data_in(layouts, top_diff, weights, bottom_diff);
   }
 }
 

@@ -65,10 +65,8 @@ class WinogradConvolution final : public ConvolutionEngine {
   // layout `plan` says), their results `result_dim` apart in `results`.
   void run(const WinogradPlan& plan, const float* sources, std::size_t source_dim,
            const float* bias, float* results, std::size_t result_dim);
-  void forward_in_blocks(int bottom_block, int top_block, const float* bottom,
-                         const float* weights, const float* bias, float* top);
-  void backward_data_in_blocks(int top_block, int bottom_block, const float* top_diff,
-                               const float* weights, float* bottom_diff);
+  void backward_data_in(const Layouts& layouts, const float* top_diff, const float* weights,
+                        float* bottom_diff);
   // `values` in the plain layout: itself, or a copy converted from the
   // channel-blocked layout into `copy`.
   const float* plain(const float* values, MemoryLayout layout, int channels, int spatial,
