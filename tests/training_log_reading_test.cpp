@@ -73,5 +73,26 @@ TEST(TrainingLogReading, IterationNumbersPastTheIntRangeAreAnErrorNamingTheLine)
   }
 }
 
+// std::regex (libstdc++) recurses once per character a pattern runs over: a
+// 26,000-character "Progress:", "loss = " or "Test net output" line crashed
+// `xtrain plot` with a stack overflow. Lines past 4096 characters are passed
+// over; the lines around them are read as before.
+TEST(TrainingLogReading, LinesTooLongForAnyTrainingLineArePassedOverWithoutCrashing) {
+  const std::string prefix = "I1121 10:00:03.000000  1234 solver.cpp:218] ";
+  const std::string run(1 << 20, '7');
+  for (const std::string& line :
+       {prefix + "    Progress: " + run + ", 5 images/s", prefix + "Iteration 300, loss = " + run,
+        prefix + "    Test net output #0: " + run + " = 1", prefix + "Use " + run + ".",
+        "a line of other output " + run}) {
+    SCOPED_TRACE(line.substr(0, 60));
+    std::istringstream log(caffe_log("1121") + line + "\n" + prefix + "Iteration 400, loss = 0.2\n");
+    const TrainingLog read = read_training_log(log, "train.log");
+    ASSERT_EQ(read.records.size(), 4u);
+    EXPECT_EQ(read.records[3].iteration, 400);
+    EXPECT_DOUBLE_EQ(read.records[3].loss.value_or(-1), 0.2);
+    EXPECT_TRUE(read.records[0].device.empty());
+  }
+}
+
 }  // namespace
 }  // namespace xtrain

@@ -11,6 +11,7 @@
 
 #include "xtrain/error.hpp"
 #include "xtrain/input_file.hpp"
+#include "xtrain/logging.hpp"
 
 namespace xtrain {
 namespace {
@@ -31,6 +32,13 @@ const std::regex kImagesPerSecond(R"(\]     Progress: .*, ([0-9.eE+-]+) images/s
 const std::regex kSnapshot(
     R"(\] Snapshotting (?:solver state )?to (?:binary proto|HDF5) file (\S+))");
 const std::regex kDevice(R"(\] Use (.+)\.\s*$)");
+
+// libstdc++'s std::regex matches by recursion, a stack frame per character a
+// pattern's `.*` or `\S+` runs over: a line of ~26,000 characters overflowed
+// the 8 MiB stack of `xtrain plot` (SIGSEGV). The lines this reader takes are
+// under 200 characters in Caffe's and xtrain's logs, so no pattern is
+// matched against a longer line than this (~1.3 MiB of stack at most).
+constexpr std::size_t kLongestReadLine = 4096;
 
 // Seconds since the start of the year (a non-leap one: the log has no year).
 double seconds_of_year(const std::smatch& prefix) {
@@ -58,6 +66,10 @@ class LogReader {
 
   void read_line(const std::string& line) {
     ++line_number_;
+    if (line.size() > kLongestReadLine) {
+      pass_over_long_line(line);
+      return;
+    }
     std::smatch prefix;
     if (!std::regex_search(line, prefix, kGlogPrefix)) {
       // Caffe prints the solver's parameters on lines of their own.
@@ -142,6 +154,18 @@ class LogReader {
     record.seconds = seconds;
     log_.records.push_back(record);
     return log_.records.size() - 1;
+  }
+
+  // A long line is other output (a layer printing an array, say), passed over
+  // as every line is that is no training line; one that has a glog prefix is
+  // said in a warning, should it have been meant as one.
+  void pass_over_long_line(const std::string& line) const {
+    std::smatch prefix;
+    const std::string head = line.substr(0, 64);
+    if (!std::regex_search(head, prefix, kGlogPrefix)) return;
+    XLOG(WARNING) << name_ << ":" << line_number_ << ": passed over a line of " << line.size()
+                  << " characters (longer than any training line, " << kLongestReadLine
+                  << "); it starts: " << line.substr(0, 120);
   }
 
   // "... net output #k: name = value" into the record at `open` (0: no
