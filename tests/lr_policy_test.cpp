@@ -142,5 +142,49 @@ TEST(LearningRatePolicy, MissingFieldsAreNamed) {
   }
 }
 
+// Caffe runs these without a word; none is a schedule anyone means.
+TEST(LearningRatePolicy, ValuesNoScheduleMeansAreRefused) {
+  struct Case {
+    const char* solver_text;
+    const char* said;
+  };
+  const Case cases[] = {
+      {"lr_policy: 'multistep' base_lr: 0.1 gamma: 0.1 stepvalue: 200 stepvalue: 100",
+       "stepvalue #2 (100) does not come after stepvalue #1 (200)"},
+      {"lr_policy: 'multistep' base_lr: 0.1 gamma: 0.1 stepvalue: 5 stepvalue: 9 stepvalue: 9",
+       "stepvalue #3 (9) does not come after stepvalue #2 (9)"},
+      {"lr_policy: 'poly' base_lr: 0.1 power: -1 max_iter: 10", "needs power >= 0, got power: -1"},
+      {"lr_policy: 'inv' base_lr: 0.1 gamma: 0.1 power: -0.5", "needs power >= 0"},
+      {"lr_policy: 'fixed' base_lr: inf", "base_lr: inf is not a finite number"},
+      {"lr_policy: 'fixed' base_lr: nan", "is not a finite number"},
+  };
+  for (const Case& c : cases) {
+    const std::string message = error_of(solver(c.solver_text));
+    EXPECT_NE(message.find(c.said), std::string::npos)
+        << "solver {" << c.solver_text << "} gave: " << message;
+  }
+}
+
+// gamma > 1 is allowed (a warm-up), until gamma^iter passes what a float
+// holds: then the rate is an error naming the iteration, not inf weights.
+TEST(LearningRatePolicy, ARatePastWhatAFloatHoldsIsAnErrorNamingTheIteration) {
+  const SolverParameter exp = solver("lr_policy: 'exp' base_lr: 0.01 gamma: 1e30");
+  EXPECT_FLOAT_EQ(rate_at(exp, 0), 0.01f);
+  EXPECT_FLOAT_EQ(rate_at(exp, 1), 1e28f);
+  try {
+    rate_at(exp, 2);
+    ADD_FAILURE() << "a rate of 1e58 was given as a float";
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("lr_policy \"exp\" gives a learning rate of 1e+58 at iteration 2"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("lower gamma"), std::string::npos) << message;
+  }
+  const SolverParameter step = solver("lr_policy: 'step' base_lr: 1 gamma: 1e20 stepsize: 10");
+  EXPECT_FLOAT_EQ(rate_at(step, 19), 1e20f);
+  EXPECT_THROW(rate_at(step, 20), Error);
+}
+
 }  // namespace
 }  // namespace xtrain

@@ -186,5 +186,29 @@ TEST(TrainingProgress, EachDisplayHasAProgressLineAfterCaffesLines) {
   EXPECT_EQ(iterations, (std::vector<int>{0, 2, 4})) << log;
 }
 
+// A rate far too high: w = 1 - 1e30 after the first update, so the loss
+// (w x)^2 / 2 is inf at iteration 1 and nan later. One warning, at the
+// first display that shows it; Caffe's lines go on as before.
+TEST(TrainingProgress, ADivergedLossIsSaidOnceWithWhatToChange) {
+  SolverParameter param =
+      testing::solver_param(testing::scalar_net(), "base_lr: 1e30 max_iter: 5 display: 1");
+  const std::string log = training_log(param);
+  const std::string said = "the loss is inf: training has diverged and will not recover";
+  const std::size_t at = log.find(said);
+  ASSERT_NE(at, std::string::npos) << log;
+  EXPECT_EQ(log.find(said, at + 1), std::string::npos) << "said twice:\n" << log;
+  EXPECT_EQ(log.find("has diverged", at + said.size()), std::string::npos) << log;
+  const std::size_t line_start = log.rfind("Iteration 1: ", at);
+  ASSERT_NE(line_start, std::string::npos) << log;
+  EXPECT_LT(log.find("Train net output #0: loss = inf"), line_start)
+      << "Caffe's lines of the display come first:\n"
+      << log;
+  EXPECT_NE(log.find("lower base_lr (the rate is 1e+30 now)", at), std::string::npos) << log;
+}
+
+TEST(TrainingProgress, AFiniteLossIsNeverCalledDiverged) {
+  EXPECT_EQ(training_log(inv_solver()).find("diverged"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace xtrain

@@ -59,11 +59,25 @@ double take_data_wait(const Net& train_net, const std::vector<std::shared_ptr<Ne
   return seconds;
 }
 
-void ProgressLog::on_start(const TrainingStart& /*event*/) { origin_iteration_ = -1; }
+void ProgressLog::on_start(const TrainingStart& /*event*/) {
+  origin_iteration_ = -1;
+  said_diverged_ = false;
+}
+
+// After Caffe's lines of the display, so that log parsers meet them first.
+void ProgressLog::say_if_diverged(const TrainingDisplay& event) {
+  if (std::isfinite(event.smoothed_loss) || said_diverged_) return;
+  said_diverged_ = true;
+  XLOG(WARNING) << "Iteration " << event.iteration << ": the loss is " << event.smoothed_loss
+                << ": training has diverged and will not recover; lower base_lr (the rate is "
+                << event.learning_rate
+                << " now), set clip_gradients, or check the scale of the input data";
+}
 
 void ProgressLog::on_display(const TrainingDisplay& event) {
   if (event.final_pass) {
     XLOG(INFO) << "Iteration " << event.iteration << ", loss = " << event.smoothed_loss;
+    say_if_diverged(event);
     return;
   }
   XLOG(INFO) << "Iteration " << event.iteration << " ("
@@ -75,6 +89,7 @@ void ProgressLog::on_display(const TrainingDisplay& event) {
     XLOG(INFO) << "    Train net output #" << k << ": " << output.name << " = " << output.value
                << loss_suffix(output.loss_weight, output.value);
   }
+  say_if_diverged(event);
 
   const auto now = std::chrono::steady_clock::now();
   if (origin_iteration_ < 0) {

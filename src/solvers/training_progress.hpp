@@ -56,10 +56,14 @@ class ProgressLog : public TrainingObserver {
   void on_test(const TestDone& event) override;
 
  private:
+  void say_if_diverged(const TrainingDisplay& event);
+
   // The first display of this session: the ETA comes from the speed since
   // then (tests and snapshots included), or the last interval's before that.
   int origin_iteration_ = -1;
   std::chrono::steady_clock::time_point origin_time_;
+  // A loss of inf or nan is said once: every display after it repeats it.
+  bool said_diverged_ = false;
 };
 
 // Seconds the train and test nets' data layers waited for input since the
