@@ -438,10 +438,30 @@ TEST(SolverFactory, CaffesChecksOnTheSettings) {
             std::string::npos);
   EXPECT_NE(creation_error("type: 'RMSProp' rms_decay: -0.1").find("rms_decay: -0.1"),
             std::string::npos);
-  // Caffe puts no constraint on momentum for AdaDelta and Adam.
   EXPECT_EQ(creation_error("type: 'AdaDelta' momentum: 0.95"), "(no error)");
   EXPECT_EQ(creation_error("type: 'Adam' momentum: 0.9"), "(no error)");
   EXPECT_EQ(creation_error("type: 'AdaGrad'"), "(no error)");
+}
+
+// Beyond Caffe, which takes them and trains into nan or ever larger steps.
+TEST(SolverFactory, SettingsThatTurnTheWeightsNanOrGrowAreRefused) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"type: 'SGD' momentum: 1.5", "momentum must lie in [0, 1), but the solver sets momentum: 1.5"},
+      {"type: 'Nesterov' momentum: -0.5", "momentum: -0.5"},
+      {"type: 'AdaDelta' momentum: 1", "momentum must lie in [0, 1)"},
+      {"type: 'Adam' momentum: 1", "momentum must lie in [0, 1)"},
+      {"type: 'Adam' momentum2: 1.5", "momentum2 must lie in [0, 1) for the Adam solver"},
+      {"type: 'Adam' delta: 0", "the Adam solver needs delta > 0, but the solver sets delta: 0"},
+      {"type: 'AdaGrad' delta: -1e-8", "the AdaGrad solver needs delta > 0"},
+      {"type: 'RMSProp' delta: 0", "the RMSProp solver needs delta > 0"},
+      {"type: 'AdaDelta' momentum: 0.95 delta: 0", "the AdaDelta solver needs delta > 0"},
+      {"type: 'SGD' weight_decay: -1", "weight_decay: -1 is not a finite number >= 0"},
+      {"type: 'Adam' weight_decay: nan", "weight_decay: nan is not a finite number >= 0"},
+  };
+  for (const auto& [settings, said] : cases) {
+    const std::string error = creation_error(settings);
+    EXPECT_NE(error.find(said), std::string::npos) << settings << " gave: " << error;
+  }
 }
 
 TEST(SolverFactory, AStateWithOneHistorySetDoesNotFitAdam) {

@@ -30,6 +30,11 @@ SGDSolver::SGDSolver(const SolverParameter& param, const SolverOptions& options)
   const std::string& regularization = param_.regularization_type();
   XTRAIN_CHECK(param_.weight_decay() == 0 || regularization == "L2" || regularization == "L1",
                "unknown regularization_type \"", regularization, "\"; use \"L2\" or \"L1\"");
+  // Beyond Caffe, which takes any momentum: at 1 or more the velocity (for
+  // Adam the mean, for AdaDelta the averages) never decays, so the steps grow.
+  XTRAIN_CHECK(param_.momentum() >= 0 && param_.momentum() < 1,
+               "momentum must lie in [0, 1), but the solver sets momentum: ", param_.momentum(),
+               "; the usual value is 0.9 (0.95 for AdaDelta)");
   add_history_set();
 }
 

@@ -93,6 +93,11 @@ Solver::Solver(const SolverParameter& param, const SolverOptions& options)
   XTRAIN_CHECK(param_.max_iter() >= 0, "max_iter must be >= 0, got ", param_.max_iter());
   XTRAIN_CHECK(param_.test_interval() >= 0, "test_interval must be >= 0 (0: never test), got ",
                param_.test_interval());
+  XTRAIN_CHECK(std::isfinite(param_.weight_decay()) && param_.weight_decay() >= 0,
+               "weight_decay: ", param_.weight_decay(),
+               " is not a finite number >= 0 (a negative decay grows the weights instead of "
+               "shrinking them); give 0 (none) or a small positive value such as "
+               "`weight_decay: 0.0005`");
   check_learning_rate_policy(param_);
   check_snapshot_settings();
 

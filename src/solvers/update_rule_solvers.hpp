@@ -71,6 +71,7 @@ struct RMSPropRule : RuleDefaults {
 struct AdaDeltaRule : RuleDefaults {
   static constexpr const char* name = "AdaDelta";
   static constexpr int history_sets = 2;
+  static void check(const SolverParameter& param);
   static ops::AdaDeltaStep step(const SolverParameter& param, float rate, int /*iter*/) {
     return {rate, param.delta(), param.momentum()};
   }
@@ -86,6 +87,7 @@ struct AdaDeltaRule : RuleDefaults {
 struct AdamRule : RuleDefaults {
   static constexpr const char* name = "Adam";
   static constexpr int history_sets = 2;
+  static void check(const SolverParameter& param);
   static ops::AdamStep step(const SolverParameter& param, float rate, int iter);
 };
 
