@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -134,6 +135,21 @@ float naive_accuracy(const Blob& scores, const Blob& labels, int axis, int k) {
     }
   }
   return static_cast<float>(correct) / static_cast<float>(outer * inner);
+}
+
+// A diverged net's scores are nan: no prediction, so never correct (with >=
+// alone, every comparison with nan was false and all-nan scored 1). A nan in
+// another class counts against the true class, as a tie does.
+XTRAIN_DEVICE_TEST(AccuracyLayerTest, NanScoresAreNeverCorrect) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Fixture f;
+  std::fill_n(f.scores.mutable_cpu_data(), 12, nan);
+  EXPECT_FLOAT_EQ(f.run(""), 0.0f);
+  EXPECT_FLOAT_EQ(f.run("accuracy_param { top_k: 3 }"), 0.0f);
+  Fixture g;  // sample 0 (label 2, right at top-1) with a nan in class 1
+  g.scores.mutable_cpu_data()[1] = nan;
+  EXPECT_FLOAT_EQ(g.run(""), 1.0f / 4.0f);
+  EXPECT_FLOAT_EQ(g.run("accuracy_param { top_k: 2 }"), 3.0f / 4.0f);
 }
 
 XTRAIN_DEVICE_TEST(AccuracyLayerTest, ClassesOnAnInnerAxisMatchNaive) {

@@ -446,7 +446,8 @@ TEST(SolverFactory, CaffesChecksOnTheSettings) {
 // Beyond Caffe, which takes them and trains into nan or ever larger steps.
 TEST(SolverFactory, SettingsThatTurnTheWeightsNanOrGrowAreRefused) {
   const std::pair<const char*, const char*> cases[] = {
-      {"type: 'SGD' momentum: 1.5", "momentum must lie in [0, 1), but the solver sets momentum: 1.5"},
+      {"type: 'SGD' momentum: 1.5",
+       "momentum must lie in [0, 1), but the solver sets momentum: 1.5"},
       {"type: 'Nesterov' momentum: -0.5", "momentum: -0.5"},
       {"type: 'AdaDelta' momentum: 1", "momentum must lie in [0, 1)"},
       {"type: 'Adam' momentum: 1", "momentum must lie in [0, 1)"},

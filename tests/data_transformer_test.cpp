@@ -315,6 +315,20 @@ TEST(DataTransformer, ForceColorAndForceGrayTogetherIsAnError) {
   EXPECT_NE(message.find("both force_color and force_gray"), std::string::npos) << message;
 }
 
+// scale: 1e39 is inf as a float: every input became nan, and the test
+// accuracy read 1 (a nan score compared false everywhere).
+TEST(DataTransformer, ScalesAndMeansThatAreNoNumberAreErrors) {
+  for (const auto& [text, said] :
+       {std::pair<const char*, const char*>{"scale: nan", "transform_param's scale is nan"},
+        {"scale: 1e39", "transform_param's scale is inf, not a finite number"},
+        {"mean_value: inf", "mean_value: inf, not a finite number"}}) {
+    const std::string message =
+        error_of([&] { DataTransformer(transform_param(text), TEST, kOwner); });
+    EXPECT_NE(message.find(kOwner), std::string::npos) << message;
+    EXPECT_NE(message.find(said), std::string::npos) << text << " gave: " << message;
+  }
+}
+
 TEST(DataTransformer, ColorModeAndRandomUse) {
   EXPECT_EQ(DataTransformer(transform_param(""), TRAIN, kOwner).color_mode(), ColorMode::kAsStored);
   EXPECT_EQ(DataTransformer(transform_param("force_color: true"), TRAIN, kOwner).color_mode(),

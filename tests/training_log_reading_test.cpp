@@ -85,7 +85,8 @@ TEST(TrainingLogReading, LinesTooLongForAnyTrainingLineArePassedOverWithoutCrash
         prefix + "    Test net output #0: " + run + " = 1", prefix + "Use " + run + ".",
         "a line of other output " + run}) {
     SCOPED_TRACE(line.substr(0, 60));
-    std::istringstream log(caffe_log("1121") + line + "\n" + prefix + "Iteration 400, loss = 0.2\n");
+    std::istringstream log(caffe_log("1121") + line + "\n" + prefix +
+                           "Iteration 400, loss = 0.2\n");
     const TrainingLog read = read_training_log(log, "train.log");
     ASSERT_EQ(read.records.size(), 4u);
     EXPECT_EQ(read.records[3].iteration, 400);

@@ -1,6 +1,7 @@
 #include "data/data_transformer.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <opencv2/imgcodecs.hpp>
 #include <utility>
@@ -86,6 +87,13 @@ DataTransformer::DataTransformer(const TransformationParameter& param, Phase pha
   if (param_.force_gray()) color_mode_ = ColorMode::kGray;
   crop_ = static_cast<int>(param_.crop_size());
   scale_ = param_.scale();
+  // A scale of inf or nan (1e39 is inf as a float) makes every input nan.
+  XTRAIN_CHECK(std::isfinite(scale_), owner_, ": transform_param's scale is ", scale_,
+               ", not a finite number; give e.g. `scale: 0.00390625` (1/256) or leave it out (1)");
+  for (float mean : param_.mean_value()) {
+    XTRAIN_CHECK(std::isfinite(mean), owner_, ": transform_param has mean_value: ", mean,
+                 ", not a finite number; give the channel's mean pixel value");
+  }
   uses_random_ = param_.mirror() || (crop_ > 0 && phase_ == TRAIN);
   mean_values_.assign(param_.mean_value().begin(), param_.mean_value().end());
 

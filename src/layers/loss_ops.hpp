@@ -64,13 +64,17 @@ namespace xtrain::ops {
 // Accuracy: whether the true class `label` of one position is among the top_k
 // scores, column[c * stride] for c in [0, classes). Caffe 1.0's rule: fewer
 // than top_k OTHER classes score at least as high (ties count against).
+// A nan score is no prediction: a nan true score is wrong, and a nan
+// elsewhere counts as at least as high. (Compared with >=, every comparison
+// with nan is false, so a diverged net's all-nan scores scored accuracy 1.)
 XTRAIN_HOST_DEVICE inline bool in_top_k(const float* column, std::size_t stride, int classes,
                                         int label, unsigned top_k) {
   const float true_score = column[label * stride];
+  if (true_score != true_score) return false;
   // Counts the true class too, hence the start at -1.
   long at_least_as_high = -1;
   for (int c = 0; c < classes && at_least_as_high < static_cast<long>(top_k); ++c) {
-    at_least_as_high += column[c * stride] >= true_score;
+    at_least_as_high += !(column[c * stride] < true_score);
   }
   return at_least_as_high < static_cast<long>(top_k);
 }

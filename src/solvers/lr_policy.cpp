@@ -43,8 +43,8 @@ void require_increasing_stepvalues(const SolverParameter& param) {
     XTRAIN_CHECK(param.stepvalue(i) > param.stepvalue(i - 1),
                  "lr_policy \"multistep\" needs its stepvalues in increasing order: stepvalue #",
                  i + 1, " (", param.stepvalue(i), ") does not come after stepvalue #", i, " (",
-                 param.stepvalue(i - 1), "); list the iterations where the rate drops, smallest "
-                 "first");
+                 param.stepvalue(i - 1),
+                 "); list the iterations where the rate drops, smallest first");
   }
 }
 
@@ -125,9 +125,9 @@ float learning_rate(const SolverParameter& param, int iter, int* current_step) {
   // gamma > 1 is allowed (a warm-up, a range test), but gamma^k soon passes
   // what a float holds, and an infinite rate turns every weight into nan.
   const float rate_as_float = static_cast<float>(rate);
-  XTRAIN_CHECK(std::isfinite(rate_as_float), "lr_policy \"", policy,
-               "\" gives a learning rate of ", rate, " at iteration ", iter, " (base_lr ", base_lr,
-               ", gamma ", gamma, "), more than a float holds; lower gamma or base_lr");
+  XTRAIN_CHECK(std::isfinite(rate_as_float), "lr_policy \"", policy, "\" gives a learning rate of ",
+               rate, " at iteration ", iter, " (base_lr ", base_lr, ", gamma ", gamma,
+               "), more than a float holds; lower gamma or base_lr");
   return rate_as_float;
 }
 

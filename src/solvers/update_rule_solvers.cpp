@@ -10,8 +10,9 @@ namespace {
 // delta keeps g / (sqrt(h) + delta) finite where h is 0 (a weight whose
 // gradient has been 0): at delta 0 that is 0 / 0, and the weight turns nan.
 void require_positive_delta(const SolverParameter& param, const char* solver) {
-  XTRAIN_CHECK(param.delta() > 0, "the ", solver, " solver needs delta > 0, but the solver sets "
-               "delta: ", param.delta(), "; remove it for the default 1e-8");
+  XTRAIN_CHECK(param.delta() > 0, "the ", solver,
+               " solver needs delta > 0, but the solver sets delta: ", param.delta(),
+               "; remove it for the default 1e-8");
 }
 
 }  // namespace
