@@ -210,5 +210,14 @@ TEST(WindowDataLayer, WithoutACropSizeItSaysWhereToPutIt) {
   expect_error([&] { run(folder.param(2, "", "")); }, {"transform_param { crop_size"});
 }
 
+TEST(WindowDataLayer, AScaleOrMeanThatIsNoNumberIsAnError) {
+  WindowFolder folder;
+  expect_error([&] { run(folder.param(2, "scale: nan", "crop_size: 4")); },
+               {"layer 'windows' (WindowData)", "the scale is nan, not a finite number"});
+  expect_error([&] { run(folder.param(2, "", "crop_size: 4 scale: 1e39")); }, {"the scale is inf"});
+  expect_error([&] { run(folder.param(2, "", "crop_size: 4 mean_value: inf")); },
+               {"mean_value inf is not a finite number"});
+}
+
 }  // namespace
 }  // namespace xtrain

@@ -126,6 +126,9 @@ class WindowDataLayer : public PrefetchingDataLayer {
     square_ = window.crop_mode() == "square";
     mirror_ = transform.has_mirror() ? transform.mirror() : window.mirror();
     scale_ = window.has_scale() || !transform.has_scale() ? window.scale() : transform.scale();
+    XTRAIN_CHECK(
+        std::isfinite(scale_), where(), ": the scale is ", scale_,
+        ", not a finite number; give e.g. `scale: 0.00390625` (1/256) or leave it out (1)");
     fg_count_ = static_cast<int>(static_cast<float>(window.batch_size()) * window.fg_fraction());
     batch_size_ = static_cast<int>(window.batch_size());
 
@@ -227,7 +230,11 @@ class WindowDataLayer : public PrefetchingDataLayer {
     const int values = transform.mean_value_size();
     XTRAIN_CHECK(values == 0 || values == 1 || values == channels, where(), ": ", values,
                  " mean_value entries for ", channels, " channels; give 1 or ", channels);
-    for (int c = 0; c < values; ++c) mean_values_.push_back(transform.mean_value(c));
+    for (int c = 0; c < values; ++c) {
+      XTRAIN_CHECK(std::isfinite(transform.mean_value(c)), where(), ": mean_value ",
+                   transform.mean_value(c), " is not a finite number");
+      mean_values_.push_back(transform.mean_value(c));
+    }
     if (values == 1) mean_values_.resize(static_cast<std::size_t>(channels), mean_values_[0]);
   }
 
