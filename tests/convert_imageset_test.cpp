@@ -361,6 +361,8 @@ TEST_F(ConvertImageset, RefusesBadArgumentsWithOneLine) {
   const std::vector<std::pair<std::string, std::string>> refusals = {
       {"--backend=leveldb", "LevelDB is not supported; use --backend=lmdb"},
       {"--resize_width=10", "give both (> 0) to resize, or neither"},
+      {"--resize_width=30000 --resize_height=30000",
+       "a record of 30000 x 30000 x 3 = 2700000000 bytes is more than the 2 GB a Datum can hold"},
       {"--encode_type=docx", "OpenCV cannot encode that format"},
   };
   for (const auto& [flags, message] : refusals) {

@@ -124,6 +124,12 @@ TEST(ImageCodec, ResizesLikeCaffeOnTheInterleavedImage) {
 
   expect_error([&] { decode_and_resize(bytes, ColorMode::kColor, 17, 0, "'a.png'"); },
                {"give both height and width"});
+  // 100000 x 100000 asked OpenCV for 30 GB and passed its raw allocation
+  // error on (or the machine ran out of memory).
+  expect_error([&] { resize_image(full, 100000, 100000); },
+               {"cannot resize an image to 100000x100000",
+                "more pixels than an image xtrain "
+                "decodes (2^30)"});
 }
 
 TEST(ImageCodec, ReadsFilesAndNamesTheBadOnes) {

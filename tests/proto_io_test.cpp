@@ -65,6 +65,21 @@ TEST(ProtoIo, HandWrittenWireBytesMatchCaffeFieldNumbers) {
   EXPECT_EQ(blob.SerializeAsString(), std::string(reinterpret_cast<const char*>(bytes), sizeof(bytes)));
 }
 
+// Protobuf's SerializeAsString gives bytes that are no record for a message
+// over 2 GB, without an error: convert_imageset wrote such a record of a
+// 30000 x 30000 colour image and counted it written. (2 GiB of memory for
+// a moment.)
+TEST(ProtoIo, ARecordOverTwoGigabytesIsAnErrorNamingIt) {
+  Datum small;
+  small.set_data("abc");
+  EXPECT_EQ(serialize_record(small, "'a.png'", "resize it"), small.SerializeAsString());
+  Datum huge;
+  huge.set_data(std::string(std::size_t{1} << 31, '\0'));
+  testing::expect_error([&] { serialize_record(huge, "'big.png' (3x30000x30000)", "resize it"); },
+                        {"'big.png' (3x30000x30000): a record of 2147483654 bytes is more than the "
+                         "2 GB (2147483647 bytes) a protobuf message can hold; resize it"});
+}
+
 TEST(ProtoIo, MissingFileNamesThePath) {
   NetParameter param;
   EXPECT_THROW(read_proto_from_binary_file("/nonexistent/x.caffemodel", &param), Error);

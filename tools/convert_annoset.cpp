@@ -44,6 +44,7 @@
 #include "flag_help.hpp"
 #include "ordered_parallel_map.hpp"
 #include "progress_line.hpp"
+#include "resize_flags.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/image_datum.hpp"
 #include "xtrain/lmdb_database.hpp"
@@ -123,10 +124,7 @@ void check_flags() {
       FLAGS_label_type == "xml" || FLAGS_label_type == "yolo" || FLAGS_label_type == "coco",
       "--label_type=", FLAGS_label_type,
       ": use xml (Pascal VOC), yolo (YOLO text) or coco (COCO JSON)");
-  XTRAIN_CHECK(FLAGS_resize_width >= 0 && FLAGS_resize_height >= 0 &&
-                   (FLAGS_resize_width > 0) == (FLAGS_resize_height > 0),
-               "--resize_width=", FLAGS_resize_width, " --resize_height=", FLAGS_resize_height,
-               ": give both (> 0) to resize, or neither");
+  xtrain::tools::check_resize_flags(FLAGS_resize_width, FLAGS_resize_height, FLAGS_gray ? 1 : 3);
   XTRAIN_CHECK(FLAGS_min_dim >= 0 && FLAGS_max_dim >= 0, "--min_dim and --max_dim must be >= 0");
   XTRAIN_CHECK(FLAGS_encode_type.empty() || xtrain::can_encode_as(FLAGS_encode_type),
                "--encode_type=", FLAGS_encode_type,
@@ -252,7 +250,11 @@ Converted convert_one(const std::string& root, const Entry& entry,
       }
       annoset::add_objects(objects, stated_width, stated_height, *labels, &record);
     }
-    converted.record = record.SerializeAsString();
+    converted.record = xtrain::serialize_record(
+        record,
+        "'" + file + "' (" + std::to_string(image.height) + "x" + std::to_string(image.width) +
+            " pixels)",
+        "store it smaller with --resize_width/--resize_height or --max_dim");
   } catch (const std::exception& failure) {
     converted.error = failure.what();
   }

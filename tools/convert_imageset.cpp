@@ -29,11 +29,13 @@
 #include "flag_help.hpp"
 #include "ordered_parallel_map.hpp"
 #include "progress_line.hpp"
+#include "resize_flags.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/image_datum.hpp"
 #include "xtrain/image_list.hpp"
 #include "xtrain/lmdb_database.hpp"
 #include "xtrain/logging.hpp"
+#include "xtrain/proto_io.hpp"
 
 DEFINE_bool(gray, false, "Read images as 1-channel grey images (else 3-channel B, G, R)");
 DEFINE_bool(shuffle, false, "Shuffle the list before converting (deterministic, see --seed)");
@@ -99,10 +101,7 @@ xtrain::ImageDatumOptions options_from_flags() {
                "--backend=leveldb: LevelDB is not supported; use --backend=lmdb");
   XTRAIN_CHECK(FLAGS_backend == "lmdb", "unknown --backend=", FLAGS_backend,
                "; use --backend=lmdb");
-  XTRAIN_CHECK(FLAGS_resize_width >= 0 && FLAGS_resize_height >= 0 &&
-                   (FLAGS_resize_width > 0) == (FLAGS_resize_height > 0),
-               "--resize_width=", FLAGS_resize_width, " --resize_height=", FLAGS_resize_height,
-               ": give both (> 0) to resize, or neither");
+  xtrain::tools::check_resize_flags(FLAGS_resize_width, FLAGS_resize_height, FLAGS_gray ? 1 : 3);
   XTRAIN_CHECK(FLAGS_encode_type.empty() || xtrain::can_encode_as(FLAGS_encode_type),
                "--encode_type=", FLAGS_encode_type,
                ": OpenCV cannot encode that format; use png, jpg, bmp, ...");
@@ -198,7 +197,9 @@ Counts convert(const std::string& root_folder, const std::string& list_path,
       const std::string bytes = xtrain::read_file_bytes(file);
       xtrain::ImageDatum image =
           xtrain::image_bytes_to_datum(bytes, file, entry.label, options, "'" + file + "'");
-      converted.record = image.datum.SerializeAsString();
+      converted.record =
+          xtrain::serialize_record(image.datum, "'" + file + "' (" + image.shape.to_string() + ")",
+                                   "give --resize_width and --resize_height to store it smaller");
       converted.shape = image.shape;
     } catch (const std::exception& failure) {
       converted.error = failure.what();

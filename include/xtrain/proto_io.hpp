@@ -31,6 +31,13 @@ XTRAIN_API void write_proto_to_binary_file(const google::protobuf::Message& mess
 XTRAIN_API void write_proto_to_text_file(const google::protobuf::Message& message,
                                          const std::string& path);
 
+// The message's bytes for a database record (a Datum, an AnnotatedDatum).
+// Protobuf cannot serialise a message over 2 GB (SerializeAsString then
+// returns bytes that are no record, without an error): throws
+// xtrain::Error "<what>: a record of N bytes is more than ... ; <remedy>".
+XTRAIN_API std::string serialize_record(const google::protobuf::Message& message,
+                                        const std::string& what, const std::string& remedy);
+
 // A net or solver from a prototxt, with the checks a user's file needs.
 XTRAIN_API NetParameter read_net_params_from_text_file(const std::string& path);
 XTRAIN_API SolverParameter read_solver_params_from_text_file(const std::string& path);

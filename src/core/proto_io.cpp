@@ -125,6 +125,17 @@ void write_proto_to_binary_file(const google::protobuf::Message& message, const 
   write_file_atomically(path, bytes);
 }
 
+std::string serialize_record(const google::protobuf::Message& message, const std::string& what,
+                             const std::string& remedy) {
+  const std::size_t size = message.ByteSizeLong();
+  XTRAIN_CHECK(size <= static_cast<std::size_t>(INT_MAX), what, ": a record of ", size,
+               " bytes is more than the 2 GB (", INT_MAX, " bytes) a protobuf message can hold; ",
+               remedy);
+  std::string bytes;
+  XTRAIN_CHECK(message.SerializeToString(&bytes), "cannot serialise ", what);
+  return bytes;
+}
+
 void write_proto_to_text_file(const google::protobuf::Message& message, const std::string& path) {
   std::string text;
   XTRAIN_CHECK(google::protobuf::TextFormat::PrintToString(message, &text), "cannot print ",

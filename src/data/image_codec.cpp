@@ -4,6 +4,7 @@
 //   planar[c * H * W + h * W + w] = interleaved[(h * W + w) * C + c].
 #include "xtrain/image_codec.hpp"
 
+#include <cstdint>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -88,6 +89,12 @@ cv::Mat decode_to_mat(const std::string& bytes, ColorMode mode, const std::strin
 cv::Mat resize_mat(const cv::Mat& mat, int height, int width) {
   XTRAIN_CHECK(height > 0 && width > 0, "cannot resize an image to ", height, "x", width,
                "; both sizes must be positive");
+  // The limit of decoding (kMaxDecodedPixels) holds for resizing too: past it
+  // OpenCV fails to allocate (or the machine runs out of memory) instead.
+  XTRAIN_CHECK(
+      static_cast<std::uint64_t>(height) * static_cast<std::uint64_t>(width) <= kMaxDecodedPixels,
+      "cannot resize an image to ", height, "x", width,
+      ": more pixels than an image xtrain decodes (2^30); choose a smaller size");
   if (mat.rows == height && mat.cols == width) return mat;
   cv::Mat resized;
   cv::resize(mat, resized, cv::Size(width, height), 0, 0, cv::INTER_LINEAR);

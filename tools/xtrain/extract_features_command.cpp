@@ -212,7 +212,11 @@ void extract(const ExtractionJob& job) {
       net.forward();
       for (std::size_t i = 0; i < blobs.size(); ++i) {
         for (int n = 0; n < blobs[i]->shape(0); ++n) {
-          writers[i]->put(record_key(written[i]), item_datum(*blobs[i], n).SerializeAsString());
+          writers[i]->put(
+              record_key(written[i]),
+              serialize_record(item_datum(*blobs[i], n),
+                               "blob '" + job.blobs[i] + "' of item " + std::to_string(n),
+                               "extract a smaller blob"));
           if (++written[i] % 1000 == 0) {
             XLOG(INFO) << "Extracted features of " << written[i] << " query images for feature "
                        << "blob " << job.blobs[i];
