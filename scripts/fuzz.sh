@@ -7,7 +7,8 @@
 #
 # Builds build-fuzz/ (or $XTRAIN_FUZZ_BUILD_DIR) first: clang, CPU only, the
 # whole library instrumented. Targets run one after another, one process at a
-# time. The corpus grows in build-fuzz/corpus/<target> from run to run
+# time; two fuzz.sh may run at once on one build folder (on two cores), and
+# take turns at building it. The corpus grows in build-fuzz/corpus/<target> from run to run
 # (seeded from fuzz/seeds/, models/, tests/fixtures/ and fuzz/seed_writer);
 # a finding's input is kept in build-fuzz/findings/<target>/.
 #
@@ -42,6 +43,12 @@ for tool in clang clang++ /usr/bin/time; do
 done
 
 # --- build ------------------------------------------------------------------
+# Two fuzz.sh at once on one build folder (a target each, to use two cores)
+# take turns at building and writing the seeds: run together, one removed
+# the seed folder while the other wrote into it.
+mkdir -p "$BUILD_DIR"
+exec 9>"$BUILD_DIR/setup.lock"
+flock 9
 if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
   CC=clang CXX=clang++ cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DXTRAIN_BUILD_FUZZERS=ON -DXTRAIN_USE_CUDA=OFF -DXTRAIN_BUILD_TESTS=OFF \
@@ -85,6 +92,7 @@ if [ ! -f "$SEEDS/.complete" ] || [ "$BUILD_DIR/bin/seed_writer" -nt "$SEEDS/.co
   fuzz/make_dictionaries.sh "$BUILD_DIR" >/dev/null
   touch "$SEEDS/.complete"
 fi
+flock -u 9
 
 # The longest input each target makes (the seeds fit), and its dictionary.
 max_len() {

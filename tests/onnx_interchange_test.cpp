@@ -206,6 +206,29 @@ TEST_F(OnnxInterchange, AMalformedModelIsAnErrorNotACrash) {
       std::string::npos);
 }
 
+// Found by the onnx_import fuzzer: dims whose product overflowed int64
+// (undefined behaviour) on the way to counting a tensor's values.
+TEST_F(OnnxInterchange, TensorDimsThatCannotBeAreAnErrorNamingTheTensor) {
+  onnx::TensorProto tensor;
+  tensor.set_name("starts");
+  tensor.set_data_type(onnx::TensorProto::INT64);
+  for (std::int64_t dim : {std::int64_t{1805686233417990000}, std::int64_t{101}}) {
+    tensor.add_dims(dim);
+  }
+  testing::expect_error([&] { interchange::int64_values(tensor); },
+                        {"ONNX tensor 'starts' has dims (1805686233417990000, 101): more values "
+                         "than an ONNX file can hold; the model is damaged"});
+  tensor.clear_dims();
+  tensor.add_dims(2);
+  tensor.add_dims(-3);
+  testing::expect_error([&] { interchange::element_count(tensor); },
+                        {"has dims (2, -3): a negative dim"});
+  tensor.clear_dims();
+  tensor.add_dims(2);
+  tensor.add_dims(0);
+  EXPECT_EQ(interchange::element_count(tensor), 0);
+}
+
 TEST_F(OnnxInterchange, AnOpsetOutsideTheWrittenRangeIsRefused) {
   OnnxExportOptions options;
   options.opset = 9;

@@ -1,6 +1,7 @@
 #include "interchange/onnx_tensor.hpp"
 
 #include <cstring>
+#include <string>
 
 #include "xtrain/error.hpp"
 
@@ -29,11 +30,30 @@ std::vector<T> field_values(const onnx::TensorProto& tensor, const Field& field)
   return std::vector<T>(field.begin(), field.end());
 }
 
+std::string dims_text(const onnx::TensorProto& tensor) {
+  std::string text = "(";
+  for (int i = 0; i < tensor.dims_size(); ++i) {
+    text += (i ? ", " : "") + std::to_string(tensor.dims(i));
+  }
+  return text + ")";
+}
+
 }  // namespace
 
 std::int64_t element_count(const onnx::TensorProto& tensor) {
+  // The dims come from the file: each must be >= 0, and their product is
+  // kept far below int64's range (found by the onnx_import fuzzer: dims
+  // whose product overflowed, undefined behaviour). 2^40 values is more than
+  // an ONNX file without external data (2 GB) can hold.
+  constexpr std::int64_t kMostValues = std::int64_t{1} << 40;
   std::int64_t count = 1;
-  for (std::int64_t dim : tensor.dims()) count *= dim;
+  for (std::int64_t dim : tensor.dims()) {
+    XTRAIN_CHECK(dim >= 0 && (dim == 0 || count <= kMostValues / dim), "ONNX tensor '",
+                 tensor.name(), "' has dims ", dims_text(tensor),
+                 dim < 0 ? ": a negative dim" : ": more values than an ONNX file can hold",
+                 "; the model is damaged");
+    count *= dim;
+  }
   return count;
 }
 
