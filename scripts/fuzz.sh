@@ -8,8 +8,8 @@
 # Builds build-fuzz/ (or $XTRAIN_FUZZ_BUILD_DIR) first: clang, CPU only, the
 # whole library instrumented. Targets run one after another, one process at a
 # time; two fuzz.sh may run at once on one build folder (on two cores), and
-# take turns at building it. The corpus grows in build-fuzz/corpus/<target> from run to run
-# (seeded from fuzz/seeds/, models/, tests/fixtures/ and fuzz/seed_writer);
+# take turns at building it. The corpus grows in build-fuzz/corpus/<target>
+# from run to run (seeded from fuzz/seeds/, models/, tests/fixtures/ and fuzz/seed_writer);
 # a finding's input is kept in build-fuzz/findings/<target>/.
 #
 # Per target it prints the CPU seconds the run used (user + system, measured
