@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -176,6 +177,20 @@ TEST(Classifier, MeanOfAnotherShapeNamesTheFileAndSuggestsChannelMeans) {
   values.mean_values = {1, 2};  // two values for one channel
   EXPECT_CONTAINS(error_of([&] { Classifier(model.deploy, model.weights, values); }),
                   "one per channel (1), not 2");
+}
+
+// --scale=1e39 (inf as a float) or nan made every probability nan.
+TEST(Classifier, AScaleOrMeanValueThatIsNoNumberIsAnError) {
+  TempDir dir("classifier");
+  const TinyModel model = write_tiny_model(dir, 1, {0, 1, 2});
+  ClassifierOptions options;
+  options.scale = std::numeric_limits<float>::infinity();
+  EXPECT_CONTAINS(error_of([&] { Classifier(model.deploy, model.weights, options); }),
+                  "the scale inf is not a finite number");
+  options.scale = 1;
+  options.mean_values = {std::numeric_limits<float>::quiet_NaN()};
+  EXPECT_CONTAINS(error_of([&] { Classifier(model.deploy, model.weights, options); }),
+                  "the mean value nan is not a finite number");
 }
 
 TEST(Classifier, MissingWeightsOrInputShapeAreErrors) {

@@ -1,6 +1,7 @@
 #include "inference/classifier_input.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "data/letterbox.hpp"
@@ -32,6 +33,13 @@ ClassifierInput::ClassifierInput(int channels, int height, int width,
     : channels_(channels), height_(height), width_(width), scale_(options.scale) {
   XTRAIN_CHECK(channels == 1 || channels == 3, "the net's input has ", channels,
                " channels; a classifier reads grey (1) or colour (3) images");
+  // A scale of inf or nan (a float holds no 1e39) turns every score nan.
+  XTRAIN_CHECK(std::isfinite(options.scale), "the scale ", options.scale,
+               " is not a finite number; give the training's transform_param scale, e.g. "
+               "0.00390625 (1/256), or 1");
+  for (float value : options.mean_values) {
+    XTRAIN_CHECK(std::isfinite(value), "the mean value ", value, " is not a finite number");
+  }
   const std::size_t plane = static_cast<std::size_t>(height) * width;
   mean_.assign(plane * channels, 0.0f);
   XTRAIN_CHECK(options.mean_file.empty() || options.mean_values.empty(),
