@@ -247,5 +247,21 @@ XTRAIN_DEVICE_TEST(Net, CopyingWeightsOfAnotherShapeNamesLayerAndShapes) {
                         {"'ip'", "(2, 3)", "(7, 3)", "rename"});
 }
 
+// Weights saved after training diverged: scoring with them gave loss nan
+// (and, before nan scores counted as wrong, accuracy 1) without a word.
+XTRAIN_DEVICE_TEST(Net, WeightsHoldingNanOrInfAreRefusedNamingTheBlobs) {
+  const NetParameter param = parse_net(std::string(kInputs) + ip_layer("ip", "x"));
+  Net source(param, quiet());
+  NetParameter trained;
+  source.to_proto(&trained);
+  trained.mutable_layer(trained.layer_size() - 1)->mutable_blobs(0)->set_data(1, NAN);
+  trained.mutable_layer(trained.layer_size() - 1)->mutable_blobs(1)->set_data(0, INFINITY);
+  Net target(param, quiet());
+  testing::expect_error([&] { target.copy_trained_layers_from(trained); },
+                        {"hold values that are nan or inf: layer 'ip' param 0 (1 of 6 values); "
+                         "layer 'ip' param 1 (1 of 2 values)",
+                         "use an earlier snapshot"});
+}
+
 }  // namespace
 }  // namespace xtrain

@@ -1,6 +1,8 @@
 // Weights into and out of a built net: copied by layer name from a
 // NetParameter or a weights file (.caffemodel, .caffemodel.h5), shared with
 // another net, written as Caffe's HDF5 layout.
+#include <cmath>
+
 #include "core/hdf5_snapshot.hpp"
 #include "core/weights_file.hpp"
 #include "xtrain/error.hpp"
@@ -8,12 +10,26 @@
 #include "xtrain/net.hpp"
 
 namespace xtrain {
+namespace {
+
+// Values of a stored blob that are nan or inf: a net whose weights hold one
+// computes nan everywhere it reaches (a snapshot written after training
+// diverged).
+std::size_t non_finite_values(const BlobProto& blob) {
+  std::size_t count = 0;
+  for (float value : blob.data()) count += !std::isfinite(value);
+  for (double value : blob.double_data()) count += !std::isfinite(value);
+  return count;
+}
+
+}  // namespace
 
 void Net::copy_trained_layers_from(const NetParameter& trained) {
   // Check every layer before copying any, and report every mismatch at once:
   // fine-tuning usually renames several layers, and one error per run would
   // make the user find them one by one.
   std::vector<std::string> mismatches;
+  std::vector<std::string> not_finite;
   std::vector<std::pair<const LayerParameter*, Layer*>> copies;
   for (const LayerParameter& source : trained.layer()) {
     auto target = layer_names_index_.find(source.name());
@@ -32,6 +48,14 @@ void Net::copy_trained_layers_from(const NetParameter& trained) {
     }
     bool fits = true;
     for (int j = 0; j < source.blobs_size(); ++j) {
+      const std::size_t bad = non_finite_values(source.blobs(j));
+      if (bad != 0) {
+        not_finite.push_back(
+            "layer '" + source.name() + "' param " + std::to_string(j) + " (" +
+            std::to_string(bad) + " of " +
+            std::to_string(source.blobs(j).data_size() + source.blobs(j).double_data_size()) +
+            " values)");
+      }
       if (!target_blobs[j]->shape_equals(source.blobs(j))) {
         mismatches.push_back("layer '" + source.name() + "' param " + std::to_string(j) +
                              ": the weights file has shape " +
@@ -49,6 +73,13 @@ void Net::copy_trained_layers_from(const NetParameter& trained) {
                 "': " + std::to_string(mismatches.size()) + " layer(s) do not fit (" + list +
                 "). To learn such a layer from scratch instead (fine-tuning), rename it in the "
                 "net; layers are copied by name");
+  }
+  if (!not_finite.empty()) {
+    std::string list;
+    for (const std::string& blob : not_finite) list += (list.empty() ? "" : "; ") + blob;
+    throw Error("the trained weights hold values that are nan or inf: " + list +
+                ". A net with them computes nan; they were saved after training diverged, so "
+                "use an earlier snapshot");
   }
   for (const auto& [source, layer] : copies) {
     for (int j = 0; j < source->blobs_size(); ++j) {
