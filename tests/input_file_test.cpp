@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <filesystem>
+
 #include "layer_test_support.hpp"
 #include "tool_runner.hpp"
 
@@ -34,6 +37,24 @@ TEST(InputFile, DirectoryIsNotAFile) {
     const std::string named = what.empty() ? "'" + dir.path() + "'" : what + " '" + dir.path() + "'";
     EXPECT_EQ(message, named + " is a directory, not a file; give the file's path");
   }
+}
+
+// --weights=/dev/zero was read until memory ran out.
+TEST(InputFile, ADeviceIsNotAFile) {
+  EXPECT_EQ(testing::error_of([] { read_input_file("/dev/zero", "the weights"); }),
+            "the weights '/dev/zero' is a device, not a file; give the file's path");
+}
+
+// Nothing read whole may pass protobuf's 2 GB; a (sparse) 3 GB file is
+// refused by its size, before a byte is read.
+TEST(InputFile, AFileOverTwoGigabytesIsRefusedBeforeReading) {
+  testing::TempDir dir("input_file_large");
+  const std::string path = dir.write("big.caffemodel", "");
+  std::filesystem::resize_file(path, std::uintmax_t{3} << 30);
+  EXPECT_EQ(testing::error_of([&] { read_input_file(path, "the weights"); }),
+            "the weights '" + path +
+                "' is larger than 2 GB, more than any file xtrain reads whole (a .caffemodel or "
+                "ONNX model is at most 2 GB): is it the right file?");
 }
 
 TEST(InputFile, EmptyPathSaysNoneWasGiven) {

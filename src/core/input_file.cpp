@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
+#include <cstdint>
 #include <cstring>
-#include <sstream>
+#include <vector>
 
 #include "xtrain/error.hpp"
 
@@ -27,6 +29,9 @@ void check_input_file(const std::string& path, const std::string& what) {
   }
   XTRAIN_CHECK(!S_ISDIR(info.st_mode), named(path, what),
                " is a directory, not a file; give the file's path");
+  // /dev/zero, a disk, a terminal: never a file of ours, and some never end.
+  XTRAIN_CHECK(!S_ISCHR(info.st_mode) && !S_ISBLK(info.st_mode), named(path, what),
+               " is a device, not a file; give the file's path");
   XTRAIN_CHECK(::access(path.c_str(), R_OK) == 0, "cannot open ", named(path, what), ": ",
                std::strerror(errno));
 }
@@ -39,11 +44,28 @@ std::ifstream open_input_file(const std::string& path, const std::string& what, 
 }
 
 std::string read_input_file(const std::string& path, const std::string& what) {
+  // Nothing xtrain reads whole is larger than a protobuf message can be
+  // (2 GB: a .caffemodel, an ONNX model); a device such as /dev/zero, or a
+  // pipe that never ends, was read until memory ran out.
+  constexpr std::size_t kLargestWholeFile = INT_MAX;
+  const std::string too_large = named(path, what) +
+                                " is larger than 2 GB, more than any file xtrain reads whole (a "
+                                ".caffemodel or ONNX model is at most 2 GB): is it the right file?";
   std::ifstream file = open_input_file(path, what, /*binary=*/true);
-  std::ostringstream contents;
-  contents << file.rdbuf();
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode)) {
+    XTRAIN_CHECK(static_cast<std::uint64_t>(info.st_size) <= kLargestWholeFile, too_large);
+  }
+  std::string contents;
+  std::vector<char> chunk(std::size_t{1} << 20);
+  while (file) {
+    file.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    const auto got = static_cast<std::size_t>(file.gcount());
+    XTRAIN_CHECK(contents.size() + got <= kLargestWholeFile, too_large);
+    contents.append(chunk.data(), got);
+  }
   XTRAIN_CHECK(!file.bad(), "cannot read ", named(path, what), ": ", std::strerror(errno));
-  return contents.str();
+  return contents;
 }
 
 }  // namespace xtrain

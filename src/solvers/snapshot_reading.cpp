@@ -89,8 +89,10 @@ SolverState read_binary_state(const std::string& path) {
 }  // namespace
 
 SolverState read_solver_state_file(const std::string& path) {
-  XTRAIN_CHECK(is_regular_file(path), "cannot open solver state '", path,
-               "': no such file (expected a .solverstate; --snapshot=auto finds the newest)");
+  if (!is_regular_file(path)) check_input_file(path, "the solver state");  // missing, a directory
+  XTRAIN_CHECK(is_regular_file(path), "the solver state '", path,
+               "' is not a regular file (a device or a pipe); give a .solverstate, or "
+               "--snapshot=auto for the newest");
   if (looks_like_hdf5(path)) return read_solver_state_hdf5(path);
   const bool named_hdf5 = path.size() > 3 && path.compare(path.size() - 3, 3, ".h5") == 0;
   XTRAIN_CHECK(!named_hdf5, "'", path,

@@ -257,7 +257,8 @@ TEST_F(InterruptedTraining, ASnapshotFlagOfTheWrongKindSaysWhatItExpected) {
            {prefix + "_iter_2.caffemodel", "it is a .caffemodel"},
            {text_file, "it is a text file"},
            {empty, "it is empty"},
-           {dir_.file("missing.solverstate"), "no such file"}}) {
+           {dir_.file("missing.solverstate"), "No such file or directory"},
+           {"/dev/null", "is a device, not a file"}}) {
     const ToolResult run = run_tool(xtrain_train(solver, "--snapshot=" + given));
     EXPECT_EQ(run.exit_code, 1) << run.output;
     const std::string line = last_line(run.output);

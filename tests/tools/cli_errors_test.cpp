@@ -174,6 +174,25 @@ TEST(CliErrors, SolverValuesThatCannotBeMeant) {
   }
 }
 
+// The flags' -1 means "the solver's value"; -7 or nan was taken for it.
+TEST(CliErrors, OverrideFlagsBelowZeroOtherThanMinusOneAreRefused) {
+  TempDir dir("cli_override_flags");
+  const std::string net = dir.write("tiny.prototxt", tiny_net(2));
+  const std::string solver = dir.write("solver.prototxt", tiny_solver(net, dir.file("tiny")));
+  const std::pair<const char*, const char*> cases[] = {
+      {"--max_iter=-5", "--max_iter=-5: give the iterations to train (>= 0), or leave it out"},
+      {"--max_seconds=nan", "--max_seconds=nan: give seconds >= 0"},
+      {"--snapshot_minutes=-3", "--snapshot_minutes=-3: give minutes >= 0 (0: off)"},
+      {"--snapshot_keep=-9", "--snapshot_keep=-9: give how many snapshots to keep"},
+  };
+  for (const auto& [flag, expected] : cases) {
+    EXPECT_CONTAINS(expect_one_line_error(
+                        run_tool(tool_path("xtrain") + " train --solver=" + solver + " " + flag),
+                        "xtrain train"),
+                    expected);
+  }
+}
+
 // Train and test nets that disagree on a shared layer's shapes: the error
 // says which net has which shape.
 TEST(CliErrors, TrainAndTestNetsDisagreeingOnAShapeNameEach) {

@@ -51,8 +51,19 @@ std::string choose_auto_resume(const std::string& prefix) {
   return chosen;
 }
 
+// -1 (the default) leaves the solver's value; any other value below 0, or
+// nan, is a mistake (it was taken for -1 without a word).
+void check_override(const char* flag, double value, const char* meaning) {
+  XTRAIN_CHECK(value == -1 || value >= 0, "--", flag, "=", value, ": give ", meaning,
+               ", or leave it out (-1) for the solver's");
+}
+
 // Flags override the solver's settings of the same name.
 void apply_flag_overrides(SolverParameter* param) {
+  check_override("max_iter", FLAGS_max_iter, "the iterations to train (>= 0)");
+  check_override("max_seconds", FLAGS_max_seconds, "seconds >= 0 (0: no time budget)");
+  check_override("snapshot_keep", FLAGS_snapshot_keep, "how many snapshots to keep (0: all)");
+  check_override("snapshot_minutes", FLAGS_snapshot_minutes, "minutes >= 0 (0: off)");
   if (FLAGS_max_iter >= 0) param->set_max_iter(FLAGS_max_iter);
   if (FLAGS_max_seconds >= 0) param->set_max_seconds(static_cast<float>(FLAGS_max_seconds));
   if (FLAGS_snapshot_keep >= 0) param->set_snapshot_keep(FLAGS_snapshot_keep);
