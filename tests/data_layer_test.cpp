@@ -139,6 +139,20 @@ TEST(DataLayer, EmptyLmdbIsAnError) {
       << message;
 }
 
+// prefetch: 100000 allocated batch after batch until the machine ran out of
+// memory; a prefetch whose batches pass half of it is refused at setup.
+TEST(DataLayer, APrefetchPastHalfTheMachinesMemoryIsRefused) {
+  TempDir dir("data_layer");
+  write_db(dir.file("db"), 3, DatumShape{1, 2, 3});
+  LayerParameter param = data_param(dir.file("db"), 2);
+  param.mutable_data_param()->set_prefetch(4000000000u);
+  auto layer = LayerRegistry::global().create(param);
+  Tops tops;
+  expect_error([&] { layer->setup({}, tops.both()); },
+               {"layer 'data' (Data): data_param.prefetch: 4000000000 holds 4000000001 batches",
+                "more than half of this machine's", "lower prefetch"});
+}
+
 TEST(DataLayer, LevelDbBackendIsRejected) {
   TempDir dir("data_layer");
   LayerParameter param = data_param(dir.file("db"), 2);

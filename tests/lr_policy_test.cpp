@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "xtrain/error.hpp"
 #include "xtrain/proto/xtrain.pb.h"
@@ -117,12 +119,17 @@ TEST(LearningRatePolicy, UnknownPolicyListsTheKnownOnes) {
       << message;
 }
 
+// Each solver text (first) is refused with a message containing the second.
+void expect_refused(const std::vector<std::pair<const char*, const char*>>& cases) {
+  for (const auto& [solver_text, said] : cases) {
+    const std::string message = error_of(solver(solver_text));
+    EXPECT_NE(message.find(said), std::string::npos)
+        << "solver {" << solver_text << "} gave: " << message;
+  }
+}
+
 TEST(LearningRatePolicy, MissingFieldsAreNamed) {
-  struct Case {
-    const char* solver_text;
-    const char* field;
-  };
-  const Case cases[] = {
+  expect_refused({
       {"base_lr: 0.1", "lr_policy"},
       {"lr_policy: 'fixed'", "base_lr"},
       {"lr_policy: 'step' base_lr: 0.1 gamma: 0.1", "stepsize"},
@@ -134,21 +141,12 @@ TEST(LearningRatePolicy, MissingFieldsAreNamed) {
       {"lr_policy: 'poly' base_lr: 0.1 power: 1", "max_iter"},
       {"lr_policy: 'sigmoid' base_lr: 0.1 gamma: 0.1", "stepsize"},
       {"lr_policy: 'step' base_lr: 0.1 gamma: -0.1 stepsize: 10", "gamma >= 0"},
-  };
-  for (const Case& c : cases) {
-    const std::string message = error_of(solver(c.solver_text));
-    EXPECT_NE(message.find(c.field), std::string::npos)
-        << "solver {" << c.solver_text << "} gave: " << message;
-  }
+  });
 }
 
 // Caffe runs these without a word; none is a schedule anyone means.
 TEST(LearningRatePolicy, ValuesNoScheduleMeansAreRefused) {
-  struct Case {
-    const char* solver_text;
-    const char* said;
-  };
-  const Case cases[] = {
+  expect_refused({
       {"lr_policy: 'multistep' base_lr: 0.1 gamma: 0.1 stepvalue: 200 stepvalue: 100",
        "stepvalue #2 (100) does not come after stepvalue #1 (200)"},
       {"lr_policy: 'multistep' base_lr: 0.1 gamma: 0.1 stepvalue: 5 stepvalue: 9 stepvalue: 9",
@@ -157,12 +155,7 @@ TEST(LearningRatePolicy, ValuesNoScheduleMeansAreRefused) {
       {"lr_policy: 'inv' base_lr: 0.1 gamma: 0.1 power: -0.5", "needs power >= 0"},
       {"lr_policy: 'fixed' base_lr: inf", "base_lr: inf is not a finite number"},
       {"lr_policy: 'fixed' base_lr: nan", "is not a finite number"},
-  };
-  for (const Case& c : cases) {
-    const std::string message = error_of(solver(c.solver_text));
-    EXPECT_NE(message.find(c.said), std::string::npos)
-        << "solver {" << c.solver_text << "} gave: " << message;
-  }
+  });
 }
 
 // gamma > 1 is allowed (a warm-up), until gamma^iter passes what a float

@@ -1,5 +1,7 @@
 #include "data/prefetching_data_layer.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -37,7 +39,19 @@ void PrefetchingDataLayer::allocate_batches(const DatumShape& output_shape, cons
   XLOG(INFO) << "output data size: " << batch_size_ << "," << output_shape.channels << ","
              << output_shape.height << "," << output_shape.width;
 
-  // One batch in use by the net, `prefetch` loaded ahead.
+  // One batch in use by the net, `prefetch` loaded ahead: all of them are
+  // held in memory, so a prefetch far past what fits is refused here, before
+  // the machine runs out of memory (or swaps) allocating them.
+  const double batch_bytes =
+      static_cast<double>(batch_size_) * static_cast<double>(image_size_) * sizeof(float);
+  const double held_bytes = batch_bytes * (static_cast<double>(data.prefetch()) + 1);
+  const double machine_bytes =
+      static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  XTRAIN_CHECK(machine_bytes <= 0 || held_bytes <= machine_bytes / 2, where(),
+               ": data_param.prefetch: ", data.prefetch(), " holds ", data.prefetch() + 1,
+               " batches of ", batch_bytes / 1e6, " MB (", held_bytes / 1e9,
+               " GB) in memory, more than half of this machine's ", machine_bytes / 1e9,
+               " GB; lower prefetch (the default is 4)");
   for (unsigned i = 0; i < data.prefetch() + 1; ++i) {
     auto batch = std::make_unique<Batch>();
     batch->data.reshape(data_shape_);
