@@ -75,6 +75,16 @@ XTRAIN_DEVICE_TEST(Net, InputLayerTopsAreTheNetsInputs) {
   EXPECT_EQ(net.input_blobs()[1], net.blob_by_name("label").get());
 }
 
+// pycaffe scripts pass the phase as a number; one that is no Phase would
+// build a net without any of the layers its phase rules name.
+TEST(Net, APhaseThatIsNeitherTrainNorTestIsAnError) {
+  for (const int phase : {-1, 2, 7}) {
+    testing::expect_error(
+        [&] { Net net("lenet.prototxt", static_cast<Phase>(phase), 0, {}, quiet()); },
+        {"'lenet.prototxt'", "phase " + std::to_string(phase), "neither TRAIN (0) nor TEST (1)"});
+  }
+}
+
 TEST(Net, TopReusingAnotherLayersNameIsAnError) {
   const NetParameter param = parse_net(std::string(kInputs) + ip_layer("ip", "x") +
                                        "layer { name: \"dup\" type: \"ReLU\" bottom: \"x\" top: \"ip\" }\n");

@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <limits>
 #include <regex>
 #include <string>
 #include <vector>
 
 #include "device_test_support.hpp"
+#include "error_message.hpp"
 #include "solver_test_net.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
@@ -253,6 +255,17 @@ TEST(SolverLoop, InconsistentSolversAreErrors) {
     EXPECT_NE(message.find(c.expected), std::string::npos)
         << "expected \"" << c.expected << "\" in: " << message;
   }
+}
+
+// Python's solver.step(n) passes the user's number.
+TEST(SolverLoop, StepsBelowZeroOrPastTheIterationCounterAreErrors) {
+  auto solver =
+      create_solver(testing::solver_param(scalar_net(), "max_iter: 4"), quiet_solver_options());
+  testing::expect_error([&] { solver->step(-5); }, {"step(-5): give the number of iterations"});
+  solver->step(1);
+  testing::expect_error([&] { solver->step(std::numeric_limits<int>::max()); },
+                        {"from iteration 1 would pass 2147483647"});
+  EXPECT_EQ(solver->iter(), 1);
 }
 
 XTRAIN_DEVICE_TEST(SolverLoop, NonRootSolversDoNotTest) {

@@ -42,6 +42,26 @@ class Classifier(Net):
         self.transformer = _input_transformer(self, mean, input_scale, raw_scale, channel_swap)
         self.crop_dims = np.array(self.blobs[self.inputs[0]].data.shape[2:])
         self.image_dims = np.array(image_dims if image_dims is not None else self.crop_dims)
+        if len(self.image_dims) != 2 or np.any(self.image_dims < self.crop_dims):
+            # A smaller image has no crop of the input's size: the crop
+            # would be cut short and stretched to fit without a word.
+            raise ValueError("image_dims %s: give (height, width) at least the net's input size "
+                             "%s, which the crops take" % (tuple(self.image_dims),
+                                                           tuple(self.crop_dims)))
+
+    def _check_images(self, images):
+        """Each image H x W x C with the channels of the net's input."""
+        channels = self.blobs[self.inputs[0]].data.shape[1]
+        for index, image in enumerate(images):
+            shape = np.shape(image)
+            if len(shape) != 3:
+                raise ValueError("image %d has shape %s; predict takes H x W x C images, as "
+                                 "io.load_image gives them (grey: load_image(f, color=False), "
+                                 "H x W x 1)" % (index, shape))
+            if shape[2] != channels:
+                raise ValueError("image %d has %d channels, but input '%s' takes %d: load the "
+                                 "images with io.load_image(f, color=%s)"
+                                 % (index, shape[2], self.inputs[0], channels, channels != 1))
 
     def predict(self, inputs, oversample=True):
         """Class scores (N x classes: the first output) of `inputs`, a list
@@ -51,8 +71,9 @@ class Classifier(Net):
         inputs = list(inputs)
         if not inputs:
             raise ValueError("predict needs at least one image")
+        self._check_images(inputs)
         height, width = (int(d) for d in self.image_dims)
-        images = np.zeros((len(inputs), height, width, inputs[0].shape[2]), dtype=np.float32)
+        images = np.zeros((len(inputs), height, width, np.shape(inputs[0])[2]), dtype=np.float32)
         for index, image in enumerate(inputs):
             images[index] = resize_image(image, (height, width))
         if oversample:

@@ -30,6 +30,10 @@ class Detector(Net):
         name = self.inputs[0]
         channels, height, width = self.blobs[name].data.shape[1:]
         self.crop_dims = np.array((height, width, channels))
+        if context_pad and not 0 < 2 * context_pad < min(height, width):
+            raise ValueError("context_pad %r: give a border of fewer than half the input's "
+                             "%dx%d pixels (and more than 0), so that the window keeps some"
+                             % (context_pad, height, width))
         self.context_pad = context_pad
         self.crop_mean = np.zeros(self.crop_dims, dtype=np.float32)
         mean = self.transformer.mean.get(name)
@@ -52,7 +56,17 @@ class Detector(Net):
         set (then already at the input's size)."""
         ymin, xmin, ymax, xmax = (int(round(v)) for v in window)
         if not self.context_pad:
-            return image[ymin:ymax, xmin:xmax]
+            # Clipped to the image, as R-CNN's windows are; never Python's
+            # negative indices, which count from the far edge.
+            top, bottom = max(ymin, 0), min(ymax, image.shape[0])
+            left, right = max(xmin, 0), min(xmax, image.shape[1])
+            if bottom <= top or right <= left:
+                raise ValueError("window %s (ymin, xmin, ymax, xmax) holds no pixel of the "
+                                 "image (%dx%d)" % (tuple(window), image.shape[0], image.shape[1]))
+            return image[top:bottom, left:right]
+        if ymax <= ymin or xmax <= xmin:
+            raise ValueError("window %s (ymin, xmin, ymax, xmax) is empty: each end must lie "
+                             "past its start" % (tuple(window),))
         out_height, out_width = int(self.crop_dims[0]), int(self.crop_dims[1])
         # Grow the window about its centre so that, once warped to the
         # input's size, the window proper leaves context_pad pixels each side.
@@ -94,7 +108,11 @@ class Detector(Net):
         for filename, windows in images_windows:
             image = load_image(filename, color=colour)
             for window in windows:
-                batch.append(self.transformer.preprocess(name, self.crop(image, window)))
+                try:
+                    crop = self.crop(image, window)
+                except ValueError as error:
+                    raise ValueError("'%s': %s" % (filename, error))
+                batch.append(self.transformer.preprocess(name, crop))
         if not batch:
             return []
         scores = self.forward_all(**{name: np.stack(batch)})[self.outputs[0]]

@@ -60,6 +60,11 @@ def resize_image(image, new_dims, interp_order=1):
         raise ValueError("resize_image takes an H x W x C array; this one has shape %s"
                          % (image.shape,))
     height, width = int(new_dims[0]), int(new_dims[1])
+    if height < 1 or width < 1:
+        raise ValueError("resize_image to %dx%d: give a height and width of at least 1"
+                         % (height, width))
+    if image.shape[0] < 1 or image.shape[1] < 1:
+        raise ValueError("resize_image: the image has no pixels (shape %s)" % (image.shape,))
     if image.shape[:2] == (height, width):
         return image.copy()
     if interp_order not in _RESAMPLE_BY_ORDER:

@@ -116,13 +116,35 @@ def _backward(self, diffs=None, start=None, end=None, **kwargs):
     return {name: self.blobs[name].diff for name in outputs}
 
 
+def _item_count(arrays):
+    """The number of items N that every array of {name: array} holds (its
+    first axis); None when none is given. Arrays of different N cannot be
+    run together: item i of one would meet item i of another that is not
+    its partner, or none."""
+    counts = {}
+    for name, array in arrays.items():
+        shape = np.shape(array)
+        if not shape:
+            raise ValueError("'%s' is a single value; forward_all and forward_backward_all take "
+                             "arrays of items (N x ...), one item per row" % name)
+        counts[name] = shape[0]
+    if len(set(counts.values())) > 1:
+        raise ValueError("the arrays hold different numbers of items (%s); give each the same "
+                         "number, one row per item"
+                         % ", ".join("'%s': %d" % item for item in sorted(counts.items())))
+    return next(iter(counts.values())) if counts else None
+
+
 def _batches(self, arrays):
     """Splits {input name: array of N items} into batches of the net's
     batch size (the last padded with zeros)."""
     if not arrays:
         return
-    batch_size = self.blobs[next(iter(arrays))].shape[0]
-    total = len(next(iter(arrays.values())))
+    first = next(iter(arrays))
+    if first not in self.blobs:
+        raise KeyError("the net has no blob named '%s' (its inputs: %s)" % (first, self.inputs))
+    batch_size = self.blobs[first].shape[0]
+    total = _item_count(arrays)
     for begin in range(0, total, batch_size):
         batch = {}
         for name, array in arrays.items():
@@ -138,7 +160,7 @@ def _forward_all(self, blobs=None, **kwargs):
     """Forward over inputs of any number of items, batch by batch; returns
     {output name: array} for all items (the padding of the last batch
     dropped)."""
-    total = len(next(iter(kwargs.values()))) if kwargs else None
+    total = _item_count(kwargs)
     collected = {}
     for batch in _batches(self, kwargs) if kwargs else [None]:
         outputs = self.forward(blobs=blobs, **(batch or {}))
@@ -155,7 +177,11 @@ def _forward_backward_all(self, blobs=None, diffs=None, **kwargs):
     output gradients by output name. Returns (outputs, input diffs)."""
     inputs = {k: v for k, v in kwargs.items() if k in self.inputs}
     output_diffs = {k: v for k, v in kwargs.items() if k in self.outputs}
-    total = len(next(iter(kwargs.values()))) if kwargs else None
+    unknown = sorted(set(kwargs) - set(inputs) - set(output_diffs))
+    if unknown:
+        raise KeyError("%s are neither inputs nor outputs of the net (its inputs: %s, its "
+                       "outputs: %s)" % (unknown, self.inputs, self.outputs))
+    total = _item_count(kwargs)
     forward_parts, backward_parts = {}, {}
     pairs = zip(_batches(self, inputs) if inputs else [None],
                 _batches(self, output_diffs) if output_diffs else [None])

@@ -64,6 +64,14 @@ void Layer::setup(const BlobVec& bottom, const BlobVec& top) {
   check_blob_counts(bottom, top);
   layer_setup(bottom, top);
   reshape(bottom, top);
+  // Every built-in layer shapes its tops; a Python or plugin layer that
+  // forgets would leave a top without memory for the layers after it.
+  for (std::size_t i = 0; i < top.size(); ++i) {
+    XTRAIN_CHECK(top[i]->data_memory() != nullptr, where(), " gave top ", i,
+                 " no shape: its reshape must give every top one (in a Python layer, "
+                 "top[",
+                 i, "].reshape(...))");
+  }
   set_loss_weights(top);
 }
 

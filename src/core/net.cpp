@@ -33,6 +33,10 @@ Net::Net(const NetParameter& param, const NetOptions& options) : options_(option
 Net::Net(const std::string& prototxt_path, Phase phase, int level,
          const std::vector<std::string>& stages, const NetOptions& options)
     : options_(options) {
+  // A number cast to Phase (pycaffe scripts pass caffe_pb2.TEST) may be
+  // neither; such a net would drop every layer its phase rules name.
+  XTRAIN_CHECK(Phase_IsValid(phase), "the net '", prototxt_path, "' asked for phase ",
+               static_cast<int>(phase), ", which is neither TRAIN (0) nor TEST (1)");
   NetParameter param = read_net_params_from_text_file(prototxt_path);
   param.mutable_state()->set_phase(phase);
   param.mutable_state()->set_level(level);

@@ -2,6 +2,8 @@
 // testing. Snapshots and restoring live in solver_snapshot.cpp.
 #include "xtrain/solver.hpp"
 
+#include <algorithm>
+#include <limits>
 #include <map>
 
 #include "layers/average_precision.hpp"
@@ -277,7 +279,7 @@ void Solver::solve(const std::string& resume_file) {
     XLOG(WARNING) << "Already at iteration " << iter_ << ", max_iter is " << param_.max_iter()
                   << ": nothing to train. Raise max_iter (or give --max_iter) to train further.";
   }
-  step(param_.max_iter() - iter_);
+  step(std::max(0, param_.max_iter() - iter_));
   // A stop request still saves the work done, as in Caffe; stopping for the
   // time budget always does, since resuming is its whole point.
   if (options_.is_root && (param_.snapshot_after_train() || stopped_for_time_budget_) &&
@@ -315,6 +317,11 @@ void Solver::solve(const std::string& resume_file) {
 }
 
 void Solver::step(int iters) {
+  // Python's solver.step(n) reaches here with the user's n.
+  XTRAIN_CHECK(iters >= 0, "step(", iters, "): give the number of iterations to train, 0 or more");
+  XTRAIN_CHECK(iters <= std::numeric_limits<int>::max() - iter_, "step(", iters,
+               ") from iteration ", iter_, " would pass ", std::numeric_limits<int>::max(),
+               ", the most iterations a solver counts");
   const int start_iter = iter_;
   const int stop_iter = iter_ + iters;
   losses_.clear();

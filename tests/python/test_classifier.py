@@ -72,3 +72,34 @@ def test_detector_crops_and_scores_each_window(lenet, tmp_path):
     # it is the mean (none given: 0); inside the image it is the picture.
     assert crops[0][:2, :, 0].max() == 0 and crops[0][:, :2, 0].max() == 0
     assert crops[0][2:, 2:].max() > 0
+
+
+def test_images_the_net_cannot_take_are_errors_naming_them(lenet):
+    deploy, weights = lenet
+    with pytest.raises(ValueError, match=r"image_dims \(20, 20\).*\(28, 28\)"):
+        xtrain.Classifier(deploy, weights, image_dims=(20, 20))  # the crop would be cut short
+    classifier = xtrain.Classifier(deploy, weights)
+    grey = np.zeros((28, 28, 1), np.float32)
+    with pytest.raises(ValueError, match=r"image 1 has shape \(28, 28\); .* H x W x C"):
+        classifier.predict([grey, np.zeros((28, 28), np.float32)])
+    with pytest.raises(ValueError, match="image 1 has 3 channels, but input 'data' takes 1"):
+        classifier.predict([grey, np.zeros((28, 28, 3), np.float32)])  # was broadcast silently
+
+
+def test_windows_outside_the_image_are_errors_naming_it(lenet, tmp_path):
+    from PIL import Image
+    deploy, weights = lenet
+    path = str(tmp_path / "scene.png")
+    Image.fromarray(np.full((40, 50), 128, np.uint8)).save(path)
+    image = xtrain.io.load_image(path, color=False)
+    plain = xtrain.Detector(deploy, weights)
+    # Part of a window outside the image is clipped (negative numbers do not
+    # count from the far edge, as a Python slice's would).
+    np.testing.assert_array_equal(plain.crop(image, (-5, -5, 20, 20)), image[0:20, 0:20])
+    for detector in (plain, xtrain.Detector(deploy, weights, context_pad=2)):
+        with pytest.raises(ValueError, match=r"scene.png.*window \(60, 0, 90, 28\)"):
+            detector.detect_windows([(path, [(0, 0, 28, 28), (60, 0, 90, 28)])])
+    with pytest.raises(ValueError, match=r"window \(20, 20, 10, 30\).*empty"):
+        xtrain.Detector(deploy, weights, context_pad=2).crop(image, (20, 20, 10, 30))
+    with pytest.raises(ValueError, match="context_pad 14: .* fewer than half"):
+        xtrain.Detector(deploy, weights, context_pad=14)

@@ -91,6 +91,10 @@ def test_resize_image():
     np.testing.assert_array_equal(nearest[::2, ::2], image)  # no clipping to 8 bits
     flat = io.resize_image(np.full((5, 5, 3), 0.25, np.float32), (2, 7))
     np.testing.assert_allclose(flat, 0.25, rtol=1e-6)
+    with pytest.raises(ValueError, match="resize_image to 0x7: give a height and width of at least 1"):
+        io.resize_image(image, (0, 7))
+    with pytest.raises(ValueError, match=r"the image has no pixels \(shape \(0, 6, 2\)\)"):
+        io.resize_image(image[:0], (8, 12))
 
 
 def test_oversample_corners_centre_and_mirrors():

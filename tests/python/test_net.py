@@ -110,6 +110,25 @@ def test_forward_all_in_batches(write):
     np.testing.assert_allclose(out["prob"], softmax(x @ weights.T + bias), rtol=1e-5)
 
 
+def test_forward_all_refuses_arrays_of_different_lengths(write):
+    net = xtrain.Net(write("net.prototxt", LINEAR_EUCLIDEAN), xtrain.TEST)
+    data, target = np.zeros((5, 3), np.float32), np.zeros((3, 2), np.float32)
+    with pytest.raises(ValueError, match="different numbers of items .*'data': 5, 'target': 3"):
+        net.forward_all(data=data, target=target)  # item i of one has no partner in the other
+    with pytest.raises(ValueError, match="'target' is a single value"):
+        net.forward_all(data=data, target=np.float32(1))
+    with pytest.raises(KeyError, match=r"\['dta'\] are neither inputs nor outputs"):
+        net.forward_backward_all(dta=data)  # a misspelt name was dropped without a word
+    with pytest.raises(KeyError, match="no blob named 'dta'"):
+        net.forward_all(dta=data)
+
+
+def test_a_phase_that_is_neither_train_nor_test_is_an_error(write):
+    path = write("net.prototxt", LINEAR_SOFTMAX)
+    with pytest.raises(xtrain.XtrainError, match="phase 7, which is neither TRAIN"):
+        xtrain.Net(path, 7)
+
+
 def test_errors_name_the_file(write):
     with pytest.raises(xtrain.XtrainError, match="absent.prototxt"):
         xtrain.Net("absent.prototxt", xtrain.TEST)

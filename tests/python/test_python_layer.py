@@ -62,6 +62,14 @@ class Broken(xtrain.Layer):
 
     def forward(self, bottom, top):
         raise ValueError("the forward of this layer is broken on purpose")
+
+
+class ForgetsItsTop(xtrain.Layer):
+    def reshape(self, bottom, top):
+        pass
+
+    def forward(self, bottom, top):
+        top[0].data[...] = 1.0
 '''
 
 
@@ -170,6 +178,13 @@ def test_a_python_exception_names_the_layer_with_its_traceback(write, layers_mod
     assert "layer 'py' (Python)" in message
     assert "pylayers.Broken raised in forward()" in message
     assert "Traceback" in message and "broken on purpose" in message
+
+
+def test_a_top_left_without_a_shape_is_an_error_naming_the_layer(write, layers_module):
+    # The layers after it read the top: a forward crashed (SIGSEGV) before.
+    with pytest.raises(xtrain.XtrainError,
+                       match=r"layer 'py' \(Python\) gave top 0 no shape: .*top\[0\].reshape"):
+        xtrain.Net(python_net(write, "ForgetsItsTop"), xtrain.TEST)
 
 
 def test_a_missing_module_or_class_is_named(write, layers_module):
