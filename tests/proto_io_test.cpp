@@ -49,6 +49,23 @@ TEST(ProtoIo, BinaryRoundTripIsAtomicAndExact) {
   EXPECT_EQ(files, 0);
 }
 
+// The rename at the end could not replace a directory: refused before a
+// byte is written, with nothing left beside it.
+TEST(ProtoIo, WritingOverADirectoryIsAnErrorBeforeAnythingIsWritten) {
+  const std::string folder = temp_dir() + "/weights_folder";
+  std::filesystem::create_directories(folder);
+  BlobProto blob;
+  blob.add_data(1.0f);
+  testing::expect_error([&] { write_proto_to_binary_file(blob, folder); },
+                        {"cannot write '" + folder + "': it is a directory"});
+  int temporary_files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(temp_dir())) {
+    temporary_files += entry.path().string().find("weights_folder.tmp.") != std::string::npos;
+  }
+  EXPECT_EQ(temporary_files, 0);
+  std::filesystem::remove_all(folder);
+}
+
 TEST(ProtoIo, HandWrittenWireBytesMatchCaffeFieldNumbers) {
   // A BlobProto written byte by byte per Caffe's schema: shape (field 7)
   // holding dim (field 1, packed) = {2}, data (field 5, packed floats) = {1, 2}.

@@ -22,6 +22,11 @@ void fsync_directory(const std::string& directory) {
 
 // Creates an empty temporary file next to `path`; returns its path and fd.
 int create_temporary_next_to(const std::string& path, std::string* temp_path) {
+  // Before writing anything: the rename at the end could not replace a
+  // directory, and the file may be gigabytes.
+  struct stat existing {};
+  XTRAIN_CHECK(::stat(path.c_str(), &existing) != 0 || !S_ISDIR(existing.st_mode), "cannot write '",
+               path, "': it is a directory; give the path of a file to write");
   std::string pattern = path + ".tmp.XXXXXX";
   std::vector<char> name(pattern.begin(), pattern.end());
   name.push_back('\0');
