@@ -89,6 +89,12 @@ class XTRAIN_API ThreadReplicas {
 // True when this build of xtrain has the MPI backend.
 XTRAIN_API bool mpi_available();
 
+// For a process leaving its job on an error: at exit the MPI backend calls
+// MPI_Abort, so that the launcher stops the other ranks at once instead of
+// leaving them to wait out their collective timeout for this one. Nothing
+// happens in a process that never started MPI.
+XTRAIN_API void abort_job_at_exit();
+
 // The communicator for `group`: the single-process one when group.size == 1,
 // else MPI's (which checks that MPI sees the same rank and size). Every
 // collective throws xtrain::Error when it has not finished within

@@ -40,6 +40,12 @@ bool mpi_available() {
 #endif
 }
 
+void abort_job_at_exit() {
+#ifdef XTRAIN_HAVE_MPI
+  abort_mpi_job_at_exit();
+#endif
+}
+
 std::unique_ptr<Communicator> make_communicator(const ProcessGroup& group, double timeout_seconds) {
   XTRAIN_CHECK(timeout_seconds > 0, "the collective timeout must be > 0 seconds, not ",
                timeout_seconds);

@@ -46,16 +46,18 @@ class MpiSession {
     static MpiSession session;
     return session;
   }
-  void mark_failed() { failed_ = true; }
+  // Why the job must end when this process exits (printed then).
+  void mark_failed(const char* why) {
+    if (failed_why_ == nullptr) failed_why_ = why;
+  }
 
   ~MpiSession() {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized) return;
-    if (failed_) {
+    if (failed_why_ != nullptr) {
       // Open MPI's own MPI_Abort banner can get lost this late in the exit.
-      std::fprintf(stderr,
-                   "xtrain: a collective failed on this rank: MPI_Abort ends the whole job\n");
+      std::fprintf(stderr, "xtrain: %s: MPI_Abort ends the whole job\n", failed_why_);
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
     if (owned_) MPI_Finalize();
@@ -83,7 +85,7 @@ class MpiSession {
   }
 
   bool owned_ = false;
-  bool failed_ = false;
+  const char* failed_why_ = nullptr;
 };
 
 // MPI's name of the element type (the collectives move floats and doubles).
@@ -210,7 +212,7 @@ class MpiCommunicator final : public Communicator {
 
   void fail() {
     failed_ = true;
-    session_.mark_failed();
+    session_.mark_failed("a collective failed on this rank");
   }
 
   void check_usable(const char* what) const {
@@ -252,6 +254,14 @@ class MpiCommunicator final : public Communicator {
 std::unique_ptr<Communicator> make_mpi_communicator(const ProcessGroup& group,
                                                     double timeout_seconds, std::size_t max_chunk) {
   return std::make_unique<MpiCommunicator>(group, timeout_seconds, max_chunk);
+}
+
+void abort_mpi_job_at_exit() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized)
+    MpiSession::instance().mark_failed("this rank ended with an error");
 }
 
 }  // namespace xtrain

@@ -18,4 +18,7 @@ std::unique_ptr<Communicator> make_mpi_communicator(const ProcessGroup& group,
                                                     double timeout_seconds,
                                                     std::size_t max_chunk = INT_MAX);
 
+// abort_job_at_exit's MPI part: MPI_Abort at exit, if MPI was started.
+void abort_mpi_job_at_exit();
+
 }  // namespace xtrain

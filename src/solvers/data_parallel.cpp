@@ -4,6 +4,10 @@
 // last backward pass (solvers/gradient_buckets.hpp),
 // and stop requests agreed on, so that no replica leaves the loop while the
 // others wait for it in a collective.
+#include <array>
+#include <cstdint>
+#include <string>
+
 #include "core/device_apply.hpp"
 #include "solvers/gradient_buckets.hpp"
 #include "xtrain/device.hpp"
@@ -12,6 +16,54 @@
 #include "xtrain/solver.hpp"
 
 namespace xtrain {
+namespace {
+
+// What must match between replicas for their exchanges to line up: the
+// number of learnable blobs, of their values, and a hash of their shapes
+// (cut to 52 bits, so that it travels exactly in a double).
+std::array<double, 3> learnable_fingerprint(const Net& net) {
+  std::uint64_t hash = 1469598103934665603ull;  // FNV-1a
+  const auto mix = [&hash](std::uint64_t value) { hash = (hash ^ value) * 1099511628211ull; };
+  std::size_t values = 0;
+  for (const Blob* param : net.learnable_params()) {
+    values += param->count();
+    for (const int dim : param->shape()) mix(static_cast<std::uint64_t>(dim));
+    mix(~0ull);  // where one blob ends
+  }
+  return {static_cast<double>(net.learnable_params().size()), static_cast<double>(values),
+          static_cast<double>(hash >> 12)};
+}
+
+// Replicas that built different nets (one node with another copy of the net
+// file, an MPMD launch) would exchange buffers of other sizes: MPI reports
+// only a truncation, or waits. Every rank compares its fingerprint with the
+// root's, and all learn whether any differed.
+void check_replicas_built_the_same_net(Communicator& communicator, const Net& net) {
+  const std::array<double, 3> mine = learnable_fingerprint(net);
+  std::array<double, 3> roots = mine;
+  communicator.broadcast(roots.data(), roots.size(), 0);
+  double differing = mine != roots ? 1 : 0;
+  communicator.allreduce_sum(&differing, 1);
+  if (differing == 0) return;
+  const std::string remedy =
+      ": every rank must train the same net; give every rank the same solver and net files (on a "
+      "shared file system, or identical copies)";
+  // This rank built rank 0's net: another did not.
+  XTRAIN_CHECK(mine != roots, static_cast<int>(differing), " of the ", communicator.size(),
+               " ranks built a train net whose learnable parameters differ from rank 0's (their "
+               "own errors say how)",
+               remedy);
+  const auto described = [](const std::array<double, 3>& fingerprint) {
+    return std::to_string(static_cast<long long>(fingerprint[0])) + " learnable blobs of " +
+           std::to_string(static_cast<long long>(fingerprint[1])) + " values";
+  };
+  XTRAIN_CHECK(false, "rank ", communicator.rank(), " of ", communicator.size(),
+               " built a train net whose learnable parameters differ from rank 0's: ",
+               described(mine), " here, ", described(roots), " on rank 0",
+               mine[0] == roots[0] && mine[1] == roots[1] ? ", in other shapes" : "", remedy);
+}
+
+}  // namespace
 
 bool Solver::data_parallel() const {
   return options_.communicator != nullptr && options_.communicator->size() > 1;
@@ -29,6 +81,7 @@ void Solver::agree_on_seed() {
 // Replicas built from one seed hold the same weights already; the broadcast
 // makes sure of it (and carries weights the root loaded or resumed).
 void Solver::broadcast_parameters() {
+  check_replicas_built_the_same_net(*options_.communicator, *net_);
   Communicator& exchange = gradient_communicator();
   const Device where =
       device_.is_gpu() && exchange.works_on_device_memory() ? device_ : Device::cpu();

@@ -156,6 +156,30 @@ TEST_F(DataParallel, AKilledRankEndsTheJobWithAnError) {
       << log;
 }
 
+// A rank that fails once the job has formed (here: its net file is missing,
+// as on a node without the shared file system) ends the job at once with its
+// error; the others used to wait out --collective_timeout for it.
+TEST_F(DataParallel, ARankThatFailsAtSetupEndsTheJobAtOnce) {
+  SKIP_WITHOUT_MPI();
+  const std::string good = solver("setup_good", 4, 3);
+  const std::string missing_net = dir_.write(
+      "setup_bad_solver.prototxt", "net: '" + dir_.file("absent_net.prototxt") +
+                                       "'\nbase_lr: 0.01\nlr_policy: 'fixed'\nmax_iter: 3\n"
+                                       "solver_mode: CPU\n");
+  // Two programs in one job (MPMD): rank 0 the good solver, rank 1 the bad.
+  const auto started = std::chrono::steady_clock::now();
+  const ToolResult result =
+      run_tool(mpirun(1, train(good, "--collective_timeout=60") + " : -np 1 " +
+                             train(missing_net, "--collective_timeout=60")));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  EXPECT_LT(seconds, 40) << "the job waited for the collective timeout:\n" << result.output;
+  EXPECT_CONTAINS(result.output, "xtrain train: error: cannot open the net prototxt '" +
+                                     dir_.file("absent_net.prototxt") + "'");
+  EXPECT_CONTAINS(result.output, "this rank ended with an error: MPI_Abort ends the whole job");
+}
+
 // GPU ranks on a machine without a GPU: every rank says so in one line and
 // the job ends (no hang waiting for a rank that never joins).
 TEST_F(DataParallel, GpuRanksWithoutAGpuEndTheJobWithOneLine) {

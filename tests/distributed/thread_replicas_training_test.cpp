@@ -145,6 +145,43 @@ TEST_F(ThreadReplicaTraining, AStalledReplicaFailsTheTrainingWithinTheTimeout) {
       << message;
 }
 
+// A node with another copy of the net file: the exchanges of buffers of
+// other sizes would fail in MPI's terms, or wait.
+TEST_F(ThreadReplicaTraining, ReplicasOfDifferentNetsAreRefusedNamingTheDifference) {
+  ThreadReplicas group(2, 60);
+  std::vector<std::string> messages(2, "(no error)");
+  EXPECT_THROW(group.run([&](int rank) {
+    SolverOptions options = quiet(Device::cpu());
+    options.communicator = &group.communicator(rank);
+    SolverParameter param = solver_param(4, kIterations);
+    // conv 40 values; ip 3 x 64 + 3 on rank 0, 5 x 64 + 5 on rank 1.
+    if (rank == 1) {
+      param.mutable_net_param()->mutable_layer(4)->mutable_inner_product_param()->set_num_output(5);
+    }
+    try {
+      create_solver(param, options)->solve();
+    } catch (const Error& error) {
+      messages[static_cast<std::size_t>(rank)] = error.what();
+      throw;
+    }
+  }),
+               Error);
+  const std::string remedy =
+      ": every rank must train the same net; give every rank the same "
+      "solver and net files";
+  EXPECT_NE(messages[0].find("1 of the 2 ranks built a train net whose learnable parameters "
+                             "differ from rank 0's (their own errors say how)" +
+                             remedy),
+            std::string::npos)
+      << messages[0];
+  EXPECT_NE(messages[1].find("rank 1 of 2 built a train net whose learnable parameters differ "
+                             "from rank 0's: 4 learnable blobs of 365 values here, 4 learnable "
+                             "blobs of 235 values on rank 0" +
+                             remedy),
+            std::string::npos)
+      << messages[1];
+}
+
 // One replica per GPU, gradients summed with NCCL: as one GPU with batch 2B.
 // Without a GPU it skips, or fails under XTRAIN_REQUIRE_GPU=1 like every GPU
 // test; with one GPU only it skips even then.

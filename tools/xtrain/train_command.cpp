@@ -256,31 +256,39 @@ int train_command() {
   // Declared before the solver, which uses them until the end.
   const JobCommunicators job =
       devices.size() > 1 ? JobCommunicators{} : join_process_group(group, device);
-  if (device.is_gpu()) {
-    solver_param.set_solver_mode(SolverParameter::GPU);
-    solver_param.set_device_id(device.id);
-  } else {
-    solver_param.set_solver_mode(SolverParameter::CPU);
-  }
-  std::string use = "Use " + device.to_string();
-  for (std::size_t i = 1; i < devices.size(); ++i) use += ", " + devices[i].to_string();
-  XLOG(INFO) << use << ".";
-  const std::string resume_file =
-      auto_resume ? choose_auto_resume(solver_param.snapshot_prefix()) : FLAGS_snapshot;
-  // Over a file-size limit (ulimit -f) a write should fail with EFBIG, which
-  // the snapshot code reports and survives, not kill the process.
-  std::signal(SIGXFSZ, SIG_IGN);
-  SignalActions signals({{SIGINT, parse_signal_effect("sigint_effect", FLAGS_sigint_effect)},
-                         {SIGHUP, parse_signal_effect("sighup_effect", FLAGS_sighup_effect)},
-                         {SIGTERM, parse_signal_effect("sigterm_effect", FLAGS_sigterm_effect)},
-                         {SIGUSR1, parse_signal_effect("sigusr1_effect", FLAGS_sigusr1_effect)}});
-  const TrainingRun run{solver_param, resume_file, session_start, &signals};
-  if (devices.size() > 1) return train_on_several_gpus(run, devices);
+  try {
+    if (device.is_gpu()) {
+      solver_param.set_solver_mode(SolverParameter::GPU);
+      solver_param.set_device_id(device.id);
+    } else {
+      solver_param.set_solver_mode(SolverParameter::CPU);
+    }
+    std::string use = "Use " + device.to_string();
+    for (std::size_t i = 1; i < devices.size(); ++i) use += ", " + devices[i].to_string();
+    XLOG(INFO) << use << ".";
+    const std::string resume_file =
+        auto_resume ? choose_auto_resume(solver_param.snapshot_prefix()) : FLAGS_snapshot;
+    // Over a file-size limit (ulimit -f) a write should fail with EFBIG, which
+    // the snapshot code reports and survives, not kill the process.
+    std::signal(SIGXFSZ, SIG_IGN);
+    SignalActions signals({{SIGINT, parse_signal_effect("sigint_effect", FLAGS_sigint_effect)},
+                           {SIGHUP, parse_signal_effect("sighup_effect", FLAGS_sighup_effect)},
+                           {SIGTERM, parse_signal_effect("sigterm_effect", FLAGS_sigterm_effect)},
+                           {SIGUSR1, parse_signal_effect("sigusr1_effect", FLAGS_sigusr1_effect)}});
+    const TrainingRun run{solver_param, resume_file, session_start, &signals};
+    if (devices.size() > 1) return train_on_several_gpus(run, devices);
 
-  SolverOptions options;
-  options.communicator = job.host.get();
-  options.gradient_communicator = job.gradients.get();
-  return train_replica(run, options, "rank");
+    SolverOptions options;
+    options.communicator = job.host.get();
+    options.gradient_communicator = job.gradients.get();
+    return train_replica(run, options, "rank");
+  } catch (...) {
+    // The other ranks would wait out --collective_timeout for this one in
+    // their next exchange: end the whole job at once (main prints the error
+    // first, then MPI_Abort runs at exit).
+    if (group.size > 1) abort_job_at_exit();
+    throw;
+  }
 }
 
 }  // namespace xtrain::cli
