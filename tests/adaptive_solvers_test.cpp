@@ -457,7 +457,8 @@ TEST(SolverFactory, SettingsThatTurnTheWeightsNanOrGrowAreRefused) {
       {"type: 'RMSProp' delta: 0", "the RMSProp solver needs delta > 0"},
       {"type: 'AdaDelta' momentum: 0.95 delta: 0", "the AdaDelta solver needs delta > 0"},
       {"type: 'SGD' weight_decay: -1", "weight_decay: -1 is not a finite number >= 0"},
-      {"type: 'Adam' weight_decay: nan", "weight_decay: nan is not a finite number >= 0"},
+      {"type: 'SGD' weight_decay: inf", "weight_decay: inf is not a finite number >= 0"},
+      {"type: 'Adam' weight_decay: nan", "the solver's weight_decay is nan"},
   };
   for (const auto& [settings, said] : cases) {
     const std::string error = creation_error(settings);

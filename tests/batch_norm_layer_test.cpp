@@ -213,6 +213,23 @@ XTRAIN_DEVICE_TEST_F(BatchNormTest, RejectsChangedChannelsAndWrongStoredBlobs) {
                {"layer 'bn' (BatchNorm)", "mean", "(5)", "(2)"});
 }
 
+// Caffe takes both: a nan square root, running averages that grow.
+XTRAIN_DEVICE_TEST_F(BatchNormTest, ANegativeEpsOrAFractionOutsideZeroToOneIsAnError) {
+  expect_error(
+      [&] { make_layer(bn_text("batch_norm_param { eps: -1 }"))->setup({&input_}, {&output_}); },
+      {"layer 'bn' (BatchNorm): batch_norm_param.eps -1 is negative"});
+  for (const char* fraction : {"-0.5", "5"}) {
+    expect_error(
+        [&] {
+          make_layer(bn_text(std::string("batch_norm_param { moving_average_fraction: ") +
+                             fraction + " }"))
+              ->setup({&input_}, {&output_});
+        },
+        {"layer 'bn' (BatchNorm): batch_norm_param.moving_average_fraction " +
+         std::string(fraction) + " is outside [0, 1]"});
+  }
+}
+
 XTRAIN_DEVICE_TEST_F(BatchNormTest, KeepsStoredStatistics) {
   fill_by_hand();
   LayerParameter param = testing::layer_param_from(bn_text(), TEST);

@@ -58,5 +58,14 @@ XTRAIN_DEVICE_TEST(ClipLayerTest, MissingBoundsAreAnErrorNamingTheLayer) {
   testing::expect_setup_error(*layer, {&bottom}, {&top}, {"'clip'", "clip_param", "min"});
 }
 
+// Caffe clamps to max then to min: every value became the min.
+XTRAIN_DEVICE_TEST(ClipLayerTest, AMinAboveTheMaxIsAnErrorNamingTheLayer) {
+  Blob bottom({2});
+  Blob top;
+  auto layer = make_layer("name: 'clip' type: 'Clip' clip_param { min: 3 max: -3 }");
+  testing::expect_setup_error(*layer, {&bottom}, {&top},
+                              {"layer 'clip' (Clip): clip_param.min 3 is above its max -3"});
+}
+
 }  // namespace
 }  // namespace xtrain

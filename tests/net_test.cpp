@@ -75,6 +75,27 @@ XTRAIN_DEVICE_TEST(Net, InputLayerTopsAreTheNetsInputs) {
   EXPECT_EQ(net.input_blobs()[1], net.blob_by_name("label").get());
 }
 
+// `std: nan` or `beta: nan` parse; every value they touch became nan.
+TEST(Net, ANanSettingIsAnErrorNamingTheLayerAndField) {
+  testing::expect_error(
+      [&] {
+        Net net(parse_net(std::string(kInputs) +
+                          ip_layer("ip", "x").replace(ip_layer("ip", "x").find("std: 0.5"), 8,
+                                                      "std: nan") +
+                          loss_layer("loss", "ip")),
+                quiet());
+      },
+      {"layer 'ip' (InnerProduct): inner_product_param.weight_filler.std is nan, which no "
+       "setting can be; give a number"});
+  testing::expect_error(
+      [&] {
+        Net net(parse_net(std::string(kInputs) + ip_layer("ip", "x", "loss_weight: nan") +
+                          loss_layer("loss", "ip")),
+                quiet());
+      },
+      {"layer 'ip' (InnerProduct): loss_weight[0] is nan"});
+}
+
 // pycaffe scripts pass the phase as a number; one that is no Phase would
 // build a net without any of the layers its phase rules name.
 TEST(Net, APhaseThatIsNeitherTrainNorTestIsAnError) {

@@ -249,6 +249,8 @@ TEST(SolverLoop, InconsistentSolversAreErrors) {
       {testing::solver_param(scalar_net(), "iter_size: 0"), "iter_size must be at least 1"},
       {testing::solver_param(scalar_net(), "average_loss: 0"), "average_loss must be at least 1"},
       {testing::solver_param(scalar_net(), "lr_policy: 'step'"), "stepsize"},
+      {testing::solver_param(scalar_net(), "clip_gradients: nan"),
+       "the solver's clip_gradients is nan, which no setting can be"},
   };
   for (const Case& c : cases) {
     const std::string message = creation_error(c.param);

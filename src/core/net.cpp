@@ -5,6 +5,7 @@
 
 #include "core/device_memory.hpp"
 #include "core/engine_hooks.hpp"
+#include "core/nan_settings.hpp"
 #include "core/net_name_limits.hpp"
 #include "core/net_upgrade.hpp"
 #include "xtrain/error.hpp"
@@ -46,6 +47,7 @@ Net::Net(const std::string& prototxt_path, Phase phase, int level,
 
 void Net::init(const NetParameter& in_param) {
   check_name_lengths(in_param);
+  check_no_nan_layer_settings(in_param);
   NetParameter upgraded(in_param);
   if (upgrade_net_inputs(&upgraded)) {
     XLOG(WARNING) << "Net '" << upgraded.name()

@@ -92,6 +92,15 @@ class BatchNormLayer : public PerChannelLayer {
     use_global_stats_ = bn.has_use_global_stats() ? bn.use_global_stats() : phase() == TEST;
     moving_average_fraction_ = bn.moving_average_fraction();
     eps_ = bn.eps();
+    // Caffe takes both without a word: a negative eps can make var + eps
+    // negative (a nan square root), a fraction outside [0, 1] makes the
+    // running averages grow instead of settle.
+    XTRAIN_CHECK(eps_ >= 0, where(), ": batch_norm_param.eps ", eps_,
+                 " is negative; give a small positive value (Caffe's default is 1e-5)");
+    XTRAIN_CHECK(moving_average_fraction_ >= 0 && moving_average_fraction_ <= 1, where(),
+                 ": batch_norm_param.moving_average_fraction ", moving_average_fraction_,
+                 " is outside [0, 1]; give the weight of the old average, e.g. 0.999 (Caffe's "
+                 "default)");
     const Blob& input = *bottom[0];
     XTRAIN_CHECK(input.num_axes() >= 1, where(), ": the input must have at least one axis, got ",
                  input.shape_string());

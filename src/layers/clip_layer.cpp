@@ -26,6 +26,10 @@ class ClipLayer : public AnyDeviceLayer<NeuronLayer> {
     (void)top;
     XTRAIN_CHECK(param_.has_clip_param(), where(),
                  " needs clip_param { min: ... max: ... } (Caffe requires both bounds)");
+    XTRAIN_CHECK(param_.clip_param().min() <= param_.clip_param().max(), where(),
+                 ": clip_param.min ", param_.clip_param().min(), " is above its max ",
+                 param_.clip_param().max(),
+                 ", which would give every value the min; give min <= max");
   }
 
  protected:

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 
+#include "core/nan_settings.hpp"
 #include "layers/average_precision.hpp"
 #include "solvers/gradient_buckets.hpp"
 #include "solvers/observers.hpp"
@@ -87,6 +88,9 @@ Solver::Solver(const SolverParameter& param, const SolverOptions& options)
   if (options_.is_root) {
     XLOG(INFO) << "Initializing solver from parameters: \n" << param_.DebugString();
   }
+  const std::string nan_setting = first_nan_setting(param_);
+  XTRAIN_CHECK(nan_setting.empty(), "the solver's ", nan_setting,
+               " is nan, which no setting can be; give a number");
   XTRAIN_CHECK(param_.iter_size() >= 1, "iter_size must be at least 1, got ", param_.iter_size());
   XTRAIN_CHECK(param_.average_loss() >= 1, "average_loss must be at least 1, got ",
                param_.average_loss());
