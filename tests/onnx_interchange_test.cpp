@@ -229,6 +229,19 @@ TEST_F(OnnxInterchange, TensorDimsThatCannotBeAreAnErrorNamingTheTensor) {
   EXPECT_EQ(interchange::element_count(tensor), 0);
 }
 
+TEST_F(OnnxInterchange, AWeightsPathThatIsADirectoryIsRefusedBeforeTheNetIsWritten) {
+  export_onnx(read_net_params_from_text(kPoolingNet, "pool"), "", path("pool.onnx"));
+  std::filesystem::create_directories(path("weights_folder"));
+  testing::expect_error(
+      [&] { import_onnx(path("pool.onnx"), path("pool.prototxt"), path("weights_folder")); },
+      {"cannot write '" + path("weights_folder") + "': it is a directory"});
+  EXPECT_FALSE(std::filesystem::exists(path("pool.prototxt")));  // no half of an import
+  testing::expect_error(
+      [&] { import_onnx(path("pool.onnx"), path("pool.prototxt"), path("no/such/x.caffemodel")); },
+      {"cannot create a file in '" + path("no/such") + "'"});
+  EXPECT_FALSE(std::filesystem::exists(path("pool.prototxt")));
+}
+
 TEST_F(OnnxInterchange, AnOpsetOutsideTheWrittenRangeIsRefused) {
   OnnxExportOptions options;
   options.opset = 9;

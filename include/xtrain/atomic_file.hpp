@@ -27,6 +27,12 @@ XTRAIN_API void write_file_atomically(const std::string& path, const std::string
 XTRAIN_API void write_path_atomically(
     const std::string& path, const std::function<void(const std::string& temp_path)>& write);
 
+// Throws xtrain::Error if a file cannot be written at `path`: it names a
+// directory, or its directory is missing or not writable. Writers check it
+// before writing; one that writes several files checks them all first, so a
+// wrong last path does not leave the first files written.
+XTRAIN_API void check_file_can_be_written(const std::string& path);
+
 // The directory part of `path` ("." if none).
 XTRAIN_API std::string directory_of(const std::string& path);
 

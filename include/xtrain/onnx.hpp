@@ -58,7 +58,8 @@ struct XTRAIN_API ImportedNet {
   NetParameter weights;  // the same layers' names with their blobs (.caffemodel)
 };
 XTRAIN_API ImportedNet import_onnx(const std::string& onnx_path);
-// Writes the imported net as a prototxt and its weights as a .caffemodel.
+// Writes the imported net as a prototxt and its weights as a .caffemodel;
+// both paths are checked before either is written.
 XTRAIN_API void import_onnx(const std::string& onnx_path, const std::string& net_path,
                             const std::string& weights_path);
 

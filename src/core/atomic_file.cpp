@@ -24,9 +24,7 @@ void fsync_directory(const std::string& directory) {
 int create_temporary_next_to(const std::string& path, std::string* temp_path) {
   // Before writing anything: the rename at the end could not replace a
   // directory, and the file may be gigabytes.
-  struct stat existing {};
-  XTRAIN_CHECK(::stat(path.c_str(), &existing) != 0 || !S_ISDIR(existing.st_mode), "cannot write '",
-               path, "': it is a directory; give the path of a file to write");
+  check_file_can_be_written(path);
   std::string pattern = path + ".tmp.XXXXXX";
   std::vector<char> name(pattern.begin(), pattern.end());
   name.push_back('\0');
@@ -61,6 +59,15 @@ void commit(const std::string& temp_path, const std::string& path) {
 }
 
 }  // namespace
+
+void check_file_can_be_written(const std::string& path) {
+  struct stat existing {};
+  XTRAIN_CHECK(::stat(path.c_str(), &existing) != 0 || !S_ISDIR(existing.st_mode), "cannot write '",
+               path, "': it is a directory; give the path of a file to write");
+  const std::string directory = directory_of(path);
+  XTRAIN_CHECK(::access(directory.c_str(), W_OK) == 0, "cannot create a file in '", directory,
+               "' to write '", path, "': ", std::strerror(errno));
+}
 
 std::string directory_of(const std::string& path) {
   const auto slash = path.rfind('/');

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "interchange/onnx_node_import.hpp"
+#include "xtrain/atomic_file.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/net.hpp"
 #include "xtrain/onnx.hpp"
@@ -207,6 +208,10 @@ ImportedNet import_onnx(const std::string& onnx_path) {
 
 void import_onnx(const std::string& onnx_path, const std::string& net_path,
                  const std::string& weights_path) {
+  // Both paths before either file: a wrong weights path must not leave a net
+  // behind that looks imported.
+  check_file_can_be_written(net_path);
+  check_file_can_be_written(weights_path);
   const ImportedNet imported = import_onnx(onnx_path);
   write_proto_to_text_file(imported.net, net_path);
   write_proto_to_binary_file(imported.weights, weights_path);

@@ -11,6 +11,7 @@
 
 #include "command.hpp"
 #include "flags.hpp"
+#include "xtrain/atomic_file.hpp"
 #include "xtrain/darknet.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/onnx.hpp"
@@ -28,6 +29,12 @@ int import_darknet_command() {
                    ? "--output_weights needs --darknet_weights (the .weights to convert)"
                    : "--darknet_weights needs --output_weights=net.caffemodel (where to write "
                      "them)");
+  // Every output before the first is written: a wrong last path must not
+  // leave the first files behind looking imported.
+  for (const std::string* output :
+       {&FLAGS_output_model, &FLAGS_output_train_net, &FLAGS_output_weights}) {
+    if (!output->empty()) check_file_can_be_written(*output);
+  }
   DarknetImportOptions options;
   options.train_source = FLAGS_train_source;
   options.test_source = FLAGS_test_source;
