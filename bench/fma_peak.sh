@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds bench/fma_peak.cpp (standalone: no libxtrain) unless the binary is
 # newer than the source, then runs it with the given arguments.
-#   bench/fma_peak.sh [--isa avx2|avx512|native --threads N]
+#   bench/fma_peak.sh [--kind fp32|bf16|fp16|amx_bf16] [--isa avx2|avx512|native] [--threads N]
+# (no --kind and no --isa: the table of every kind; either: one number).
 # XTRAIN_BUILD_DIR (default build) names where the binary goes (bench/ in it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
