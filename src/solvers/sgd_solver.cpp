@@ -1,16 +1,26 @@
 #include "solvers/sgd_solver.hpp"
 
+#include <algorithm>
 #include <cmath>
 
-#include "core/math_functions.hpp"
 #include "core/device_apply.hpp"
+#include "core/math_functions.hpp"
 #include "solvers/update_ops.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/lr_policy.hpp"
 
+#ifdef XTRAIN_USE_CUDA
+#include "cuda/math_gpu.hpp"
+#endif
+
 namespace xtrain {
 namespace {
+
+// NVIDIA Caffe's LARC turbo constants (fixed there, not settings): the
+// correlation's averaging and how much of it comes off the trust ratio.
+constexpr float kLarcTurboAveraging = 0.95f;
+constexpr float kLarcTurboDamping = 0.9f;
 
 // "conv1/0" (or the ParamSpec name) for learnable parameter `learnable_id`.
 std::string learnable_param_name(const Net& net, int learnable_id) {
@@ -20,6 +30,28 @@ std::string learnable_param_name(const Net& net, int learnable_id) {
     }
   }
   return "#" + std::to_string(learnable_id);
+}
+
+void check_larc_settings(const SolverParameter& param) {
+  XTRAIN_CHECK(param.larc_policy() == "scale" || param.larc_policy() == "clip",
+               "unknown larc_policy \"", param.larc_policy(),
+               "\"; use one of: scale (the rate times LARC's), clip (LARC's, at most the rate)");
+  XTRAIN_CHECK(std::isfinite(param.larc_eta()) && param.larc_eta() > 0,
+               "larc_eta must be > 0, but the solver sets larc_eta: ", param.larc_eta(),
+               "; LARC's rate is (1 - momentum) * larc_eta * ||w|| / ||g|| (the usual value is "
+               "0.001)");
+}
+
+// <x, y> over n values where they live: cuBLAS's dot on a GPU (in float, as
+// Blob::sumsq_* there), in double on the CPU (as Blob::sumsq_* there).
+double dot_on(const Device& device, std::size_t n, const float* x, const float* y) {
+#ifdef XTRAIN_USE_CUDA
+  if (device.is_gpu()) return math::gpu::dot(n, x, y);
+#endif
+  (void)device;
+  double sum = 0;
+  for (std::size_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * y[i];
+  return sum;
 }
 
 }  // namespace
@@ -35,7 +67,11 @@ SGDSolver::SGDSolver(const SolverParameter& param, const SolverOptions& options)
   XTRAIN_CHECK(param_.momentum() >= 0 && param_.momentum() < 1,
                "momentum must lie in [0, 1), but the solver sets momentum: ", param_.momentum(),
                "; the usual value is 0.9 (0.95 for AdaDelta)");
+  check_momentum_policy(param_);
+  check_weight_decay_policy(param_);
+  check_larc_settings(param_);
   add_history_set();
+  larc_correlation_.assign(net().learnable_params().size(), 0.0f);
 }
 
 void SGDSolver::add_history_set() {
@@ -60,8 +96,55 @@ Blob& SGDSolver::history_blob(int set, int param_id) {
   return *history_[static_cast<std::size_t>(set) * params + static_cast<std::size_t>(param_id)];
 }
 
-float SGDSolver::local_rate(int param_id, float rate) const {
-  return rate * net().params_lr()[param_id];
+float SGDSolver::parameter_rate(int param_id, float rate, float momentum) {
+  const float lr_mult = net().params_lr()[param_id];
+  if (!param_.larc()) return rate * lr_mult;
+  // As in NVIDIA Caffe, LARC's ratio replaces lr_mult, which only keeps a
+  // parameter it sets to 0 frozen (the ratio is still computed: turbo's
+  // correlation moves on).
+  const float trust = larc_trust_ratio(param_id, momentum);
+  const float own = lr_mult > 0 ? trust : lr_mult;
+  return param_.larc_policy() == "clip" ? std::min(rate, own) : rate * own;
+}
+
+float SGDSolver::larc_trust_ratio(int param_id, float momentum) {
+  // The norms of the weights and of the gradient before weight decay (NVIDIA
+  // Caffe's GPU path fuses the decay into the update, after LARC; its CPU
+  // path, which decays first, is not the one its results come from).
+  // Blob's sums run where the arrays are.
+  const Blob& param_blob = *net().learnable_params()[param_id];
+  const auto gradient_norm = static_cast<float>(std::sqrt(param_blob.sumsq_diff()));
+  const auto weight_norm = static_cast<float>(std::sqrt(param_blob.sumsq_data()));
+  float trust = 1;
+  if (weight_norm > 0 && gradient_norm > 0) {
+    trust = (1 - momentum) * param_.larc_eta() * weight_norm / gradient_norm;
+  }
+  if (param_.larc_turbo()) {
+    // The cosine of the gradient and the velocity (the step before this
+    // one), averaged over iterations; a gradient that keeps pointing the way
+    // the velocity goes lowers the rate.
+    const Blob& velocity = history_blob(0, param_id);
+    const auto velocity_norm = static_cast<float>(std::sqrt(velocity.sumsq_data()));
+    float cosine = 0;
+    if (gradient_norm > 0 && velocity_norm > 0) {
+      const auto dot = static_cast<float>(dot_on(device(), param_blob.count(),
+                                                 ops::diff_on(device(), param_blob),
+                                                 ops::data_on(device(), velocity)));
+      cosine = dot / (gradient_norm * velocity_norm);
+    }
+    float& correlation = larc_correlation_[param_id];
+    correlation = kLarcTurboAveraging * correlation + (1 - kLarcTurboAveraging) * cosine;
+    trust -= kLarcTurboDamping * correlation;
+  }
+  return trust;
+}
+
+void SGDSolver::display_rate(float rate, float momentum, float weight_decay) const {
+  // Caffe's line; NVIDIA Caffe's m and wd are added when they follow a schedule.
+  std::string scheduled;
+  if (param_.momentum_policy() != "fixed") scheduled += detail::concat(", m = ", momentum);
+  if (param_.weight_decay_policy() != "fixed") scheduled += detail::concat(", wd = ", weight_decay);
+  XLOG(INFO) << "Iteration " << iter_ << ", lr = " << rate << scheduled;
 }
 
 void SGDSolver::apply_update() {
@@ -70,14 +153,18 @@ void SGDSolver::apply_update() {
   if (param_.lr_policy() == "multistep" && current_step_ != previous_step) {
     XLOG(INFO) << "MultiStep Status: Iteration " << iter_ << ", step = " << current_step_;
   }
-  if (display_now()) XLOG(INFO) << "Iteration " << iter_ << ", lr = " << rate;
+  const float momentum = scheduled_momentum(param_, iter_, rate);
+  const float weight_decay = scheduled_weight_decay(param_, iter_);
+  if (display_now()) display_rate(rate, momentum, weight_decay);
   clip_gradients();
   const std::vector<Blob*>& params = net().learnable_params();
   for (std::size_t i = 0; i < params.size(); ++i) {
     const int id = static_cast<int>(i);
     normalize(id);
-    regularize(id);
-    compute_update_value(id, rate);
+    // Before the decay is added: LARC's norm is the bare gradient's.
+    const float own_rate = parameter_rate(id, rate, momentum);
+    regularize(id, weight_decay);
+    compute_update_value(id, own_rate, momentum);
   }
   for (Blob* param_blob : params) param_blob->update();
 }
@@ -105,8 +192,8 @@ void SGDSolver::normalize(int param_id) {
                 ops::ScaleBy{1.0f / static_cast<float>(param_.iter_size())}, diff, diff);
 }
 
-void SGDSolver::regularize(int param_id) {
-  const float decay = param_.weight_decay() * net().params_weight_decay()[param_id];
+void SGDSolver::regularize(int param_id, float weight_decay) {
+  const float decay = weight_decay * net().params_weight_decay()[param_id];
   if (decay == 0) return;
   Blob& param_blob = *net().learnable_params()[param_id];
   const std::size_t count = param_blob.count();
@@ -119,10 +206,9 @@ void SGDSolver::regularize(int param_id) {
   }
 }
 
-void SGDSolver::compute_update_value(int param_id, float rate) {
+void SGDSolver::compute_update_value(int param_id, float rate, float momentum) {
   Blob& param_blob = *net().learnable_params()[param_id];
-  ops::for_each_on(device(), param_blob.count(),
-                   ops::MomentumStep{local_rate(param_id, rate), param_.momentum()},
+  ops::for_each_on(device(), param_blob.count(), ops::MomentumStep{rate, momentum},
                    ops::mutable_diff_on(device(), param_blob),
                    ops::mutable_data_on(device(), history_blob(0, param_id)));
 }
@@ -160,6 +246,11 @@ void SGDSolver::check_history(const SolverState& state, const std::string& path)
 
 void SGDSolver::read_history(const SolverState& state) {
   XLOG(INFO) << type() << "Solver: restoring history";
+  if (param_.larc() && param_.larc_turbo()) {
+    XLOG(WARNING) << "larc_turbo's running correlations are not in a .solverstate: they start "
+                     "again from 0, as in NVIDIA Caffe, so the resumed run is not exactly the "
+                     "uninterrupted one";
+  }
   for (std::size_t i = 0; i < history_.size(); ++i) {
     history_[i]->from_proto(state.history(static_cast<int>(i)), false);
   }

@@ -17,6 +17,16 @@ void require_positive_delta(const SolverParameter& param, const char* solver) {
 
 }  // namespace
 
+void refuse_velocity_settings(const SolverParameter& param, const char* solver) {
+  XTRAIN_CHECK(param.momentum_policy() == "fixed", "momentum_policy \"", param.momentum_policy(),
+               "\" schedules the momentum of the SGD and Nesterov solvers; the ", solver,
+               " solver keeps its momentum fixed (as NVIDIA Caffe does), so remove momentum_policy "
+               "(or set momentum_policy: \"fixed\")");
+  XTRAIN_CHECK(!param.larc(), "larc: true sets the rate of the SGD and Nesterov solvers' ",
+               "momentum step; the ", solver, " solver has none (NVIDIA Caffe ignores larc ",
+               "there), so remove larc (or use type: \"SGD\")");
+}
+
 void AdaGradRule::check(const SolverParameter& param) {
   XTRAIN_CHECK(param.momentum() == 0, "the AdaGrad solver does not use momentum, but the solver ",
                "sets momentum: ", param.momentum(), "; remove it (or set momentum: 0)");
@@ -44,7 +54,8 @@ void AdamRule::check(const SolverParameter& param) {
   require_positive_delta(param, name);
 }
 
-ops::AdamStep AdamRule::step(const SolverParameter& param, float rate, int iter) {
+ops::AdamStep AdamRule::step(const SolverParameter& param, float rate, float /*momentum*/,
+                             int iter) {
   const float beta1 = param.momentum();
   const float beta2 = param.momentum2();
   // Caffe evaluates the correction in double and rounds it once.
