@@ -119,10 +119,12 @@ inline void fill_bottom(Blob& blob, const BottomSpec& spec, std::uint64_t seed) 
   std::fill(blob.mutable_cpu_diff(), blob.mutable_cpu_diff() + blob.count(), 7.0f);
 }
 
-inline LayerRun set_up_on(const CrossDeviceCase& c, const Device& device) {
+inline LayerRun set_up_on(const CrossDeviceCase& c, const Device& device,
+                          const LayerPrecision& precision = {}) {
   LayerRun run;
   run.layer = LayerRegistry::global().create(layer_param_from(c.prototxt, c.phase));
   run.layer->set_device(device);
+  run.layer->set_precision(precision);
   run.layer->seed(kCrossDeviceSeed);
   for (std::size_t i = 0; i < c.bottoms.size(); ++i) {
     run.bottoms.push_back(std::make_unique<Blob>(c.bottoms[i].shape));
@@ -232,5 +234,9 @@ inline CrossDeviceDifference compare_across_devices(
   }
   return difference;
 }
+
+// Every case of cross_device_layer_test.cpp (one per computing layer type, or
+// more), for other comparisons over the same layers.
+std::vector<CrossDeviceCase> every_cross_device_case();
 
 }  // namespace xtrain::testing

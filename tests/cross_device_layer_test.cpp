@@ -587,4 +587,7 @@ TEST(CrossDeviceHarness, CatchesADifferentBottomDiff) {
 }
 
 }  // namespace
+
+std::vector<testing::CrossDeviceCase> testing::every_cross_device_case() { return all_cases(); }
+
 }  // namespace xtrain

@@ -23,6 +23,7 @@
 #include "xtrain/blob.hpp"
 #include "xtrain/device.hpp"
 #include "xtrain/export.hpp"
+#include "xtrain/precision.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 #include "xtrain/random.hpp"
 
@@ -106,6 +107,21 @@ class XTRAIN_API Layer {
   void set_data_shard(const DataShard& shard) { data_shard_ = shard; }
   const DataShard& data_shard() const { return data_shard_; }
 
+  // Mixed precision (xtrain/precision.hpp), set by the Net before setup: the
+  // layer's number types. With a 16-bit forward_type, forward() rounds each
+  // top to its storage type (set_top_storage; every top by default) once
+  // the layer has computed it; with a 16-bit backward_type, backward()
+  // rounds the gradients it wrote (the bottoms' and the parameters').
+  void set_precision(const LayerPrecision& precision);
+  const LayerPrecision& precision() const { return precision_; }
+  // How each top is stored: forward_type, or kFloat32 for the values that
+  // must stay exact (the Net decides which; see xtrain/precision.hpp).
+  void set_top_storage(std::vector<NumberType> storage) { top_storage_ = std::move(storage); }
+  NumberType top_storage(int top_index) const;
+  // Rounds the tops to their storage types: what forward() ends with, and
+  // what the Net does after writing a top again (a recomputed one).
+  void store_tops(const BlobVec& top);
+
   // The layer's own random stream (fillers, dropout masks, augmentation).
   RandomStream& random() { return random_; }
   const RandomStream& random() const { return random_; }
@@ -147,8 +163,12 @@ class XTRAIN_API Layer {
   void check_blob_counts(const BlobVec& bottom, const BlobVec& top) const;
   void set_loss_weights(const BlobVec& top);
 
+  void store_gradients(const std::vector<bool>& propagate_down, const BlobVec& bottom);
+
   Device device_;
   DataShard data_shard_;
+  LayerPrecision precision_;
+  std::vector<NumberType> top_storage_;
   RandomStream random_;
 };
 

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "xtrain/device.hpp"
 #include "xtrain/export.hpp"
 #include "xtrain/layer.hpp"
+#include "xtrain/precision.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
 namespace xtrain {
@@ -57,6 +59,9 @@ struct XTRAIN_API NetOptions {
   // Data-parallel replicas: this net's slice of each global batch (see
   // DataShard in xtrain/layer.hpp), given to every layer.
   DataShard data_shard;
+  // Mixed precision for the whole net, replacing what its fields say
+  // (`--precision`; xtrain/precision.hpp). Unset: the fields decide.
+  std::optional<NumberType> precision;
 };
 
 class XTRAIN_API Net {
@@ -82,6 +87,18 @@ class XTRAIN_API Net {
   void reshape();
   // Sets every learnable parameter's diff to zero.
   void clear_param_diffs();
+
+  // Loss scaling (NetParameter.global_grad_scale; the solver keeps the
+  // scale): backward() computes the gradients of `scale` times the loss, so
+  // that small gradients survive 16-bit storage. The caller divides them by
+  // the scale again before using them. forward()'s loss is never scaled.
+  void set_loss_scale(float scale);
+  float loss_scale() const { return loss_scale_; }
+  // Whether any layer stores or multiplies in a 16-bit type.
+  bool mixed_precision() const { return mixed_precision_; }
+  // The layers' precisions in a few words: "fp32", "bf16", or the most
+  // common one with the others counted ("fp16 (2 of 25 layers fp32)").
+  std::string precision_summary() const;
 
   // Copies weights from a trained net, by layer name. Layers the other net
   // lacks are left as they are; a layer whose blob shapes differ throws an
@@ -158,6 +175,9 @@ class XTRAIN_API Net {
   void fuse_in_place_relus();
   void share_kept_copies();
   void arrange_channel_blocked_activations(bool log);
+  // Which tops each layer stores in its forward type (net_precision.cpp).
+  void assign_top_storage();
+  void say_once_how_this_cpu_computes_bfloat16() const;
 
   NetOptions options_;
   std::string name_;
@@ -195,6 +215,8 @@ class XTRAIN_API Net {
   std::vector<float> params_weight_decay_;
   std::vector<bool> has_params_lr_;
   std::vector<bool> has_params_decay_;
+  float loss_scale_ = 1.0f;
+  bool mixed_precision_ = false;
 };
 
 // The layers of `param` whose rules match its state (phase, level, stages).

@@ -39,6 +39,7 @@
 #include "xtrain/device.hpp"
 #include "xtrain/export.hpp"
 #include "xtrain/net.hpp"
+#include "xtrain/precision.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 #include "xtrain/training_observer.hpp"
 
@@ -80,9 +81,13 @@ struct XTRAIN_API SolverOptions {
   // bytes, each started as soon as backward has finished it, so that the
   // exchange overlaps backward (the first bucket is at most 1 MiB).
   std::size_t gradient_bucket_bytes = 25u << 20;
+  // Mixed precision for the whole run (NetOptions::precision, `--precision`),
+  // for the train and test nets; unset: the nets' fields decide.
+  std::optional<NumberType> precision;
 };
 
 class GradientBuckets;  // src/solvers/gradient_buckets.hpp
+class LossScaler;       // src/solvers/loss_scaler.hpp
 class TimeBudget;       // src/solvers/time_budget.hpp
 
 class XTRAIN_API Solver {
@@ -162,6 +167,13 @@ class XTRAIN_API Solver {
   // The iteration of the last completed test (-1 before any).
   int last_test_iter() const { return last_test_iter_; }
 
+  // Loss scaling (the train net's global_grad_scale and
+  // global_grad_scale_adaptive; xtrain/precision.hpp): the scale the next
+  // backward pass uses (1: none), and how many updates adaptive scaling has
+  // skipped for gradients that overflowed.
+  float loss_scale() const;
+  std::int64_t skipped_updates() const;
+
   virtual const char* type() const = 0;
   // Host bytes of the update rule's state (SGD's momentum, Adam's moments,
   // ...), allocated by the first step; for memory counts such as `xtrain
@@ -220,6 +232,11 @@ class XTRAIN_API Solver {
   // The mean of `value` over the replicas (itself when training alone).
   float mean_over_replicas(float value) const;
   std::unique_ptr<GradientBuckets> gradient_buckets_;  // data-parallel only
+  // With loss scaling: divides the gradients by the scale backward used and
+  // says whether to apply the update (adaptive scaling skips one whose
+  // gradients overflowed), moving the scale for the next iteration.
+  bool unscale_gradients();
+  std::unique_ptr<LossScaler> loss_scaler_;
 
   // The run's seed (random_seed, or one from the clock); each net's streams
   // derive from it.

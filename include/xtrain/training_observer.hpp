@@ -40,6 +40,10 @@ struct XTRAIN_API TrainingStart {
   std::string device;       // "CPU", "GPU 0", ...
   std::string solver_text;  // the SolverParameter as text
   std::string snapshot_prefix;
+  // What the train net computes in (xtrain/precision.hpp): "fp32", "bf16",
+  // or e.g. "fp16 (3 of 20 layers fp32)"; with the loss scale when one is
+  // used: "fp16, loss scale 65536 (adaptive)".
+  std::string precision;
 };
 
 struct XTRAIN_API TrainingDisplay {
@@ -57,6 +61,10 @@ struct XTRAIN_API TrainingDisplay {
   double data_wait_share = -1;          // < 0: the net has no data layer to wait on
   double seconds = 0;                   // training time over all sessions
   std::vector<NetOutputValue> outputs;  // the train net's, in Caffe's order
+  // Loss scaling (xtrain/precision.hpp): the scale the next backward pass
+  // uses, 1 when none, and the updates adaptive scaling has skipped so far.
+  double loss_scale = 1;
+  long long skipped_updates = 0;
 };
 
 struct XTRAIN_API TestDone {

@@ -47,6 +47,9 @@ struct XTRAIN_API MetricsRecord {
   std::optional<double> loss;
   std::optional<double> lr;
   std::optional<double> images_per_second;
+  // kTrain with loss scaling: the scale and the updates skipped so far.
+  std::optional<double> loss_scale;
+  std::optional<double> skipped_updates;
   // kTest: which test net.
   int net = 0;
   // kTrain and kTest: the net's outputs, in the order the log prints them.
@@ -56,6 +59,7 @@ struct XTRAIN_API MetricsRecord {
   std::string device;
   std::string start_time;
   std::string solver_text;
+  std::string precision;  // empty in files written before it was recorded
 };
 
 // Every record of a metrics file. Throws xtrain::Error naming "path:line" for

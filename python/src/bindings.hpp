@@ -5,7 +5,10 @@
 
 #include <pybind11/pybind11.h>
 
+#include <optional>
+
 #include "xtrain/device.hpp"
+#include "xtrain/precision.hpp"
 
 namespace xtrain::python {
 
@@ -20,5 +23,8 @@ Device current_device();
 // set_random_seed's seed, if one was set.
 bool has_random_seed();
 std::uint64_t random_seed();
+// set_precision's precision for the nets and solvers made afterwards
+// (unset: their fields decide).
+std::optional<NumberType> current_precision();
 
 }  // namespace xtrain::python

@@ -1,6 +1,10 @@
 // pycaffe's global run mode: set_mode_cpu(), set_mode_gpu(), set_device(i),
 // set_random_seed(s). Nets and solvers made afterwards use them.
+#include <pybind11/stl.h>
+
 #include <mutex>
+#include <optional>
+#include <string>
 
 #include "bindings.hpp"
 #include "xtrain/error.hpp"
@@ -14,6 +18,7 @@ struct Mode {
   int device_id = 0;
   bool seeded = false;
   std::uint64_t seed = 0;
+  std::optional<NumberType> precision;
 };
 
 Mode& mode() {
@@ -25,10 +30,12 @@ Mode& mode() {
 
 Device current_device() { return mode().gpu ? Device::gpu(mode().device_id) : Device::cpu(); }
 bool has_random_seed() { return mode().seeded; }
+std::optional<NumberType> current_precision() { return mode().precision; }
 std::uint64_t random_seed() { return mode().seed; }
 
 void bind_mode(pybind11::module_& module) {
-  module.def("set_mode_cpu", [] { mode().gpu = false; }, "Run nets made from now on on the CPU.");
+  module.def(
+      "set_mode_cpu", [] { mode().gpu = false; }, "Run nets made from now on on the CPU.");
   module.def(
       "set_mode_gpu",
       [] {
@@ -54,6 +61,25 @@ void bind_mode(pybind11::module_& module) {
       pybind11::arg("seed"),
       "Seed the random streams (fillers, dropout, shuffling) of nets and solvers made from "
       "now on.");
+  module.def(
+      "set_precision",
+      [](const std::optional<std::string>& precision) {
+        mode().precision = precision ? std::optional<NumberType>(parse_number_type(
+                                           *precision, "set_precision(): the precision"))
+                                     : std::nullopt;
+      },
+      pybind11::arg("precision"),
+      "Compute nets and solvers made from now on in one precision: 'fp32', 'bf16' or 'fp16' "
+      "(16-bit storage, fp32 master weights; docs/precision.md), as `xtrain train "
+      "--precision`; None: as the net's forward_type/backward_type fields say. Blobs read and "
+      "write as float32 NumPy arrays whatever the precision.");
+  module.def(
+      "get_precision",
+      [] {
+        return mode().precision ? std::optional<std::string>(number_type_name(*mode().precision))
+                                : std::nullopt;
+      },
+      "The precision set_precision() set ('fp32', 'bf16', 'fp16'), or None.");
   module.def("cuda_compiled_in", &cuda_compiled_in, "Whether this build has the CUDA backend.");
   module.def(
       "set_log_level",

@@ -29,14 +29,14 @@ NetOptions python_net_options() {
   options.share_activation_memory = false;
   options.channel_blocked_activations = false;
   if (has_random_seed()) options.random_seed = random_seed();
+  options.precision = current_precision();
   return options;
 }
 
 std::shared_ptr<Net> make_net(const std::string& network_file, Phase phase, int level,
                               const std::vector<std::string>& stages,
                               const std::optional<std::string>& weights) {
-  auto net =
-      std::make_shared<Net>(network_file, phase, level, stages, python_net_options());
+  auto net = std::make_shared<Net>(network_file, phase, level, stages, python_net_options());
   if (weights) net->copy_trained_layers_from(*weights);
   return net;
 }
@@ -76,8 +76,9 @@ std::vector<int> blob_indices(const Net& net, const BlobVec& wanted) {
   std::vector<int> indices;
   for (const Blob* blob : wanted) {
     const auto& blobs = net.blobs();
-    const auto found = std::find_if(blobs.begin(), blobs.end(),
-                                    [&](const std::shared_ptr<Blob>& b) { return b.get() == blob; });
+    const auto found =
+        std::find_if(blobs.begin(), blobs.end(),
+                     [&](const std::shared_ptr<Blob>& b) { return b.get() == blob; });
     if (found != blobs.end()) indices.push_back(static_cast<int>(found - blobs.begin()));
   }
   return indices;
@@ -101,8 +102,8 @@ void bind_net(py::module_& module) {
       .def(py::init([](const std::string& network_file, Phase phase, int level,
                        std::optional<std::vector<std::string>> stages,
                        std::optional<std::string> weights) {
-             return make_net(network_file, phase, level, stages.value_or(std::vector<std::string>{}),
-                             weights);
+             return make_net(network_file, phase, level,
+                             stages.value_or(std::vector<std::string>{}), weights);
            }),
            py::arg("network_file"), py::arg("phase"), py::arg("level") = 0,
            py::arg("stages") = py::none(), py::arg("weights") = py::none())

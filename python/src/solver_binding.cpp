@@ -40,6 +40,7 @@ std::shared_ptr<Solver> make_solver(const std::string& solver_file, const std::s
   options.device = current_device();
   options.verbose_nets = false;
   options.channel_blocked_activations = false;  // every blob readable from Python
+  options.precision = current_precision();
   if (has_random_seed()) param.set_random_seed(static_cast<std::int64_t>(random_seed()));
   std::shared_ptr<Solver> solver(create_solver(param, options));
   // The metrics file and report of `xtrain train`, where it puts them.
@@ -84,6 +85,10 @@ void bind_solver(py::module_& module) {
                              py::return_value_policy::reference_internal)
       .def_property_readonly("test_nets", &Solver::test_nets)
       .def_property_readonly("iter", &Solver::iter)
+      .def_property_readonly("loss_scale", &Solver::loss_scale,
+                             "The loss scale the next backward pass uses (1: none).")
+      .def_property_readonly("skipped_updates", &Solver::skipped_updates,
+                             "Updates adaptive loss scaling skipped for overflowed gradients.")
       .def_property_readonly("type",
                              [](const Solver& solver) { return std::string(solver.type()); })
       .def(

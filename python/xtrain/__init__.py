@@ -17,6 +17,7 @@ from ._xtrain import (  # noqa: F401  (the package's API)
     Solver,
     XtrainError,
     cuda_compiled_in,
+    get_precision,
     get_solver,
     layer_type_list,
     log_level,
@@ -24,6 +25,7 @@ from ._xtrain import (  # noqa: F401  (the package's API)
     set_log_level,
     set_mode_cpu,
     set_mode_gpu,
+    set_precision,
     set_random_seed,
     solver_types,
 )

@@ -137,6 +137,17 @@ CpuIsa onednn_cpu_isa() {
 #endif
 }
 
+bool onednn_computes_bfloat16() {
+  cpu_isa();  // the caps first, as in onednn_cpu_isa()
+#ifdef XTRAIN_HAVE_ONEDNN
+  const auto effective = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto bits = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+  return (effective & bits) == bits;
+#else
+  return false;
+#endif
+}
+
 std::string cpu_isa_summary() {
   const CapSetting& setting = cap_setting();
   std::string text = cpu_isa_name(setting.isa);

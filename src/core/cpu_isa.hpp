@@ -54,6 +54,10 @@ void set_cpu_isa_cap_for_testing(std::optional<CpuIsa> cap);
 // oneDNN.
 CpuIsa onednn_cpu_isa();
 
+// Whether oneDNN's kernels on this CPU, after the caps, multiply bfloat16
+// in hardware (AVX512-BF16 or AMX-BF16). False without oneDNN.
+bool onednn_computes_bfloat16();
+
 // For the start-up log, e.g. "avx2 (capped by XTRAIN_MAX_CPU_ISA=avx2; the
 // CPU has avx512)".
 std::string cpu_isa_summary();

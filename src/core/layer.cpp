@@ -2,6 +2,7 @@
 
 #include "core/cpu_isa.hpp"
 #include "core/engine_hooks.hpp"
+#include "core/number_rounding.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -158,6 +159,7 @@ float Layer::forward(const BlobVec& bottom, const BlobVec& top) {
     forget_dead_layouts_before_forward(hooks, bottom, top);
     forward_cpu(bottom, top);
   }
+  if (precision_.forward_type != NumberType::kFloat32) store_tops(top);
   double loss = 0;
   for (std::size_t i = 0; i < top.size(); ++i) {
     if (this->loss(static_cast<int>(i)) == 0) continue;
@@ -177,6 +179,56 @@ void Layer::backward(const BlobVec& top, const std::vector<bool>& propagate_down
   } else {
     forget_dead_layouts_before_backward(top, propagate_down, bottom);
     backward_cpu(top, propagate_down, bottom);
+  }
+  if (precision_.backward_type != NumberType::kFloat32) store_gradients(propagate_down, bottom);
+}
+
+namespace {
+
+// A blob's values or gradient rounded to `type` where they live: on the GPU
+// for a GPU layer, else in the host copy as it is laid out (rounding is
+// elementwise, so a channel-blocked copy needs no conversion).
+void round_data(const Device& device, NumberType type, Blob& blob) {
+  if (blob.count() == 0) return;
+  float* values = device.is_gpu()
+                      ? blob.mutable_gpu_data()
+                      : static_cast<float*>(blob.data_memory()->mutable_cpu_data_as_stored());
+  round_in_place(device, type, values, blob.count());
+}
+
+void round_diff(const Device& device, NumberType type, Blob& blob) {
+  if (blob.count() == 0) return;
+  float* values = device.is_gpu()
+                      ? blob.mutable_gpu_diff()
+                      : static_cast<float*>(blob.diff_memory()->mutable_cpu_data_as_stored());
+  round_in_place(device, type, values, blob.count());
+}
+
+}  // namespace
+
+void Layer::set_precision(const LayerPrecision& precision) { precision_ = precision; }
+
+NumberType Layer::top_storage(int top_index) const {
+  if (top_index >= 0 && top_index < static_cast<int>(top_storage_.size())) {
+    return top_storage_[static_cast<std::size_t>(top_index)];
+  }
+  return precision_.forward_type;
+}
+
+void Layer::store_tops(const BlobVec& top) {
+  for (std::size_t i = 0; i < top.size(); ++i) {
+    const NumberType type = top_storage(static_cast<int>(i));
+    if (type != NumberType::kFloat32) round_data(device_, type, *top[i]);
+  }
+}
+
+void Layer::store_gradients(const std::vector<bool>& propagate_down, const BlobVec& bottom) {
+  const NumberType type = precision_.backward_type;
+  for (std::size_t i = 0; i < bottom.size(); ++i) {
+    if (i < propagate_down.size() && propagate_down[i]) round_diff(device_, type, *bottom[i]);
+  }
+  for (std::size_t i = 0; i < blobs_.size(); ++i) {
+    if (param_propagate_down(static_cast<int>(i))) round_diff(device_, type, *blobs_[i]);
   }
 }
 

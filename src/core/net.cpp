@@ -1,6 +1,7 @@
 #include "xtrain/net.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "core/device_memory.hpp"
@@ -94,6 +95,14 @@ void Net::init(const NetParameter& in_param) {
 
     std::shared_ptr<Layer> layer = LayerRegistry::global().create(layer_param);
     layer->set_device(options_.device);
+    layer->set_precision(resolve_layer_precision(param, layer_param, options_.precision));
+    if (!layer->precision().is_float32()) {
+      mixed_precision_ = true;
+      if (options_.verbose) {
+        XLOG(INFO) << "Layer " << layer_param.name() << " computes in "
+                   << layer->precision().to_string();
+      }
+    }
     layer->set_data_shard(options_.data_shard);
     layer->seed(derive_seed(options_.random_seed, "layer", static_cast<std::uint64_t>(layer_id)));
     layers_.push_back(layer);
@@ -184,6 +193,10 @@ void Net::init(const NetParameter& in_param) {
   }
   for (std::size_t i = 0; i < blob_names_.size(); ++i)
     blob_names_index_[blob_names_[i]] = static_cast<int>(i);
+  if (mixed_precision_) {
+    assign_top_storage();
+    if (!options_.device.is_gpu()) say_once_how_this_cpu_computes_bfloat16();
+  }
 
   // Parameters named alike share one blob (data and gradient).
   for (std::size_t i = 0; i < params_.size(); ++i) {
@@ -393,10 +406,29 @@ void Net::backward(const std::function<void(int layer)>& layer_done) {
                "' is a TEST net whose blobs share their data storage "
                "(NetOptions::share_activation_memory), so it runs forward only; build it "
                "without that option to run backward");
+  // The loss tops' diffs hold their loss weights, where backward starts
+  // (Layer::set_loss_weights): scaled for the pass, written back after it
+  // (as weights, not divided, so they stay exact whatever the scale).
+  const auto set_loss_diffs = [this](float scale) {
+    for (std::size_t b = 0; b < blobs_.size(); ++b) {
+      if (blob_loss_weights_[b] == 0 || blobs_[b]->count() == 0) continue;
+      float* diff = blobs_[b]->mutable_cpu_diff();
+      std::fill_n(diff, blobs_[b]->count(), blob_loss_weights_[b] * scale);
+    }
+  };
+  if (loss_scale_ != 1.0f) set_loss_diffs(loss_scale_);
+  struct RestoreLossWeights {
+    const decltype(set_loss_diffs)& set;
+    bool scaled;
+    ~RestoreLossWeights() {
+      if (scaled) set(1.0f);
+    }
+  } restore{set_loss_diffs, loss_scale_ != 1.0f};
   for (int i = static_cast<int>(layers_.size()) - 1; i >= 0; --i) {
     if (!recompute_before_backward_.empty()) {
       for (int layer : recompute_before_backward_[i]) {
         mutable_engine_hooks(*layers_[layer])->recompute_top(bottom_vecs_[layer], top_vecs_[layer]);
+        if (mixed_precision_) layers_[layer]->store_tops(top_vecs_[layer]);
       }
     }
     if (layer_need_backward_[i]) {
@@ -420,6 +452,12 @@ void Net::reshape() {
   if (options_.channel_blocked_activations && !options_.device.is_gpu()) {
     arrange_channel_blocked_activations(/*log=*/false);
   }
+}
+
+void Net::set_loss_scale(float scale) {
+  XTRAIN_CHECK(std::isfinite(scale) && scale > 0, "net '", name_, "': a loss scale of ", scale,
+               " cannot scale gradients; give a finite number above 0 (global_grad_scale)");
+  loss_scale_ = scale;
 }
 
 void Net::clear_param_diffs() {

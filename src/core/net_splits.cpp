@@ -84,8 +84,14 @@ NetParameter insert_splits(const NetParameter& param) {
       const int readers = reader_count[top];
       if (readers <= 1) continue;
       const float loss_weight = loss_weight_of.count(top) ? loss_weight_of[top] : 0.0f;
-      const LayerParameter split =
+      LayerParameter split =
           make_split_layer(layer->name(), layer->top(j), j, readers, loss_weight);
+      // A Split only copies its producer's top: it stores in the producer's
+      // types (xtrain/precision.hpp), whatever the net's defaults say.
+      if (layer->has_forward_type()) split.set_forward_type(layer->forward_type());
+      if (layer->has_backward_type()) split.set_backward_type(layer->backward_type());
+      if (layer->has_forward_math()) split.set_forward_math(layer->forward_math());
+      if (layer->has_backward_math()) split.set_backward_math(layer->backward_math());
       if (loss_weight != 0) {
         layer->clear_loss_weight();
         ++next_split_index[top];  // split top 0 carries the loss

@@ -147,10 +147,23 @@ void BaseConvolutionLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
     return;
   }
 #endif
-  if (!engine_ || engine_->shape() != view) {
+  // One engine serves both directions: it multiplies in a 16-bit type
+  // itself only when forward and backward agree on it.
+  const NumberType engine_operands = precision().forward_type == precision().backward_type
+                                         ? precision().forward_type
+                                         : NumberType::kFloat32;
+  if (!engine_ || engine_->shape() != view || engine_->operand_type() != engine_operands) {
     engine_.reset();  // free the old engine's buffers first
-    engine_ = make_convolution_engine(view, param_.convolution_param(), where());
+    engine_ = make_convolution_engine(view, param_.convolution_param(), where(), engine_operands);
   }
+}
+
+NumberType BaseConvolutionLayer::operands_to_round(NumberType type) const {
+  if (type == NumberType::kFloat32) return type;
+  if (!device().is_gpu() && has_engine() && engine().operand_type() == type) {
+    return NumberType::kFloat32;
+  }
+  return type;
 }
 
 }  // namespace xtrain

@@ -64,6 +64,11 @@ class BaseConvolutionLayer : public Layer, public EngineHooks {
   ConvolutionEngine& engine() { return *engine_; }
   const ConvolutionEngine& engine() const { return *engine_; }
   bool has_engine() const { return engine_ != nullptr; }
+  // The type a pass whose operands are stored as `type` must round them to
+  // before the engine multiplies them (xtrain/precision.hpp): kFloat32 when
+  // nothing needs rounding here, because the layer computes in fp32 or the
+  // engine rounds to `type` itself.
+  NumberType operands_to_round(NumberType type) const;
   std::size_t buffer_bytes() const override { return engine_ ? engine_->buffer_bytes() : 0; }
 #ifdef XTRAIN_USE_CUDA
   // The cuDNN convolution of the current shape (GPU devices; set by reshape()).

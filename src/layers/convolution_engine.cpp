@@ -105,7 +105,21 @@ ConvolutionEngineChoice convolution_engine_choice_from_environment() {
 
 std::unique_ptr<ConvolutionEngine> make_convolution_engine(const ConvolutionShape& shape,
                                                            const ConvolutionParameter& param,
-                                                           const std::string& where) {
+                                                           const std::string& where,
+                                                           NumberType operands) {
+  if (operands == NumberType::kBfloat16 && cpu_computes_bfloat16_natively() &&
+      convolution_engine_choice_from_environment() != ConvolutionEngineChoice::kGemm &&
+      !param.force_nd_im2col()) {
+    OnednnConvolutionOptions bf16;
+    bf16.operands = NumberType::kBfloat16;
+    std::string why_not_bf16;
+    if (auto fast = make_onednn_convolution(shape, bf16, &why_not_bf16)) {
+      XLOG(INFO) << where << " " << shape.to_string() << ": " << fast->name();
+      return fast;
+    }
+    XLOG(INFO) << where << " " << shape.to_string()
+               << ": no bf16 kernel, so fp32 on rounded operands, because " << why_not_bf16;
+  }
   // Below this many FLOPs per forward pass GEMM wins: oneDNN's fixed costs
   // (weight and activation reorders, waking its threads) dominate. Measured
   // per pass on 2 cores: 2x3x6x5 -> 4 (0.01 MFLOP) 1 us GEMM vs 3 us oneDNN;

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "layers/im2col.hpp"
+#include "xtrain/precision.hpp"
 #include "xtrain/synced_memory.hpp"
 
 namespace xtrain {
@@ -76,6 +77,11 @@ class ConvolutionEngine {
   }
   // Host bytes the engine holds itself (see EngineHooks::buffer_bytes).
   virtual std::size_t buffer_bytes() const { return 0; }
+  // The type the engine multiplies in, rounding its operands (inputs,
+  // weights, gradients) to it itself: a bf16 oneDNN engine. kFloat32: it
+  // multiplies the arrays as given, so a layer in a 16-bit precision rounds
+  // them first (core/rounded_operand.hpp). Results are fp32 either way.
+  virtual NumberType operand_type() const { return NumberType::kFloat32; }
 
   // top = weights * bottom (+ bias, when the shape has bias_term; else
   // `bias` is ignored). Overwrites top.
@@ -129,9 +135,12 @@ ConvolutionEngineChoice convolution_engine_choice_from_environment();
 
 // The first engine of the ordered list that takes `shape`; logs one INFO
 // line naming it and, when the faster engine was passed over, why. `where`
-// prefixes messages ("layer 'conv1' (Convolution)").
-std::unique_ptr<ConvolutionEngine> make_convolution_engine(const ConvolutionShape& shape,
-                                                           const ConvolutionParameter& param,
-                                                           const std::string& where);
+// prefixes messages ("layer 'conv1' (Convolution)"). With `operands`
+// kBfloat16 on a CPU that multiplies bf16 in hardware, oneDNN's bf16
+// kernels come first (an engine whose operand_type() says so); elsewhere,
+// and for fp16, the fp32 engines, whose operands the layer rounds.
+std::unique_ptr<ConvolutionEngine> make_convolution_engine(
+    const ConvolutionShape& shape, const ConvolutionParameter& param, const std::string& where,
+    NumberType operands = NumberType::kFloat32);
 
 }  // namespace xtrain

@@ -1,5 +1,6 @@
 #include "layers/convolution_layer.hpp"
 
+#include "core/rounded_operand.hpp"
 #include "layers/builtin_layers.hpp"
 #include "xtrain/layer_registry.hpp"
 
@@ -9,8 +10,12 @@
 
 namespace xtrain {
 
+// In a 16-bit precision the engine multiplies operands rounded to the type
+// (RoundedOperand copies them; a bf16 engine rounds them itself).
 void ConvolutionLayer::forward_cpu(const BlobVec& bottom, const BlobVec& top) {
-  const float* weights = blobs_[0]->cpu_data();
+  const NumberType round_to = operands_to_round(precision().forward_type);
+  const RoundedOperand weights(device(), round_to, blobs_[0]->cpu_data(), blobs_[0]->count(),
+                               OperandSlot::kWeights);
   const float* bias = bias_term() ? blobs_[1]->cpu_data() : nullptr;
   const bool blocked_ok = engine().accepts_channel_blocked();
   for (std::size_t i = 0; i < bottom.size(); ++i) {
@@ -21,14 +26,18 @@ void ConvolutionLayer::forward_cpu(const BlobVec& bottom, const BlobVec& top) {
         layouts.top = MemoryLayout::kChannelBlocked;
       }
     }
-    engine().forward_in(layouts, bottom[i]->cpu_data_in(layouts.bottom), weights, bias,
+    const RoundedOperand input(device(), round_to, bottom[i]->cpu_data_in(layouts.bottom),
+                               bottom[i]->count(), OperandSlot::kInput);
+    engine().forward_in(layouts, input.get(), weights.get(), bias,
                         top[i]->overwrite_cpu_data_in(layouts.top));
   }
 }
 
 void ConvolutionLayer::backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                     const BlobVec& bottom) {
-  const float* weights = blobs_[0]->cpu_data();
+  const NumberType round_to = operands_to_round(precision().backward_type);
+  const RoundedOperand weights(device(), round_to, blobs_[0]->cpu_data(), blobs_[0]->count(),
+                               OperandSlot::kWeights);
   float* weight_diff = param_propagate_down(0) ? blobs_[0]->mutable_cpu_diff() : nullptr;
   float* bias_diff =
       bias_term() && param_propagate_down(1) ? blobs_[1]->mutable_cpu_diff() : nullptr;
@@ -40,35 +49,49 @@ void ConvolutionLayer::backward_cpu(const BlobVec& top, const std::vector<bool>&
       layouts.bottom = bottom[i]->data_layout();
       layouts.top = top[i]->diff_layout();
     }
+    const RoundedOperand input(device(), round_to, bottom[i]->cpu_data_in(layouts.bottom),
+                               bottom[i]->count(), OperandSlot::kInput);
+    const RoundedOperand top_diff(device(), round_to, top[i]->cpu_diff_in(layouts.top),
+                                  top[i]->count(), OperandSlot::kGradient);
     engine().backward_in(
-        layouts, bottom[i]->cpu_data_in(layouts.bottom), top[i]->cpu_diff_in(layouts.top), weights,
-        weight_diff, bias_diff,
+        layouts, input.get(), top_diff.get(), weights.get(), weight_diff, bias_diff,
         propagate_down[i] ? bottom[i]->overwrite_cpu_diff_in(layouts.bottom) : nullptr);
   }
 }
 
 #ifdef XTRAIN_USE_CUDA
 void ConvolutionLayer::forward_gpu(const BlobVec& bottom, const BlobVec& top) {
-  const float* weights = blobs_[0]->gpu_data();
+  const NumberType round_to = operands_to_round(precision().forward_type);
+  const RoundedOperand weights(device(), round_to, blobs_[0]->gpu_data(), blobs_[0]->count(),
+                               OperandSlot::kWeights);
   const float* bias = bias_term() ? blobs_[1]->gpu_data() : nullptr;
   for (std::size_t i = 0; i < bottom.size(); ++i) {
-    cudnn().forward(bottom[i]->gpu_data(), weights, bias, top[i]->mutable_gpu_data());
+    const RoundedOperand input(device(), round_to, bottom[i]->gpu_data(), bottom[i]->count(),
+                               OperandSlot::kInput);
+    cudnn().forward(input.get(), weights.get(), bias, top[i]->mutable_gpu_data());
   }
 }
 
 void ConvolutionLayer::backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                     const BlobVec& bottom) {
-  const float* weights = blobs_[0]->gpu_data();
+  const NumberType round_to = operands_to_round(precision().backward_type);
+  const RoundedOperand weights(device(), round_to, blobs_[0]->gpu_data(), blobs_[0]->count(),
+                               OperandSlot::kWeights);
   float* weight_diff = param_propagate_down(0) ? blobs_[0]->mutable_gpu_diff() : nullptr;
   float* bias_diff =
       bias_term() && param_propagate_down(1) ? blobs_[1]->mutable_gpu_diff() : nullptr;
   using Side = cuda::CudnnConvolution::Side;
   for (std::size_t i = 0; i < top.size(); ++i) {
-    const float* top_diff = top[i]->gpu_diff();
-    if (bias_diff) cudnn().accumulate_bias_gradient(Side::kOutput, top_diff, bias_diff);
-    if (weight_diff) cudnn().backward_filter(bottom[i]->gpu_data(), top_diff, weight_diff);
+    const RoundedOperand top_diff(device(), round_to, top[i]->gpu_diff(), top[i]->count(),
+                                  OperandSlot::kGradient);
+    if (bias_diff) cudnn().accumulate_bias_gradient(Side::kOutput, top_diff.get(), bias_diff);
+    if (weight_diff) {
+      const RoundedOperand input(device(), round_to, bottom[i]->gpu_data(), bottom[i]->count(),
+                                 OperandSlot::kInput);
+      cudnn().backward_filter(input.get(), top_diff.get(), weight_diff);
+    }
     if (propagate_down[i]) {
-      cudnn().backward_data(top_diff, weights, bottom[i]->mutable_gpu_diff());
+      cudnn().backward_data(top_diff.get(), weights.get(), bottom[i]->mutable_gpu_diff());
     }
   }
 }

@@ -17,6 +17,7 @@
 // and cudnnConvolutionBackwardBias.
 #include <vector>
 
+#include "core/rounded_operand.hpp"
 #include "layers/base_convolution_layer.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/channel_bias.hpp"
@@ -48,11 +49,17 @@ class DeconvolutionLayer : public BaseConvolutionLayer {
     }
   }
 
+  // In a 16-bit precision the engine multiplies operands rounded to the
+  // type, as Convolution's do.
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    const float* weights = blobs_[0]->cpu_data();
+    const NumberType round_to = operands_to_round(precision().forward_type);
+    const RoundedOperand weights(device(), round_to, blobs_[0]->cpu_data(), blobs_[0]->count(),
+                                 OperandSlot::kWeights);
     for (std::size_t i = 0; i < bottom.size(); ++i) {
       float* output = top[i]->mutable_cpu_data();
-      engine().backward_data(bottom[i]->cpu_data(), weights, output);
+      const RoundedOperand input(device(), round_to, bottom[i]->cpu_data(), bottom[i]->count(),
+                                 OperandSlot::kInput);
+      engine().backward_data(input.get(), weights.get(), output);
       if (!bias_term()) continue;
       const float* bias = blobs_[1]->cpu_data();
       for (int n = 0; n < num(); ++n) top_bias_.add(bias, output + n * top_dim());
@@ -61,20 +68,25 @@ class DeconvolutionLayer : public BaseConvolutionLayer {
 
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
-    const float* weights = blobs_[0]->cpu_data();
+    const NumberType round_to = operands_to_round(precision().backward_type);
+    const RoundedOperand weights_operand(device(), round_to, blobs_[0]->cpu_data(),
+                                         blobs_[0]->count(), OperandSlot::kWeights);
+    const float* weights = weights_operand.get();
     float* weight_diff = param_propagate_down(0) ? blobs_[0]->mutable_cpu_diff() : nullptr;
     float* bias_diff =
         bias_term() && param_propagate_down(1) ? blobs_[1]->mutable_cpu_diff() : nullptr;
     for (std::size_t i = 0; i < top.size(); ++i) {
-      const float* output_diff = top[i]->cpu_diff();
+      const RoundedOperand gradient(device(), round_to, top[i]->cpu_diff(), top[i]->count(),
+                                    OperandSlot::kGradient);
+      const RoundedOperand input(device(), round_to, bottom[i]->cpu_data(), bottom[i]->count(),
+                                 OperandSlot::kInput);
+      const float* output_diff = gradient.get();
       if (bias_diff) {
         for (int n = 0; n < num(); ++n) {
           top_bias_.accumulate_gradient(output_diff + n * top_dim(), bias_diff);
         }
       }
-      if (weight_diff) {
-        engine().backward_weights(output_diff, bottom[i]->cpu_data(), weight_diff, nullptr);
-      }
+      if (weight_diff) engine().backward_weights(output_diff, input.get(), weight_diff, nullptr);
       if (propagate_down[i]) {
         engine().forward(output_diff, weights, nullptr, bottom[i]->mutable_cpu_diff());
       }
@@ -83,10 +95,14 @@ class DeconvolutionLayer : public BaseConvolutionLayer {
 
 #ifdef XTRAIN_USE_CUDA
   void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    const float* weights = blobs_[0]->gpu_data();
+    const NumberType round_to = operands_to_round(precision().forward_type);
+    const RoundedOperand weights(device(), round_to, blobs_[0]->gpu_data(), blobs_[0]->count(),
+                                 OperandSlot::kWeights);
     for (std::size_t i = 0; i < bottom.size(); ++i) {
       float* output = top[i]->mutable_gpu_data();
-      cudnn().backward_data(bottom[i]->gpu_data(), weights, output);
+      const RoundedOperand input(device(), round_to, bottom[i]->gpu_data(), bottom[i]->count(),
+                                 OperandSlot::kInput);
+      cudnn().backward_data(input.get(), weights.get(), output);
       if (bias_term()) {
         cudnn().add_bias(cuda::CudnnConvolution::Side::kInput, blobs_[1]->gpu_data(), output);
       }
@@ -95,19 +111,26 @@ class DeconvolutionLayer : public BaseConvolutionLayer {
 
   void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
-    const float* weights = blobs_[0]->gpu_data();
+    const NumberType round_to = operands_to_round(precision().backward_type);
+    const RoundedOperand weights_operand(device(), round_to, blobs_[0]->gpu_data(),
+                                         blobs_[0]->count(), OperandSlot::kWeights);
+    const float* weights = weights_operand.get();
     float* weight_diff = param_propagate_down(0) ? blobs_[0]->mutable_gpu_diff() : nullptr;
     float* bias_diff =
         bias_term() && param_propagate_down(1) ? blobs_[1]->mutable_gpu_diff() : nullptr;
     for (std::size_t i = 0; i < top.size(); ++i) {
-      const float* output_diff = top[i]->gpu_diff();
+      const RoundedOperand gradient(device(), round_to, top[i]->gpu_diff(), top[i]->count(),
+                                    OperandSlot::kGradient);
+      const RoundedOperand input(device(), round_to, bottom[i]->gpu_data(), bottom[i]->count(),
+                                 OperandSlot::kInput);
+      const float* output_diff = gradient.get();
       if (bias_diff) {
         cudnn().accumulate_bias_gradient(cuda::CudnnConvolution::Side::kInput, output_diff,
                                          bias_diff);
       }
       // The view's input is the top: its "x" is the top gradient, its "dy"
       // the bottom's values.
-      if (weight_diff) cudnn().backward_filter(output_diff, bottom[i]->gpu_data(), weight_diff);
+      if (weight_diff) cudnn().backward_filter(output_diff, input.get(), weight_diff);
       if (propagate_down[i]) {
         cudnn().forward(output_diff, weights, nullptr, bottom[i]->mutable_gpu_diff());
       }

@@ -5,10 +5,13 @@
 
 #include "core/device_apply.hpp"
 #include "core/math_functions.hpp"
+#include "core/rounded_operand.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/learnable_blobs.hpp"
+#include "layers/onednn_inner_product.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
+#include "xtrain/logging.hpp"
 
 namespace xtrain {
 namespace {
@@ -60,6 +63,11 @@ void InnerProductLayer::layer_setup(const BlobVec& bottom, const BlobVec& top) {
   }
 }
 
+InnerProductLayer::InnerProductLayer(const LayerParameter& param) : Layer(param) {}
+
+// Out of line: Bfloat16InnerProduct is complete only here.
+InnerProductLayer::~InnerProductLayer() = default;
+
 void InnerProductLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   const Blob& input = *bottom[0];
   const int axis = axis_checked(input);
@@ -72,17 +80,43 @@ void InnerProductLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   std::vector<int> top_shape(input.shape().begin(), input.shape().begin() + axis);
   top_shape.push_back(num_output_);
   top[0]->reshape(top_shape);
+
+  const bool bfloat16 = precision().forward_type == NumberType::kBfloat16 &&
+                        precision().backward_type == NumberType::kBfloat16 && !device().is_gpu() &&
+                        cpu_computes_bfloat16_natively() && rows_ > 0;
+  const InnerProductShape shape{rows_, input_size_, num_output_, transpose_, bias_term_};
+  if (!bfloat16) {
+    bfloat16_.reset();
+  } else if (!bfloat16_ || bfloat16_->shape().rows != rows_) {
+    std::string why_not;
+    bfloat16_ = make_bfloat16_inner_product(shape, &why_not);
+    if (bfloat16_) {
+      XLOG(INFO) << where() << ": " << bfloat16_->name();
+    } else {
+      XLOG(INFO) << where() << ": fp32 products on bf16-rounded operands, because " << why_not;
+    }
+  }
 }
 
 void InnerProductLayer::forward_on(const Device& device, const BlobVec& bottom,
                                    const BlobVec& top) {
   if (rows_ == 0) return;
+  if (bfloat16_ && !device.is_gpu()) {
+    bfloat16_->forward(bottom[0]->cpu_data(), blobs_[0]->cpu_data(),
+                       bias_term_ ? blobs_[1]->cpu_data() : nullptr, top[0]->mutable_cpu_data());
+    return;
+  }
   const math::On blas = math::on(device);
   float* output = mutable_data_on(device, *top[0]);
+  // In a 16-bit precision the products take operands rounded to the type.
+  const NumberType round_to = precision().forward_type;
+  const RoundedOperand input(device, round_to, data_on(device, *bottom[0]), bottom[0]->count(),
+                             OperandSlot::kInput);
+  const RoundedOperand weights(device, round_to, data_on(device, *blobs_[0]), blobs_[0]->count(),
+                               OperandSlot::kWeights);
   // Y (M x N) = X * W^T, or X * W when W is stored transposed
   blas.gemm(Transpose::kNo, transpose_ ? Transpose::kNo : Transpose::kYes, rows_, num_output_,
-            input_size_, 1.0f, data_on(device, *bottom[0]), data_on(device, *blobs_[0]), 0.0f,
-            output);
+            input_size_, 1.0f, input.get(), weights.get(), 0.0f, output);
   if (bias_term_) {
     // Y += 1 * b^T
     blas.gemm(Transpose::kNo, Transpose::kNo, rows_, num_output_, 1, 1.0f, ones_.on(device, rows_),
@@ -94,10 +128,23 @@ void InnerProductLayer::backward_on(const Device& device, const BlobVec& top,
                                     const std::vector<bool>& propagate_down,
                                     const BlobVec& bottom) {
   if (rows_ == 0) return;
+  if (bfloat16_ && !device.is_gpu()) {
+    bfloat16_->backward(
+        bottom[0]->cpu_data(), top[0]->cpu_diff(), blobs_[0]->cpu_data(),
+        param_propagate_down(0) ? blobs_[0]->mutable_cpu_diff() : nullptr,
+        bias_term_ && param_propagate_down(1) ? blobs_[1]->mutable_cpu_diff() : nullptr,
+        propagate_down[0] ? bottom[0]->mutable_cpu_diff() : nullptr);
+    return;
+  }
   const math::On blas = math::on(device);
-  const float* output_diff = diff_on(device, *top[0]);
+  const NumberType round_to = precision().backward_type;
+  const RoundedOperand gradient(device, round_to, diff_on(device, *top[0]), top[0]->count(),
+                                OperandSlot::kGradient);
+  const float* output_diff = gradient.get();
   if (param_propagate_down(0)) {
-    const float* input = data_on(device, *bottom[0]);
+    const RoundedOperand input_operand(device, round_to, data_on(device, *bottom[0]),
+                                       bottom[0]->count(), OperandSlot::kInput);
+    const float* input = input_operand.get();
     float* weight_diff = mutable_diff_on(device, *blobs_[0]);
     if (transpose_) {
       // dW (K x N) += X^T * dtop
@@ -115,9 +162,11 @@ void InnerProductLayer::backward_on(const Device& device, const BlobVec& top,
               mutable_diff_on(device, *blobs_[1]));
   }
   if (propagate_down[0]) {
+    const RoundedOperand weights(device, round_to, data_on(device, *blobs_[0]), blobs_[0]->count(),
+                                 OperandSlot::kWeights);
     // dX (M x K) = dtop * W, or dtop * W^T when W is stored transposed
     blas.gemm(Transpose::kNo, transpose_ ? Transpose::kYes : Transpose::kNo, rows_, input_size_,
-              num_output_, 1.0f, output_diff, data_on(device, *blobs_[0]), 0.0f,
+              num_output_, 1.0f, output_diff, weights.get(), 0.0f,
               mutable_diff_on(device, *bottom[0]));
   }
 }

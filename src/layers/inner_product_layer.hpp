@@ -9,6 +9,7 @@
 // solver clears them) and overwrites dX = dtop * W (or dtop * W^T).
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "core/math_on.hpp"
@@ -17,9 +18,12 @@
 
 namespace xtrain {
 
+class Bfloat16InnerProduct;  // layers/onednn_inner_product.hpp
+
 class InnerProductLayer : public Layer {
  public:
-  explicit InnerProductLayer(const LayerParameter& param) : Layer(param) {}
+  explicit InnerProductLayer(const LayerParameter& param);
+  ~InnerProductLayer() override;
 
   void layer_setup(const BlobVec& bottom, const BlobVec& top) override;
   void reshape(const BlobVec& bottom, const BlobVec& top) override;
@@ -59,6 +63,9 @@ class InnerProductLayer : public Layer {
   bool bias_term_ = true;
   bool transpose_ = false;
   math::Ones ones_;  // M ones, to add the bias by gemm
+  // In bf16 on a CPU that multiplies bf16 (xtrain/precision.hpp): oneDNN's
+  // bf16 kernels instead of the BLAS products on rounded operands.
+  std::unique_ptr<Bfloat16InnerProduct> bfloat16_;
 };
 
 }  // namespace xtrain

@@ -4,9 +4,8 @@
 // per-thread scratch memory. Used by onednn_convolution.cpp only.
 #pragma once
 
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include <cstddef>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
 
 #include "xtrain/error.hpp"
@@ -75,6 +74,11 @@ class Boundary {
     to_inner_->execute(stream, user_, inner_);
     return inner_;
   }
+
+  // The memory the last in() handed over, still holding the array while
+  // the role's scratch is not used again: a second primitive of the same
+  // call can take it without another reorder.
+  const memory& last_in() const { return direct_ ? user_ : inner_; }
 
   // As an output: the memory the primitive writes; finish() then moves it to
   // `data` (a null `data` drops the result).

@@ -124,7 +124,8 @@ std::vector<std::string> list_implementations(const OpDesc& desc, MakePrimitiveD
 // keeps them (plain, or channel-blocked where the channels allow) and the
 // three passes' operations with the activations in `layout` inside.
 struct OperationDescriptors {
-  OperationDescriptors(const ConvolutionShape& shape, OnednnConvolutionOptions::Layout layout) {
+  OperationDescriptors(const ConvolutionShape& shape, OnednnConvolutionOptions::Layout layout,
+                       DataType operands = DataType::f32) {
     using Layout = OnednnConvolutionOptions::Layout;
     const Im2colGeometry& g = shape.geometry;
     const memory::dim n = shape.num, c = g.channels, oc = shape.num_output, groups = shape.group;
@@ -143,9 +144,14 @@ struct OperationDescriptors {
     const Tag activations = layout == Layout::kNchw   ? Tag::nchw
                             : layout == Layout::kNhwc ? Tag::nhwc
                                                       : Tag::any;
-    const memory::desc src(src_dims, DataType::f32, activations);
+    // The multiplied arrays in `operands`; what is written (dst, diff_src,
+    // the parameter gradients) in f32.
+    const memory::desc src(src_dims, operands, activations);
     const memory::desc dst(dst_dims, DataType::f32, activations);
-    const memory::desc weights(weight_dims, DataType::f32, Tag::any);
+    const memory::desc diff_src(src_dims, DataType::f32, activations);
+    const memory::desc diff_dst(dst_dims, operands, activations);
+    const memory::desc weights(weight_dims, operands, Tag::any);
+    const memory::desc diff_weights(weight_dims, DataType::f32, Tag::any);
     // oneDNN counts dilation from 0 (no gaps). Padding on the right equal to
     // the left: Caffe's floor division drops the surplus, as oneDNN's does.
     const memory::dims strides = {g.stride_h, g.stride_w};
@@ -156,13 +162,14 @@ struct OperationDescriptors {
     if (shape.bias_term) {
       forward.emplace(training, direct, src, weights, bias_plain, dst, strides, dilates, padding,
                       padding);
-      backward_weights.emplace(direct, src, weights, bias_plain, dst, strides, dilates, padding,
-                               padding);
+      backward_weights.emplace(direct, src, diff_weights, bias_plain, diff_dst, strides, dilates,
+                               padding, padding);
     } else {
       forward.emplace(training, direct, src, weights, dst, strides, dilates, padding, padding);
-      backward_weights.emplace(direct, src, weights, dst, strides, dilates, padding, padding);
+      backward_weights.emplace(direct, src, diff_weights, diff_dst, strides, dilates, padding,
+                               padding);
     }
-    backward_data.emplace(direct, src, weights, dst, strides, dilates, padding, padding);
+    backward_data.emplace(direct, diff_src, weights, diff_dst, strides, dilates, padding, padding);
   }
 
   memory::desc src_plain, dst_plain, weights_plain, bias_plain;
@@ -193,9 +200,15 @@ class OnednnConvolution final : public ConvolutionEngine {
   OnednnConvolution(const ConvolutionShape& shape, const OnednnConvolutionOptions& options)
       : shape_(shape), stream_(cpu_engine()) {
     using Layout = OnednnConvolutionOptions::Layout;
-    const Layout layout = options.activations == Layout::kMeasuredBest ? measured_best_layout(shape)
-                                                                       : options.activations;
-    const OperationDescriptors descriptors(shape, layout);
+    operands_ = options.operands;
+    XTRAIN_ASSERT(operands_ != NumberType::kFloat16, "oneDNN convolutions take fp32 or bf16");
+    const bool bf16 = operands_ == NumberType::kBfloat16;
+    // The measured layouts and kernels below are fp32's; in bf16 oneDNN's
+    // own choice (channels-last for its AMX kernels) is taken.
+    const Layout layout = options.activations != Layout::kMeasuredBest ? options.activations
+                          : bf16                                       ? Layout::kChosenByOnednn
+                                 : measured_best_layout(shape);
+    const OperationDescriptors descriptors(shape, layout, bf16 ? DataType::bf16 : DataType::f32);
     src_plain_ = descriptors.src_plain;
     dst_plain_ = descriptors.dst_plain;
     src_blocked_ = descriptors.src_blocked;
@@ -205,7 +218,9 @@ class OnednnConvolution final : public ConvolutionEngine {
     auto preference = [&](Pass pass) {
       ImplementationWanted wanted;
       wanted.name = options.implementations[static_cast<int>(pass)];
-      if (!options.first_implementation) wanted.prefix = preferred_implementation(shape, pass);
+      if (!options.first_implementation && !bf16) {
+        wanted.prefix = preferred_implementation(shape, pass);
+      }
       return wanted;
     };
     forward_pd_ = choose_implementation<dnnl::convolution_forward::primitive_desc>(
@@ -231,8 +246,11 @@ class OnednnConvolution final : public ConvolutionEngine {
     return {};
   }
 
+  NumberType operand_type() const override { return operands_; }
+
   std::string name() const override {
-    return "onednn (forward " + implementation_of(forward_pd_) + ", backward-data " +
+    return std::string(operands_ == NumberType::kBfloat16 ? "onednn bf16" : "onednn") +
+           " (forward " + implementation_of(forward_pd_) + ", backward-data " +
            implementation_of(backward_data_pd_) + ", backward-weights " +
            implementation_of(backward_weights_pd_) + ")";
   }
@@ -416,6 +434,7 @@ class OnednnConvolution final : public ConvolutionEngine {
   }
 
   ConvolutionShape shape_;
+  NumberType operands_ = NumberType::kFloat32;
   dnnl::stream stream_;
   memory::desc src_plain_, dst_plain_, weights_plain_, bias_plain_;
   memory::desc src_blocked_, dst_blocked_;  // zero when the channels do not block
@@ -444,15 +463,16 @@ std::string onednn_kernel_set() {
   return text.str();
 }
 
-std::vector<std::string> onednn_convolution_implementations(
-    const ConvolutionShape& shape, OnednnConvolutionOptions::Layout layout, ConvolutionPass pass) {
+std::vector<std::string> onednn_convolution_implementations(const ConvolutionShape& shape,
+                                                            OnednnConvolutionOptions::Layout layout,
+                                                            ConvolutionPass pass) {
   try {
     const OperationDescriptors descriptors(shape, layout);
     const auto forward_pd = make_forward_pd(*descriptors.forward);
     switch (pass) {
       case Pass::kForward:
-        return list_implementations<dnnl::convolution_forward::primitive_desc>(
-            *descriptors.forward, make_forward_pd);
+        return list_implementations<dnnl::convolution_forward::primitive_desc>(*descriptors.forward,
+                                                                               make_forward_pd);
       case Pass::kBackwardData:
         return list_implementations<dnnl::convolution_backward_data::primitive_desc>(
             *descriptors.backward_data, backward_data_pd_maker(forward_pd));

@@ -38,6 +38,11 @@ struct OnednnConvolutionOptions {
   // onednn_convolution_implementations). Empty: the rules above decide. A
   // name that oneDNN does not offer for the shape falls back to them too.
   std::array<std::string, kConvolutionPassCount> implementations;
+  // What the primitives multiply: kFloat32, or kBfloat16 (the inputs,
+  // weights and top gradients reordered to bf16 at the boundary, rounding to
+  // nearest even; the results, the bias and every gradient written in fp32,
+  // accumulated in fp32). kFloat16 is not offered.
+  NumberType operands = NumberType::kFloat32;
 };
 
 // Whether this build has oneDNN.
@@ -58,8 +63,9 @@ std::string onednn_kernel_set();
 // the activations in `layout` (not kMeasuredBest), best first as oneDNN
 // ranks them, without its reference kernels; empty when it offers none (or
 // the build has no oneDNN).
-std::vector<std::string> onednn_convolution_implementations(
-    const ConvolutionShape& shape, OnednnConvolutionOptions::Layout layout, ConvolutionPass pass);
+std::vector<std::string> onednn_convolution_implementations(const ConvolutionShape& shape,
+                                                            OnednnConvolutionOptions::Layout layout,
+                                                            ConvolutionPass pass);
 
 // The engine for `shape`, or null when oneDNN declines it (or the build has
 // no oneDNN), with the reason in *why_not.

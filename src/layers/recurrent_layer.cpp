@@ -176,6 +176,18 @@ NetParameter RecurrentLayer::unrolled_net_param(const BlobVec& bottom) const {
   for (const std::string& state : state_input_names()) states->add_top(state);
 
   add_unrolled_layers(&net);
+  // The unrolled layers compute in this layer's precision.
+  const auto as_type = [](NumberType type) {
+    return type == NumberType::kFloat16    ? FLOAT16
+           : type == NumberType::kBfloat16 ? BFLOAT16
+                                           : FLOAT;
+  };
+  if (!precision().is_float32()) {
+    net.set_default_forward_type(as_type(precision().forward_type));
+    net.set_default_backward_type(as_type(precision().backward_type));
+    net.set_default_forward_math(as_type(precision().forward_math));
+    net.set_default_backward_math(as_type(precision().backward_math));
+  }
 
   if (expose_hidden_) {
     // A copy of each final state that the layer's top can take a gradient

@@ -104,6 +104,12 @@ MetricsRecord record_of(const Json& object) {
       record.lr = optional_number_of(value, key);
     } else if (key == "images_per_second") {
       record.images_per_second = optional_number_of(value, key);
+    } else if (key == "loss_scale") {
+      record.loss_scale = optional_number_of(value, key);
+    } else if (key == "skipped_updates") {
+      record.skipped_updates = optional_number_of(value, key);
+    } else if (key == "precision") {
+      record.precision = string_of(value, key);
     } else if (key == "net") {
       record.net = count_of(value, key);
     } else if (key == "outputs") {
@@ -151,6 +157,7 @@ std::string metrics_record_to_json(const MetricsRecord& record) {
       out["device"] = record.device;
       out["start_time"] = record.start_time;
       out["solver"] = record.solver_text;
+      if (!record.precision.empty()) out["precision"] = record.precision;
       break;
     case MetricsRecord::Kind::kTrain:
       if (record.loss) out["loss"] = json_number(*record.loss);
@@ -167,6 +174,10 @@ std::string metrics_record_to_json(const MetricsRecord& record) {
   }
   if (record.kind == MetricsRecord::Kind::kTrain && record.images_per_second) {
     out["images_per_second"] = json_number(*record.images_per_second);
+  }
+  if (record.kind == MetricsRecord::Kind::kTrain && record.loss_scale) {
+    out["loss_scale"] = json_number(*record.loss_scale);
+    out["skipped_updates"] = json_number(record.skipped_updates.value_or(0));
   }
   // A solver text with bytes that are not UTF-8 (a path in another
   // encoding) is written with U+FFFD in their place rather than refused.

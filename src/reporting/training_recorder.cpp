@@ -92,6 +92,7 @@ void TrainingRecorder::on_start(const TrainingStart& event) {
   run.device = event.device;
   run.start_time = local_time_now();
   run.solver_text = event.solver_text;
+  run.precision = event.precision;
   metrics_->add(run);
   last_report_time_ = std::chrono::steady_clock::now();
 }
@@ -103,6 +104,10 @@ void TrainingRecorder::on_display(const TrainingDisplay& event) {
   if (!event.final_pass) {
     record.lr = event.learning_rate;
     if (event.images_per_second >= 0) record.images_per_second = event.images_per_second;
+    if (event.loss_scale != 1 || event.skipped_updates > 0) {
+      record.loss_scale = event.loss_scale;
+      record.skipped_updates = static_cast<double>(event.skipped_updates);
+    }
   }
   metrics_->add(record);
   const double since_report =

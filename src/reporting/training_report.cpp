@@ -260,7 +260,11 @@ std::string configuration_html(const std::vector<MetricsRecord>& records) {
     html += "<tr><th>started</th><td>" + escape_html(record.start_time) + "</td></tr>";
     html += "<tr><th>at iteration</th><td>" + std::to_string(record.iteration) + "</td></tr>";
     html += "<tr><th>net</th><td>" + escape_html(record.net_name) + "</td></tr>";
-    html += "<tr><th>device</th><td>" + escape_html(record.device) + "</td></tr></table>\n";
+    html += "<tr><th>device</th><td>" + escape_html(record.device) + "</td></tr>";
+    if (!record.precision.empty()) {
+      html += "<tr><th>precision</th><td>" + escape_html(record.precision) + "</td></tr>";
+    }
+    html += "</table>\n";
     if (!record.solver_text.empty()) {
       html += "<details open><summary>solver</summary><pre>" + escape_html(record.solver_text) +
               "</pre></details>\n";

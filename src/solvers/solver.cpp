@@ -3,12 +3,14 @@
 #include "xtrain/solver.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 
 #include "core/nan_settings.hpp"
 #include "layers/average_precision.hpp"
 #include "solvers/gradient_buckets.hpp"
+#include "solvers/loss_scaler.hpp"
 #include "solvers/observers.hpp"
 #include "solvers/time_budget.hpp"
 #include "solvers/training_progress.hpp"
@@ -106,6 +108,11 @@ Solver::Solver(const SolverParameter& param, const SolverOptions& options)
                "`weight_decay: 0.0005`");
   check_learning_rate_policy(param_);
   check_snapshot_settings();
+  XTRAIN_CHECK(param_.solver_data_type() == FLOAT, "the solver's solver_data_type is ",
+               Type_Name(param_.solver_data_type()),
+               ", but xtrain keeps the master weights and the update's history in FLOAT (16-bit "
+               "master weights lose the small updates); the layers compute in 16 bits through "
+               "the net's forward_type/backward_type. Set solver_data_type: FLOAT or remove it");
 
   if (options_.device) {
     device_ = *options_.device;
@@ -168,7 +175,16 @@ void Solver::init_train_net() {
   if (data_parallel()) {
     net_options.data_shard = {options_.communicator->rank(), options_.communicator->size()};
   }
+  net_options.precision = options_.precision;
+  loss_scaler_ = std::make_unique<LossScaler>(net_param);
   net_ = std::make_shared<Net>(net_param, net_options);
+  net_->set_loss_scale(loss_scaler_->scale());
+  if (options_.is_root && (net_->mixed_precision() || loss_scaler_->active())) {
+    XLOG(INFO) << "Mixed precision: the train net computes in "
+               << (options_.precision ? number_type_name(*options_.precision)
+                                      : "the types its fields give")
+               << "; master weights and updates in fp32; " << loss_scaler_->describe();
+  }
 }
 
 void Solver::init_test_nets() {
@@ -229,6 +245,7 @@ void Solver::init_test_nets() {
     net_options.share_activation_memory = options_.share_activation_memory;
     net_options.channel_blocked_activations = options_.channel_blocked_activations;
     net_options.share_kept_copies = options_.share_kept_copies;
+    net_options.precision = options_.precision;
     auto test_net = std::make_shared<Net>(net_param, net_options);
     test_net->share_trained_layers_with(*net_);
     test_nets_.push_back(test_net);
@@ -274,6 +291,8 @@ void Solver::solve(const std::string& resume_file) {
     start.device = device_.to_string();
     start.solver_text = param_.DebugString();
     start.snapshot_prefix = param_.snapshot_prefix();
+    start.precision = net_->precision_summary();
+    if (loss_scaler_->active()) start.precision += ", " + loss_scaler_->describe();
     notify(observers_, &TrainingObserver::on_start, start);
   }
 
@@ -350,7 +369,7 @@ void Solver::step(int iters) {
     if (display) publish_display(show_data_wait);
 
     for (const Callback& callback : gradients_ready_callbacks_) callback(*this);
-    apply_update();
+    if (unscale_gradients()) apply_update();
     // iter_ counts the updates done, which is what snapshots record.
     ++iter_;
 
@@ -375,6 +394,27 @@ void Solver::step(int iters) {
     }
   }
 }
+
+bool Solver::unscale_gradients() {
+  if (!loss_scaler_->active()) return true;
+  const float used = net_->loss_scale();
+  bool finite = true;
+  if (loss_scaler_->adaptive()) {
+    for (const Blob* param_blob : net_->learnable_params()) {
+      if (!std::isfinite(param_blob->asum_diff())) finite = false;
+    }
+  }
+  const bool apply = loss_scaler_->accept_update(finite, iter_);
+  if (apply) {
+    for (Blob* param_blob : net_->learnable_params()) param_blob->scale_diff(1.0f / used);
+  }
+  net_->set_loss_scale(loss_scaler_->scale());
+  return apply;
+}
+
+float Solver::loss_scale() const { return loss_scaler_->scale(); }
+
+std::int64_t Solver::skipped_updates() const { return loss_scaler_->skipped_steps(); }
 
 bool Solver::test_due() const {
   return options_.is_root && param_.test_interval() > 0 && iter_ % param_.test_interval() == 0 &&

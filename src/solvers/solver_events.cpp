@@ -46,6 +46,8 @@ TrainingDisplay display_event(const Solver& solver, double seconds) {
   event.smoothed_loss = solver.smoothed_loss();
   event.seconds = seconds;
   event.outputs = net_output_values(solver.net(), net_output_data(solver.net()));
+  event.loss_scale = solver.loss_scale();
+  event.skipped_updates = solver.skipped_updates();
   return event;
 }
 

@@ -21,6 +21,7 @@
 #include "core/hdf5_snapshot.hpp"
 #include "core/snapshot_checksum.hpp"
 #include "core/weights_file.hpp"
+#include "solvers/loss_scaler.hpp"
 #include "solvers/observers.hpp"
 #include "solvers/snapshot_reading.hpp"
 #include "xtrain/atomic_file.hpp"
@@ -85,6 +86,7 @@ void Solver::fill_resume_state(ResumeState* resume) const {
   net_->save_resume_state(resume->mutable_train_net());
   for (const auto& test_net : test_nets_) test_net->save_resume_state(resume->add_test_net());
   resume->set_train_seconds(train_seconds_before_ + seconds_since(session_start_));
+  loss_scaler_->save(resume);
 }
 
 std::vector<std::string> Solver::snapshot() {
@@ -222,6 +224,8 @@ void Solver::restore_resume_state(const ResumeState& resume, const std::string& 
   }
   if (resume.has_random_seed()) seed_ = resume.random_seed();
   train_seconds_before_ = resume.train_seconds();
+  loss_scaler_->restore(resume);
+  net_->set_loss_scale(loss_scaler_->scale());
 }
 
 void fill_default_snapshot_prefix(SolverParameter* param, const std::string& solver_file) {

@@ -89,6 +89,11 @@ void ProgressLog::on_display(const TrainingDisplay& event) {
     XLOG(INFO) << "    Train net output #" << k << ": " << output.name << " = " << output.value
                << loss_suffix(output.loss_weight, output.value);
   }
+  if (event.loss_scale != 1 || event.skipped_updates > 0) {
+    XLOG(INFO) << "    Loss scale = " << event.loss_scale << " (" << event.skipped_updates
+               << " update" << (event.skipped_updates == 1 ? "" : "s")
+               << " skipped for overflowed gradients)";
+  }
   say_if_diverged(event);
 
   const auto now = std::chrono::steady_clock::now();

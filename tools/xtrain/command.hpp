@@ -1,12 +1,14 @@
 // The subcommands of `xtrain` and what they share.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "xtrain/comm.hpp"
 #include "xtrain/device.hpp"
 #include "xtrain/net.hpp"
+#include "xtrain/precision.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
 namespace xtrain::cli {
@@ -68,6 +70,11 @@ Device choose_device(const std::string& gpu_flag, bool solver_wants_gpu, int sol
 // --gpu_math).
 void configure_compute();
 
+// What --precision asks for: nothing when unset (the net's fields decide),
+// else the one type the whole run computes in. Throws xtrain::Error for a
+// name that is not a precision.
+std::optional<NumberType> precision_flag();
+
 // Logs what the net holds by kind (parameters, gradients, activations, layer
 // buffers, ...), the solver's history and the rest of the peak resident
 // memory (tools/xtrain/memory_breakdown.cpp).
@@ -76,10 +83,10 @@ void log_memory_breakdown(const Net& net, std::size_t solver_history_bytes);
 // TRAIN or TEST from a flag value; `fallback` when empty.
 Phase parse_phase(const std::string& text, Phase fallback);
 
-// Copies `weights` (comma-separated files, as --weights gives them) into `net`. A command that scores
-// or deploys (`scoring`) refuses weights that leave learnable layers at their
-// random initial values unless --allow_missing_weights; training (fine-
-// tuning, where new layers are expected) names them in a warning.
+// Copies `weights` (comma-separated files, as --weights gives them) into `net`. A command that
+// scores or deploys (`scoring`) refuses weights that leave learnable layers at their random initial
+// values unless --allow_missing_weights; training (fine- tuning, where new layers are expected)
+// names them in a warning.
 void copy_weights(Net& net, const std::string& weights, bool scoring);
 
 }  // namespace xtrain::cli

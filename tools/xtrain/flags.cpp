@@ -70,6 +70,9 @@ DEFINE_string(cpu_algorithm_search, default_cpu_algorithm_search(),
 DEFINE_string(gpu_math, "fp32",
               "GPU: fp32 (IEEE float32, Caffe's numbers) or tf32 (tensor cores for GEMMs and "
               "convolutions on Ampere and later: faster, ~3 significant digits)");
+DEFINE_string(precision, "",
+              "the whole net in one precision: fp32, bf16 or fp16 (16-bit storage, fp32 master "
+              "weights; docs/precision.md); unset: the net's forward_type/backward_type fields");
 DEFINE_double(
     collective_timeout, 600,
     "several replicas (--gpu=0,1; mpirun, srun): seconds to wait for the others before failing");

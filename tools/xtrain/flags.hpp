@@ -32,6 +32,7 @@ DECLARE_string(cudnn_algorithm_search);
 DECLARE_string(cpu_algorithm_search);
 DECLARE_bool(allow_missing_weights);
 DECLARE_string(gpu_math);
+DECLARE_string(precision);
 DECLARE_bool(training_step);
 DECLARE_int32(opset);
 DECLARE_bool(dynamic_batch);

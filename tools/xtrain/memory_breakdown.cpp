@@ -3,6 +3,8 @@
 // scratch, the solver's history, and what the process holds beyond them.
 #include <sys/resource.h>
 
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "command.hpp"
@@ -20,6 +22,32 @@ std::size_t peak_resident_bytes() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<std::size_t>(usage.ru_maxrss) * 1024;  // ru_maxrss is in KiB
+}
+
+// The tops of a mixed-precision net by the type their values are stored in
+// (each storage once: in-place layers and the memory plan share it).
+void log_activations_by_precision(const Net& net) {
+  std::map<NumberType, std::size_t> values_by_type;
+  std::set<const void*> counted;
+  for (std::size_t i = 0; i < net.layers().size(); ++i) {
+    for (std::size_t t = 0; t < net.top_vecs()[i].size(); ++t) {
+      const Blob& top = *net.top_vecs()[i][t];
+      if (top.data_memory() == nullptr || !counted.insert(top.data_memory().get()).second) continue;
+      values_by_type[net.layers()[i]->top_storage(static_cast<int>(t))] += top.count();
+    }
+  }
+  std::ostringstream line;
+  line.setf(std::ios::fixed);
+  line.precision(1);
+  line << "Activations by storage type (MiB as the type's bytes):";
+  const char* separator = " ";
+  for (const auto& [type, values] : values_by_type) {
+    line << separator << number_type_name(type) << " "
+         << mib(values * static_cast<std::size_t>(number_type_bytes(type)));
+    separator = ", ";
+  }
+  line << "; the 16-bit values are still held in fp32 arrays (docs/precision.md)";
+  XLOG(INFO) << line.str();
 }
 
 }  // namespace
@@ -51,6 +79,7 @@ void log_memory_breakdown(const Net& net, std::size_t solver_history_bytes) {
        << mib(peak > counted ? peak - counted : 0)
        << " (code and libraries, oneDNN's own scratchpads, BLAS buffers, freed blocks)";
   XLOG(INFO) << line.str();
+  if (net.mixed_precision()) log_activations_by_precision(net);
 }
 
 }  // namespace xtrain::cli

@@ -21,6 +21,17 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
+// "bf16", or "bf16/fp32" when the forward and backward types differ: the
+// storage types; the full four are in the log (Layer ... computes in ...).
+std::string precision_column(const Layer& layer) {
+  const LayerPrecision& precision = layer.precision();
+  if (precision.forward_type == precision.backward_type) {
+    return number_type_name(precision.forward_type);
+  }
+  return std::string(number_type_name(precision.forward_type)) + "/" +
+         number_type_name(precision.backward_type);
+}
+
 long peak_resident_kib() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -42,6 +53,7 @@ int time_command() {
   options.share_activation_memory = FLAGS_share_activation_memory;
   options.channel_blocked_activations = FLAGS_channel_blocked_activations;
   options.share_kept_copies = FLAGS_share_kept_copies;
+  options.precision = precision_flag();
   const Phase phase = parse_phase(FLAGS_phase, TRAIN);
   Net net(FLAGS_model, phase, FLAGS_level, split_commas(FLAGS_stage), options);
   const bool with_backward = phase == TRAIN;
@@ -132,12 +144,13 @@ int time_command() {
   }
 
   // The table on stdout: one row per layer, then the totals.
-  std::printf("%-24s %-18s %12s %12s %7s\n", "layer", "type", "forward ms", "backward ms", "share");
+  std::printf("%-24s %-18s %-9s %12s %12s %7s\n", "layer", "type", "precision", "forward ms",
+              "backward ms", "share");
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const double layer_ms = (forward_ms[i] + backward_ms[i]) / n;
-    std::printf("%-24s %-18s %12.3f %12.3f %6.1f%%\n", net.layer_names()[i].c_str(),
-                layers[i]->type(), forward_ms[i] / n, backward_ms[i] / n,
-                100.0 * layer_ms / (total_ms / n));
+    std::printf("%-24s %-18s %-9s %12.3f %12.3f %6.1f%%\n", net.layer_names()[i].c_str(),
+                layers[i]->type(), precision_column(*layers[i]).c_str(), forward_ms[i] / n,
+                backward_ms[i] / n, 100.0 * layer_ms / (total_ms / n));
   }
   int batch = 0;
   if (!net.blobs().empty() && net.blobs().front()->num_axes() > 0) {

@@ -1,0 +1,96 @@
+// Which tops of a mixed-precision net are stored in their layer's 16-bit
+// forward type and which must stay exact (xtrain/precision.hpp):
+//   - what a layer without bottoms produces (data, labels, inputs), and what
+//     layers without learnable parameters compute from such values alone
+//     (a Split, Slice or Reshape of the labels): labels above 256 are not
+//     integers in bf16 (which has 8 significant bits), nor above 2048 in fp16;
+//   - the tops of layers that output integers or scores the user reads
+//     (ArgMax's indices, Accuracy, detections) and every loss;
+//   - the net's outputs, as the user reads them.
+// Everything else a 16-bit layer computes is stored in its forward type.
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "xtrain/error.hpp"
+#include "xtrain/logging.hpp"
+#include "xtrain/net.hpp"
+
+namespace xtrain {
+namespace {
+
+bool outputs_exact_values(const Layer& layer) {
+  static const std::set<std::string> kinds = {"ArgMax", "Accuracy", "DetectionOutput",
+                                              "DetectionEvaluate", "YoloDetectionOutput"};
+  return kinds.count(layer.type()) > 0;
+}
+
+}  // namespace
+
+void Net::assign_top_storage() {
+  std::vector<bool> exact(blobs_.size(), false);
+  std::vector<std::vector<NumberType>> storage(layers_.size());
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& layer = *layers_[i];
+    bool from_exact_values_alone = !bottom_id_vecs_[i].empty() && layer.blobs().empty();
+    for (int blob_id : bottom_id_vecs_[i]) {
+      from_exact_values_alone = from_exact_values_alone && exact[static_cast<std::size_t>(blob_id)];
+    }
+    const bool source = bottom_id_vecs_[i].empty();
+    for (std::size_t t = 0; t < top_id_vecs_[i].size(); ++t) {
+      const auto blob_id = static_cast<std::size_t>(top_id_vecs_[i][t]);
+      const bool keep_exact = source || from_exact_values_alone || outputs_exact_values(layer) ||
+                              layer.loss(static_cast<int>(t)) != 0;
+      exact[blob_id] = keep_exact;
+      storage[i].push_back(keep_exact ? NumberType::kFloat32 : layer.precision().forward_type);
+    }
+  }
+  // Every layer that writes an output blob (an in-place chain writes it
+  // several times) leaves it exact.
+  const std::set<int> outputs(net_output_blob_indices_.begin(), net_output_blob_indices_.end());
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    for (std::size_t t = 0; t < top_id_vecs_[i].size(); ++t) {
+      if (outputs.count(top_id_vecs_[i][t]) > 0) storage[i][t] = NumberType::kFloat32;
+    }
+    layers_[i]->set_top_storage(storage[i]);
+  }
+}
+
+void Net::say_once_how_this_cpu_computes_bfloat16() const {
+  bool any_bfloat16 = false;
+  for (const auto& layer : layers_) {
+    const LayerPrecision& precision = layer->precision();
+    any_bfloat16 = any_bfloat16 || precision.forward_type == NumberType::kBfloat16 ||
+                   precision.backward_type == NumberType::kBfloat16;
+  }
+  if (!any_bfloat16 || cpu_computes_bfloat16_natively()) return;
+  static std::once_flag said;
+  std::call_once(said, [] {
+    XLOG(WARNING) << "This CPU has no bf16 instructions (AVX512-BF16 or AMX), or they are capped "
+                     "(XTRAIN_MAX_CPU_ISA, ONEDNN_MAX_CPU_ISA): bf16 convolutions and inner "
+                     "products compute in fp32 on operands rounded to bf16 (emulation): the same "
+                     "numbers, more slowly";
+  });
+}
+
+std::string Net::precision_summary() const {
+  std::map<std::string, int> layers_by_precision;
+  for (const auto& layer : layers_) ++layers_by_precision[layer->precision().to_string()];
+  if (layers_by_precision.empty()) return "fp32";
+  auto most = layers_by_precision.begin();
+  for (auto it = layers_by_precision.begin(); it != layers_by_precision.end(); ++it) {
+    if (it->second > most->second) most = it;
+  }
+  std::string summary = most->first;
+  if (layers_by_precision.size() == 1) return summary;
+  std::string others;
+  for (const auto& [precision, count] : layers_by_precision) {
+    if (precision == most->first) continue;
+    others += detail::concat(others.empty() ? "" : ", ", count, " of ", layers_.size(), " layers ",
+                             precision);
+  }
+  return summary + " (" + others + ")";
+}
+
+}  // namespace xtrain

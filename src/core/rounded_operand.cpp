@@ -1,0 +1,65 @@
+#include "core/rounded_operand.hpp"
+
+#include <array>
+
+#include "core/aligned_host_memory.hpp"
+#include "core/device_memory.hpp"
+#include "core/number_rounding.hpp"
+
+namespace xtrain {
+namespace {
+
+struct HostSlot {
+  HostSlot() = default;
+  HostSlot(const HostSlot&) = delete;
+  HostSlot& operator=(const HostSlot&) = delete;
+  ~HostSlot() { free_aligned_host(memory); }
+  void* memory = nullptr;
+  std::size_t floats = 0;
+};
+
+std::array<HostSlot, static_cast<std::size_t>(OperandSlot::kCount)>& host_slots() {
+  thread_local std::array<HostSlot, static_cast<std::size_t>(OperandSlot::kCount)> slots;
+  return slots;
+}
+
+float* host_scratch(OperandSlot slot, std::size_t count) {
+  HostSlot& held = host_slots()[static_cast<std::size_t>(slot)];
+  if (held.floats < count) {
+    free_aligned_host(held.memory);
+    held.memory = nullptr;
+    held.floats = 0;
+    held.memory = allocate_aligned_host(count * sizeof(float));
+    held.floats = count;
+  }
+  return static_cast<float*>(held.memory);
+}
+
+}  // namespace
+
+RoundedOperand::RoundedOperand(const Device& device, NumberType type, const float* values,
+                               std::size_t count, OperandSlot slot)
+    : rounded_(values) {
+  if (type == NumberType::kFloat32 || count == 0 || values == nullptr) return;
+  float* copy = nullptr;
+  if (device.is_gpu()) {
+    device_buffer_ = device_memory::allocate(count * sizeof(float), &device_id_);
+    copy = static_cast<float*>(device_buffer_);
+  } else {
+    copy = host_scratch(slot, count);
+  }
+  round_into(device, type, values, copy, count);
+  rounded_ = copy;
+}
+
+RoundedOperand::~RoundedOperand() {
+  if (device_buffer_ != nullptr) device_memory::free(device_buffer_, device_id_);
+}
+
+std::size_t rounded_operand_scratch_bytes() {
+  std::size_t bytes = 0;
+  for (const HostSlot& slot : host_slots()) bytes += slot.floats * sizeof(float);
+  return bytes;
+}
+
+}  // namespace xtrain
