@@ -1,7 +1,9 @@
 // BatchNorm's channel-parallel CPU path against the plain loops it replaced
 // (Caffe 1.0's sweeps: means by channel, subtract, square, divide), forward
 // and backward, batch and stored statistics, in place and not, on odd shapes;
-// and the same bits with one thread and two.
+// and the same bits with one thread and two. With scale_bias (NVIDIA Caffe's
+// learned scale and bias) against the same reference followed by the scale
+// and shift.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -99,6 +101,35 @@ struct Case {
   std::vector<int> shape;
   bool global;
   bool in_place;
+  bool scale_bias = false;
+};
+
+// top = scale[c] * y + bias[c] after the reference; backward: the scale's
+// and bias's sums, and the reference's bottom gradient of scale[c] * dtop.
+struct ReferenceScaleBias {
+  std::vector<float> scale, bias;
+
+  std::vector<float> forward(const ReferenceBatchNorm& bn, std::vector<float> normalised) const {
+    bn.for_each_value(
+        [&](std::size_t i, int c) { normalised[i] = scale[c] * normalised[i] + bias[c]; });
+    return normalised;
+  }
+  std::vector<float> scaled_diff(const ReferenceBatchNorm& bn,
+                                 std::vector<float> output_diff) const {
+    bn.for_each_value([&](std::size_t i, int c) { output_diff[i] *= scale[c]; });
+    return output_diff;
+  }
+  // sum(dtop * y) and sum(dtop) per channel.
+  void gradients(const ReferenceBatchNorm& bn, const std::vector<float>& output_diff,
+                 std::vector<float>* scale_diff, std::vector<float>* bias_diff) const {
+    std::vector<double> dot(bn.channels, 0.0), sum(bn.channels, 0.0);
+    bn.for_each_value([&](std::size_t i, int c) {
+      dot[c] += static_cast<double>(output_diff[i]) * bn.normalised[i];
+      sum[c] += output_diff[i];
+    });
+    scale_diff->assign(dot.begin(), dot.end());
+    bias_diff->assign(sum.begin(), sum.end());
+  }
 };
 
 class BatchNormFastPathTest : public ::testing::TestWithParam<Case> {};
@@ -112,7 +143,8 @@ TEST_P(BatchNormFastPathTest, MatchesTheReference) {
   const float fraction = 0.9f;
   auto layer = make_layer(std::string("name: 'bn' type: 'BatchNorm' batch_norm_param { ") +
                           "use_global_stats: " + (c.global ? "true" : "false") +
-                          " eps: 0.001 moving_average_fraction: 0.9 }");
+                          " eps: 0.001 moving_average_fraction: 0.9" +
+                          (c.scale_bias ? " scale_bias: true" : "") + " }");
   Blob input(c.shape);
   Blob separate_output;
   Blob* output = c.in_place ? &input : &separate_output;
@@ -129,6 +161,13 @@ TEST_P(BatchNormFastPathTest, MatchesTheReference) {
     square_sums = data_of(*layer->blobs()[1]);
   }
   ReferenceBatchNorm reference(input, eps);
+  ReferenceScaleBias scale_bias;
+  if (c.scale_bias) {
+    fill_uniform(*layer->blobs()[3], 14, -2.0f, 2.0f);
+    fill_uniform(*layer->blobs()[4], 15, -1.0f, 1.0f);
+    scale_bias.scale = data_of(*layer->blobs()[3]);
+    scale_bias.bias = data_of(*layer->blobs()[4]);
+  }
   std::vector<float> expected;
   for (int pass = 0; pass < 2; ++pass) {
     fill_uniform(input, 20 + pass, -2.0f, 3.0f);
@@ -146,6 +185,7 @@ TEST_P(BatchNormFastPathTest, MatchesTheReference) {
         square_sums[k] = correction * reference.variance[k] + fraction * square_sums[k];
       }
     }
+    if (c.scale_bias) expected = scale_bias.forward(reference, expected);
     expect_close(data_of(*output), expected, 1e-5f, "top");
     expect_close(data_of(*layer->blobs()[0]), sums, 1e-5f, "mean sums");
     expect_close(data_of(*layer->blobs()[1]), square_sums, 1e-5f, "variance sums");
@@ -155,7 +195,17 @@ TEST_P(BatchNormFastPathTest, MatchesTheReference) {
   const std::vector<float> output_diff = data_of(*output);
   std::copy(output_diff.begin(), output_diff.end(), output->mutable_cpu_diff());
   layer->backward({output}, {true}, {&input});
-  expect_close(diff_of(input), reference.backward(output_diff, c.global), 1e-4f, "bottom diff");
+  if (!c.scale_bias) {
+    expect_close(diff_of(input), reference.backward(output_diff, c.global), 1e-4f, "bottom diff");
+    return;
+  }
+  expect_close(diff_of(input),
+               reference.backward(scale_bias.scaled_diff(reference, output_diff), c.global), 1e-4f,
+               "bottom diff");
+  std::vector<float> scale_diff, bias_diff;
+  scale_bias.gradients(reference, output_diff, &scale_diff, &bias_diff);
+  expect_close(diff_of(*layer->blobs()[3]), scale_diff, 1e-4f, "scale diff");
+  expect_close(diff_of(*layer->blobs()[4]), bias_diff, 1e-4f, "bias diff");
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -164,7 +214,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{{1, 7, 13, 11}, false, true}, Case{{1, 7, 13, 11}, true, true},
                       Case{{16, 5, 1, 1}, false, false}, Case{{3, 4}, false, true},
                       Case{{5}, false, false}, Case{{4, 9, 37, 29}, false, true},
-                      Case{{4, 9, 37, 29}, true, false}, Case{{3, 65, 7, 7}, false, false}));
+                      Case{{4, 9, 37, 29}, true, false}, Case{{3, 65, 7, 7}, false, false},
+                      Case{{2, 3, 4, 5}, false, false, true}, Case{{2, 3, 4, 5}, true, true, true},
+                      Case{{1, 7, 13, 11}, false, true, true}, Case{{3, 4}, true, false, true},
+                      Case{{4, 9, 37, 29}, false, false, true}));
 
 TEST(BatchNormFastPath, SameBitsForOneAndTwoThreads) {
   for (const bool global : {false, true}) {

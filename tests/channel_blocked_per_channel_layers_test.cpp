@@ -214,6 +214,36 @@ const std::string kOutOfPlaceNet = R"(
   layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
 )";
 
+// NVIDIA Caffe's pattern: BatchNorm with scale_bias (its own scale and bias,
+// no Scale layer), in place before a ReLU, then out of place with stored
+// statistics.
+const std::string kScaleBiasNet = R"(
+  name: "scale_bias"
+  force_backward: true
+)" + testing::random_data_and_labels({2, 3, 5, 7}, "type: 'uniform' min: 0 max: 4.99") +
+                                  R"(
+  layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+          convolution_param { num_output: 32 kernel_size: 3 pad: 1 bias_term: false
+                              weight_filler { type: "gaussian" std: 0.3 } } }
+  layer { name: "bn1" type: "BatchNorm" bottom: "conv1" top: "conv1"
+          batch_norm_param { scale_bias: true scale_filler { type: "gaussian" mean: 1 std: 0.3 }
+                             bias_filler { type: "gaussian" std: 0.3 } } }
+  layer { name: "relu1" type: "ReLU" bottom: "conv1" top: "conv1" }
+  layer { name: "conv2" type: "Convolution" bottom: "conv1" top: "conv2"
+          convolution_param { num_output: 32 kernel_size: 3 pad: 1 stride: 2
+                              weight_filler { type: "gaussian" std: 0.1 } } }
+  layer { name: "bn2" type: "BatchNorm" bottom: "conv2" top: "bn2"
+          batch_norm_param { use_global_stats: true scale_bias: true
+                             scale_filler { type: "gaussian" mean: 1 std: 0.3 }
+                             bias_filler { type: "gaussian" std: 0.3 } } }
+  layer { name: "conv3" type: "Convolution" bottom: "bn2" top: "conv3"
+          convolution_param { num_output: 16 kernel_size: 1
+                              weight_filler { type: "gaussian" std: 0.1 } } }
+  layer { name: "ip" type: "InnerProduct" bottom: "conv3" top: "ip"
+          inner_product_param { num_output: 5 weight_filler { type: "xavier" } } }
+  layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+)";
+
 // Stored statistics for a BatchNorm with use_global_stats (zeros would make
 // it a plain division by sqrt(eps)): mean sums, variance sums, scale factor.
 void store_statistics(Net& net, const std::string& batch_norm) {
@@ -314,16 +344,22 @@ TEST(ChannelBlockedPerChannelLayers, OutOfPlaceTrainingIsBitIdenticalToPlain) {
                           {"conv1", "bn1", "scale1", "bias1", "conv2", "bn2", "scale2"});
 }
 
+TEST(ChannelBlockedPerChannelLayers, ScaleBiasTrainingIsBitIdenticalToPlain) {
+  expect_training_matches(kScaleBiasNet, {"conv1", "conv2", "bn2"});
+}
+
 // The TEST phase: every BatchNorm uses stored statistics, forward only.
 TEST(ChannelBlockedPerChannelLayers, TestPhaseIsBitIdenticalToPlain) {
   testing::ScopedConvImpl onednn("onednn");
-  for (const std::string& text : {kInPlaceNet, kOutOfPlaceNet}) {
+  for (const std::string& text : {kInPlaceNet, kOutOfPlaceNet, kScaleBiasNet}) {
     std::unique_ptr<Net> plain = make_net(text, TEST, false);
     std::unique_ptr<Net> blocked = make_net(text, TEST, true);
     store_statistics(*plain, "bn1");
     store_statistics(*blocked, "bn1");
     for (int iteration = 0; iteration < 2; ++iteration) {
-      const std::string when = std::string(text == kInPlaceNet ? "in place" : "out of place") +
+      const std::string when = std::string(text == kInPlaceNet     ? "in place"
+                                           : text == kScaleBiasNet ? "scale_bias"
+                                                                   : "out of place") +
                                ", iteration " + std::to_string(iteration);
       if (!expect_same_pass(
               *plain, *blocked, [](Net& net) { return net.forward(); }, iteration, when)) {

@@ -168,6 +168,17 @@ std::vector<CrossDeviceCase> normalization_cases() {
       in_phase(with_stored_statistics(make_case("BatchNormTestPhase", "name: 'b' type: 'BatchNorm'",
                                                 {uniform({2, 3, 4, 5})}, kSums)),
                TEST),
+      make_case("BatchNormScaleBias",
+                "name: 'b' type: 'BatchNorm' batch_norm_param { scale_bias: true "
+                "scale_filler { type: 'uniform' min: 0.5 max: 2 } "
+                "bias_filler { type: 'uniform' min: -1 max: 1 } }",
+                {uniform({4, 3, 5, 6})}, kSums),
+      with_stored_statistics(make_case(
+          "BatchNormScaleBiasGlobalStatistics",
+          "name: 'b' type: 'BatchNorm' batch_norm_param { use_global_stats: true scale_bias: true "
+          "scale_filler { type: 'uniform' min: -2 max: 2 } "
+          "bias_filler { type: 'uniform' min: -1 max: 1 } }",
+          {uniform({4, 3, 5, 6})}, kSums)),
       make_case("MVNMeanOnly", "name: 'm' type: 'MVN' mvn_param { normalize_variance: false }",
                 {uniform({2, 3, 4, 5})}, kSums),
       make_case("MVNPerChannel", "name: 'm' type: 'MVN'", {uniform({2, 3, 4, 5})}, kSums),

@@ -126,6 +126,20 @@ TEST(KeptCopySharing, BatchNormWithStoredStatisticsLendsNothing) {
   EXPECT_EQ(mutable_engine_hooks(*batch_norm)->kept_top_copy(), nullptr);
 }
 
+// With scale_bias BatchNorm keeps its normalised values, which are not its
+// output (that is scale * y + bias): a Scale after it must keep its own.
+TEST(KeptCopySharing, BatchNormWithScaleBiasLendsNothing) {
+  for (const char* global : {"false", "true"}) {
+    auto batch_norm =
+        make_layer(std::string("name: 'bn' type: 'BatchNorm' batch_norm_param { scale_bias: true "
+                               "use_global_stats: ") +
+                   global + " }");
+    Blob blob({2, 32, 5, 5});
+    batch_norm->setup({&blob}, {&blob});
+    EXPECT_EQ(mutable_engine_hooks(*batch_norm)->kept_top_copy(), nullptr) << global;
+  }
+}
+
 // ---- Whole nets --------------------------------------------------------------
 
 // ResNet-style Convolution -> BatchNorm -> Scale -> ReLU chains, in place,

@@ -1,10 +1,10 @@
 #include <cstdint>
 
 #include "core/reduction_terms.hpp"
-#include "layers/batch_norm_gpu_kernels.hpp"
 #include "cuda/cuda_context.hpp"
 #include "cuda/grid_reduction.cuh"
 #include "cuda/kernel_launch.cuh"
+#include "layers/batch_norm_gpu_kernels.hpp"
 #include "layers/batch_norm_math.hpp"
 
 namespace xtrain::cuda {
@@ -25,14 +25,19 @@ struct WriteMeanAndVariance {
   }
 };
 
-// sum(dy) / m and sum(dy * y) / m.
+// sum(dy) / m and sum(dy * y) / m; with scale_bias the sums themselves are
+// added to the bias's and the scale's diffs (as the CPU path does).
 struct WriteGradientMeans {
   float* dy_mean;
   float* dy_dot_y_mean;
   double m;
+  float* scale_diff;
+  float* bias_diff;
   __device__ void operator()(std::size_t c, const reduction::SumAndDot& total) const {
     dy_mean[c] = static_cast<float>(total.sum / m);
     dy_dot_y_mean[c] = static_cast<float>(total.dot / m);
+    if (scale_diff) scale_diff[c] += static_cast<float>(total.dot);
+    if (bias_diff) bias_diff[c] += static_cast<float>(total.sum);
   }
 };
 
@@ -71,28 +76,60 @@ __global__ void normalize_kernel(BatchNormShape s, std::int64_t count, const flo
   }
 }
 
-__global__ void batch_gradient_kernel(BatchNormShape s, std::int64_t count,
-                                      const float* output_diff, const float* normalised,
-                                      const float* deviation, const float* dy_mean,
-                                      const float* dy_dot_y_mean, float* input_diff) {
+// scale_bias: kept = y, output = scale * y + bias.
+__global__ void normalize_scale_bias_kernel(BatchNormShape s, std::int64_t count,
+                                            const float* input, const float* mean,
+                                            const float* deviation, const float* scale,
+                                            const float* bias, float* output, float* kept) {
   XTRAIN_GRID_STRIDE_LOOP(i, count) {
     const int c = static_cast<int>(i / static_cast<std::int64_t>(s.spatial) % s.channels);
-    input_diff[i] = batch_norm::batch_gradient(output_diff[i], normalised[i], dy_mean[c],
-                                               dy_dot_y_mean[c], deviation[c]);
+    const float y = batch_norm::normalize(input[i], mean[c], deviation[c]);
+    kept[i] = y;
+    output[i] = batch_norm::scale_and_shift(y, scale[c], bias[c]);
+  }
+}
+
+// `scale` null: without scale_bias.
+__global__ void batch_gradient_kernel(BatchNormShape s, std::int64_t count,
+                                      const float* output_diff, const float* normalised,
+                                      const float* deviation, const float* scale,
+                                      const float* dy_mean, const float* dy_dot_y_mean,
+                                      float* input_diff) {
+  XTRAIN_GRID_STRIDE_LOOP(i, count) {
+    const int c = static_cast<int>(i / static_cast<std::int64_t>(s.spatial) % s.channels);
+    input_diff[i] =
+        scale ? batch_norm::scaled_batch_gradient(output_diff[i], normalised[i], dy_mean[c],
+                                                  dy_dot_y_mean[c], deviation[c], scale[c])
+              : batch_norm::batch_gradient(output_diff[i], normalised[i], dy_mean[c],
+                                           dy_dot_y_mean[c], deviation[c]);
   }
 }
 
 __global__ void global_gradient_kernel(BatchNormShape s, std::int64_t count,
                                        const float* output_diff, const float* deviation,
-                                       float* input_diff) {
+                                       const float* scale, float* input_diff) {
   XTRAIN_GRID_STRIDE_LOOP(i, count) {
     const int c = static_cast<int>(i / static_cast<std::int64_t>(s.spatial) % s.channels);
-    input_diff[i] = batch_norm::global_gradient(output_diff[i], deviation[c]);
+    input_diff[i] = scale
+                        ? batch_norm::scaled_global_gradient(output_diff[i], deviation[c], scale[c])
+                        : batch_norm::global_gradient(output_diff[i], deviation[c]);
   }
 }
 
 std::int64_t value_count(const BatchNormShape& s) {
   return static_cast<std::int64_t>(s.num) * s.channels * static_cast<std::int64_t>(s.spatial);
+}
+
+// The per-channel sums of dy and dy * y: their means into dy_mean and
+// dy_dot_y_mean, the sums into the diffs wanted.
+void gradient_sums(const BatchNormShape& shape, const float* output_diff, const float* normalised,
+                   const BatchNormScaleBias& scale_bias, float* dy_mean, float* dy_dot_y_mean) {
+  const double m = static_cast<double>(shape.num) * static_cast<double>(shape.spatial);
+  reduce_per_channel(
+      channel_tiling(shape),
+      reduction::SingleSweep<reduction::SumAndDotOf>{{output_diff, normalised}},
+      WriteGradientMeans{dy_mean, dy_dot_y_mean, m, scale_bias.scale_diff, scale_bias.bias_diff},
+      stream());
 }
 
 }  // namespace
@@ -121,36 +158,49 @@ void batch_norm_finish_statistics_gpu(const BatchNormShape& shape, bool use_glob
 }
 
 void batch_norm_normalize_gpu(const BatchNormShape& shape, const float* input, const float* mean,
-                              const float* deviation, float* output, float* kept) {
+                              const float* deviation, const BatchNormScaleBias& scale_bias,
+                              float* output, float* kept) {
   const std::int64_t count = value_count(shape);
   if (count == 0) return;
-  normalize_kernel<<<blocks_for(static_cast<std::size_t>(count)), kThreadsPerBlock, 0, stream()>>>(
-      shape, count, input, mean, deviation, output, kept);
+  const int blocks = blocks_for(static_cast<std::size_t>(count));
+  if (scale_bias.scale) {
+    normalize_scale_bias_kernel<<<blocks, kThreadsPerBlock, 0, stream()>>>(
+        shape, count, input, mean, deviation, scale_bias.scale, scale_bias.bias, output, kept);
+  } else {
+    normalize_kernel<<<blocks, kThreadsPerBlock, 0, stream()>>>(shape, count, input, mean,
+                                                                deviation, output, kept);
+  }
   XTRAIN_CUDA_CHECK(cudaGetLastError());
 }
 
 void batch_norm_backward_gpu(const BatchNormShape& shape, const float* output_diff,
-                             const float* normalised, const float* deviation, float* dy_mean,
+                             const float* normalised, const float* deviation,
+                             const BatchNormScaleBias& scale_bias, float* dy_mean,
                              float* dy_dot_y_mean, float* input_diff) {
   const std::int64_t count = value_count(shape);
   if (count == 0) return;
-  const double m = static_cast<double>(shape.num) * static_cast<double>(shape.spatial);
-  reduce_per_channel(channel_tiling(shape),
-                     reduction::SingleSweep<reduction::SumAndDotOf>{{output_diff, normalised}},
-                     WriteGradientMeans{dy_mean, dy_dot_y_mean, m}, stream());
+  gradient_sums(shape, output_diff, normalised, scale_bias, dy_mean, dy_dot_y_mean);
+  if (!input_diff) return;
   // Same stream: runs after every channel's sums are written.
   batch_gradient_kernel<<<blocks_for(static_cast<std::size_t>(count)), kThreadsPerBlock, 0,
-                          stream()>>>(shape, count, output_diff, normalised, deviation, dy_mean,
-                                      dy_dot_y_mean, input_diff);
+                          stream()>>>(shape, count, output_diff, normalised, deviation,
+                                      scale_bias.scale, dy_mean, dy_dot_y_mean, input_diff);
   XTRAIN_CUDA_CHECK(cudaGetLastError());
 }
 
 void batch_norm_global_backward_gpu(const BatchNormShape& shape, const float* output_diff,
-                                    const float* deviation, float* input_diff) {
+                                    const float* normalised, const float* deviation,
+                                    const BatchNormScaleBias& scale_bias, float* dy_mean,
+                                    float* dy_dot_y_mean, float* input_diff) {
   const std::int64_t count = value_count(shape);
   if (count == 0) return;
+  if (scale_bias.scale_diff || scale_bias.bias_diff) {
+    gradient_sums(shape, output_diff, normalised, scale_bias, dy_mean, dy_dot_y_mean);
+  }
+  if (!input_diff) return;
   global_gradient_kernel<<<blocks_for(static_cast<std::size_t>(count)), kThreadsPerBlock, 0,
-                           stream()>>>(shape, count, output_diff, deviation, input_diff);
+                           stream()>>>(shape, count, output_diff, deviation, scale_bias.scale,
+                                       input_diff);
   XTRAIN_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -1,8 +1,22 @@
 // BatchNorm (Caffe type "BatchNorm"): normalises each channel of an
 // (N, C, ...) input to zero mean and unit variance. No learned scale or shift
-// (a Scale layer with bias_term follows it in Caffe nets).
+// (a Scale layer with bias_term follows it in Caffe nets), unless
+// batch_norm_param.scale_bias (NVIDIA Caffe 0.17) asks for them:
 //
-//   top = (bottom - mean[c]) / sqrt(var[c] + eps)
+//   y   = (bottom - mean[c]) / sqrt(var[c] + eps)
+//   top = y                                   (Caffe 1.0)
+//   top = scale[c] * y + bias[c]              (scale_bias)
+//
+// With scale_bias the layer has two more blobs, NVIDIA Caffe's 3 (scale,
+// scale_filler, default constant 1) and 4 (bias, bias_filler, default
+// constant 0); a scale_filler or bias_filler alone turns scale_bias on, as
+// there. They are learned: without ParamSpecs of their own they get lr_mult
+// and decay_mult 1 (what NVIDIA Caffe forces; given ones are kept here).
+// Backward adds sum(dtop * y) and sum(dtop) over each channel to their
+// diffs (accumulating, as every learned blob's diff does) and propagates
+// scale[c] * dtop to y, so dbottom below is scale[c] times its formula. y is
+// then kept in both modes (the scale's gradient reads it), as a Scale layer
+// in place after a Caffe BatchNorm keeps its input.
 //
 // Training (use_global_stats false, the default in TRAIN): mean and var are
 // the batch's, over the N * (H*W...) = m values of each channel, var biased
@@ -14,7 +28,7 @@
 // Testing (use_global_stats true, the default in TEST): mean = blob0 / blob2[0]
 // and var = blob1 / blob2[0] (both 0 when blob2[0] is 0).
 //
-// Backward, with y the normalised output and the sums over a channel's values:
+// Backward, with y the normalised values and the sums over a channel's values:
 //   batch stats:  dbottom = (dtop - sum(dtop) / m - y * sum(dtop * y) / m) / sqrt(var + eps)
 //   global stats: dbottom = dtop / sqrt(var + eps)
 // Works in place (with batch statistics y is kept in x_norm_, which later
@@ -38,6 +52,7 @@
 // the variance the running sum needs (recovering it loses precision when var
 // is small against eps), and wants a scale and a bias tensor the layer does
 // not have.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -46,11 +61,11 @@
 #include "core/parallel_loop.hpp"
 #include "layers/batch_norm_math.hpp"
 #include "layers/builtin_layers.hpp"
-#include "layers/per_channel_layer.hpp"
 #include "layers/channel_statistics.hpp"
 #include "layers/channel_statistics_blocked.hpp"
 #include "layers/learnable_blobs.hpp"
 #include "layers/per_channel_blocked.hpp"
+#include "layers/per_channel_layer.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -65,10 +80,19 @@ namespace xtrain {
 namespace {
 
 constexpr int kStatBlobs = 3;
+constexpr int kScaleBlob = 3;  // with scale_bias
+constexpr int kBiasBlob = 4;
+constexpr int kScaleBiasBlobs = 5;
+
+// NVIDIA Caffe turns scale_bias on for a scale_filler or bias_filler too.
+bool has_scale_bias(const BatchNormParameter& bn) {
+  return bn.scale_bias() || bn.has_scale_filler() || bn.has_bias_filler();
+}
 
 class BatchNormLayer : public PerChannelLayer {
  public:
-  explicit BatchNormLayer(const LayerParameter& param) : PerChannelLayer(param) {
+  explicit BatchNormLayer(const LayerParameter& param)
+      : PerChannelLayer(param), scale_bias_(has_scale_bias(param.batch_norm_param())) {
     freeze_statistics();
   }
 
@@ -76,9 +100,11 @@ class BatchNormLayer : public PerChannelLayer {
 
   // Without the param specs freeze_statistics() added: written back, they
   // are the deprecated form that loading upgrades with a warning. Named
-  // specs (sharing the statistics) are the user's and stay.
+  // specs (sharing the statistics) and specs for scale_bias's blobs are the
+  // user's and stay.
   void to_proto(LayerParameter* param, bool write_diff) const override {
     Layer::to_proto(param, write_diff);
+    if (param->param_size() > kStatBlobs) return;
     for (const ParamSpec& spec : param->param()) {
       if (spec.has_name()) return;
     }
@@ -105,17 +131,42 @@ class BatchNormLayer : public PerChannelLayer {
     XTRAIN_CHECK(input.num_axes() >= 1, where(), ": the input must have at least one axis, got ",
                  input.shape_string());
     channels_ = channels_of(input);
-    XTRAIN_CHECK(blobs_.empty() || blobs_.size() == kStatBlobs, where(), " has ", blobs_.size(),
-                 " stored blobs, but BatchNorm keeps 3 (mean, variance and the moving-average "
-                 "scale factor)");
+    const std::size_t kept_blobs = scale_bias_ ? kScaleBiasBlobs : kStatBlobs;
+    XTRAIN_CHECK(
+        blobs_.empty() || blobs_.size() == kept_blobs, where(), " has ", blobs_.size(),
+        " stored blobs, but BatchNorm keeps 3 (mean, variance and the moving-average scale factor)",
+        scale_bias_ ? " and, with scale_bias, a scale and a bias: 5; were the weights trained "
+                      "without scale_bias?"
+        : blobs_.size() == kScaleBiasBlobs
+            ? "; 5 are those of a BatchNorm with scale and bias: set batch_norm_param { "
+              "scale_bias: true }"
+            : "");
     FillerParameter zero;  // constant 0
-    setup_learnable_blobs(where(),
-                          {{"mean", {channels_}, &zero, "mean"},
-                           {"variance", {channels_}, &zero, "variance"},
-                           {"moving-average scale factor", {1}, &zero, "scale factor"}},
-                          "(one mean and one variance per input channel, one scale factor)",
+    std::vector<LearnableBlobSpec> specs = {
+        {"mean", {channels_}, &zero, "mean"},
+        {"variance", {channels_}, &zero, "variance"},
+        {"moving-average scale factor", {1}, &zero, "scale factor"}};
+    if (scale_bias_) {
+      if (bn.has_scale_filler()) {
+        scale_filler_ = bn.scale_filler();
+      } else {
+        scale_filler_.set_type("constant");
+        scale_filler_.set_value(1.0f);
+      }
+      specs.push_back({"scale", {channels_}, &scale_filler_, "batch_norm_param.scale_filler"});
+      specs.push_back({"bias", {channels_}, &bn.bias_filler(), "batch_norm_param.bias_filler"});
+    }
+    setup_learnable_blobs(where(), specs,
+                          scale_bias_ ? "(one mean and one variance per input channel, one scale "
+                                        "factor, one scale and one bias per channel)"
+                                      : "(one mean and one variance per input channel, one scale "
+                                        "factor)",
                           &blobs_, random());
     for (int i = 0; i < kStatBlobs; ++i) set_param_propagate_down(i, false);
+    if (scale_bias_) {
+      set_param_propagate_down(kScaleBlob, true);
+      set_param_propagate_down(kBiasBlob, true);
+    }
   }
 
   void reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -127,7 +178,7 @@ class BatchNormLayer : public PerChannelLayer {
     num_ = input.shape(0);
     spatial_ =
         num_ * channels_ == 0 ? 0 : input.count() / (static_cast<std::size_t>(num_) * channels_);
-    x_norm_.resize(use_global_stats_ || device().is_gpu() ? 0 : input.count());
+    x_norm_.resize(!keeps_normalised() || device().is_gpu() ? 0 : input.count());
 #ifdef XTRAIN_USE_CUDA
     if (device().is_gpu()) reshape_gpu(input.count());
 #endif
@@ -140,16 +191,16 @@ class BatchNormLayer : public PerChannelLayer {
     blocked_supported_ = input.num_axes() == 4;
   }
 
-
   std::size_t buffer_bytes() const override {
     return (x_norm_.capacity() + scratch_.capacity()) * sizeof(float);
   }
-  // Backward reads x_norm_ (batch statistics) or std_, never the blobs' values.
+  // Backward reads x_norm_ (batch statistics, scale_bias) or std_, never the blobs' values.
   bool backward_touches_bottom_data(int) const override { return false; }
   bool backward_touches_top_data(int) const override { return false; }
-  // x_norm_ is the top as forward wrote it, read by backward only.
+  // x_norm_ is the top as forward wrote it (not with scale_bias: then it is
+  // y, before the scale and bias), read by backward only.
   std::shared_ptr<KeptActivation> kept_top_copy() override {
-    return x_norm_.empty() ? nullptr : kept_;
+    return x_norm_.empty() || scale_bias_ ? nullptr : kept_;
   }
 
  protected:
@@ -170,7 +221,7 @@ class BatchNormLayer : public PerChannelLayer {
     }
     const float* input = bottom[0]->cpu_data();
     float* output = top[0]->mutable_cpu_data();
-    float* kept = use_global_stats_ ? nullptr : x_norm_.data();
+    float* kept = keeps_normalised() ? x_norm_.data() : nullptr;
     if (use_global_stats_) {
       stored_statistics();
     } else {
@@ -178,15 +229,27 @@ class BatchNormLayer : public PerChannelLayer {
       update_running_statistics();
     }
     compute_deviations();
+    const float* scale = scale_bias_ ? blobs_[kScaleBlob]->cpu_data() : nullptr;
+    const float* bias = scale_bias_ ? blobs_[kBiasBlob]->cpu_data() : nullptr;
     // In place, output is input: each value is read before it is written.
-    // With stored statistics backward needs only std_, so no copy is kept.
+    // With stored statistics backward needs only std_, so no copy is kept
+    // (but for scale_bias's scale gradient).
     for_each_plane(3, [&](std::size_t plane, int c) {
       const std::size_t offset = plane * spatial_;
       const float mean = mean_[c];
       const float deviation = std_[c];
       const float* x = input + offset;
       float* y = output + offset;
-      if (kept) {
+      if (scale) {
+        float* y_kept = kept + offset;
+        const float channel_scale = scale[c];
+        const float channel_bias = bias[c];
+        for (std::size_t s = 0; s < spatial_; ++s) {
+          const float normalised = batch_norm::normalize(x[s], mean, deviation);
+          y_kept[s] = normalised;
+          y[s] = batch_norm::scale_and_shift(normalised, channel_scale, channel_bias);
+        }
+      } else if (kept) {
         float* y_kept = kept + offset;
         for (std::size_t s = 0; s < spatial_; ++s) {
           const float normalised = batch_norm::normalize(x[s], mean, deviation);
@@ -202,17 +265,32 @@ class BatchNormLayer : public PerChannelLayer {
 
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
-    if (!propagate_down[0]) return;
+    float* scale_diff = learned_diff(kScaleBlob);
+    float* bias_diff = learned_diff(kBiasBlob);
+    if (!propagate_down[0] && !scale_diff && !bias_diff) return;
     const MemoryLayout layout =
         per_channel_backward_layout(blocked_supported_, in_place_, *top[0], forward_layout_);
     convert_kept_copy(blocked_shape(), layout, &x_norm_, &kept_layout_, &scratch_);
     if (layout == MemoryLayout::kChannelBlocked) {
-      backward_blocked(*top[0], *bottom[0]);
+      backward_blocked(*top[0], propagate_down[0], *bottom[0], scale_diff, bias_diff);
       return;
     }
     // In place, output_diff and input_diff are one array: every value is read
-    // before it is written below.
+    // (the sums included) before it is written below.
     const float* output_diff = top[0]->cpu_diff();
+    const float* normalised = x_norm_.data();
+    const float* scale = scale_bias_ ? blobs_[kScaleBlob]->cpu_data() : nullptr;
+    if (!use_global_stats_ || scale_diff || bias_diff) {
+      for_each_plane(4, [&](std::size_t plane, int) {
+        const std::size_t offset = plane * spatial_;
+        const auto sums =
+            channel_statistics::sum_and_dot(output_diff + offset, normalised + offset, spatial_);
+        plane_sums_[plane] = sums.sum;
+        plane_second_sums_[plane] = sums.dot;
+      });
+      combine_diff_statistics(scale_diff, bias_diff);
+    }
+    if (!propagate_down[0]) return;
     float* input_diff = bottom[0]->mutable_cpu_diff();
     if (use_global_stats_) {
       for_each_plane(1, [&](std::size_t plane, int c) {
@@ -220,20 +298,17 @@ class BatchNormLayer : public PerChannelLayer {
         const float deviation = std_[c];
         const float* dy = output_diff + offset;
         float* dx = input_diff + offset;
-        for (std::size_t s = 0; s < spatial_; ++s)
-          dx[s] = batch_norm::global_gradient(dy[s], deviation);
+        if (scale) {
+          const float channel_scale = scale[c];
+          for (std::size_t s = 0; s < spatial_; ++s)
+            dx[s] = batch_norm::scaled_global_gradient(dy[s], deviation, channel_scale);
+        } else {
+          for (std::size_t s = 0; s < spatial_; ++s)
+            dx[s] = batch_norm::global_gradient(dy[s], deviation);
+        }
       });
       return;
     }
-    const float* normalised = x_norm_.data();
-    for_each_plane(4, [&](std::size_t plane, int) {
-      const std::size_t offset = plane * spatial_;
-      const auto sums =
-          channel_statistics::sum_and_dot(output_diff + offset, normalised + offset, spatial_);
-      plane_sums_[plane] = sums.sum;
-      plane_second_sums_[plane] = sums.dot;
-    });
-    combine_diff_statistics();
     const std::vector<float>& diff_mean = mean_;
     const std::vector<float>& diff_dot_y_mean = variance_;
     for_each_plane(4, [&](std::size_t plane, int c) {
@@ -244,8 +319,16 @@ class BatchNormLayer : public PerChannelLayer {
       const float* dy = output_diff + offset;
       const float* y = normalised + offset;
       float* dx = input_diff + offset;
-      for (std::size_t s = 0; s < spatial_; ++s)
-        dx[s] = batch_norm::batch_gradient(dy[s], y[s], mean, dot_mean, deviation);
+      if (scale) {
+        const float channel_scale = scale[c];
+        for (std::size_t s = 0; s < spatial_; ++s) {
+          dx[s] = batch_norm::scaled_batch_gradient(dy[s], y[s], mean, dot_mean, deviation,
+                                                    channel_scale);
+        }
+      } else {
+        for (std::size_t s = 0; s < spatial_; ++s)
+          dx[s] = batch_norm::batch_gradient(dy[s], y[s], mean, dot_mean, deviation);
+      }
     });
   }
 
@@ -258,6 +341,15 @@ class BatchNormLayer : public PerChannelLayer {
     float* mean = gpu_channel_values(0);
     float* variance = gpu_channel_values(1);
     float* deviation = gpu_channel_values(2);
+    cuda::BatchNormScaleBias scale_bias;
+    if (scale_bias_) {
+      scale_bias.scale = blobs_[kScaleBlob]->gpu_data();
+      scale_bias.bias = blobs_[kBiasBlob]->gpu_data();
+    }
+    // No kept copy for an empty input (reshape_gpu allocates none).
+    float* kept = keeps_normalised() && gpu_x_norm_
+                      ? static_cast<float*>(gpu_x_norm_->mutable_gpu_data())
+                      : nullptr;
     if (use_global_stats_) {
       // The kernel only reads the stored blobs in this mode: read access
       // keeps their host copies valid.
@@ -265,33 +357,46 @@ class BatchNormLayer : public PerChannelLayer {
           shape, true, moving_average_fraction_, eps_, const_cast<float*>(blobs_[0]->gpu_data()),
           const_cast<float*>(blobs_[1]->gpu_data()), const_cast<float*>(blobs_[2]->gpu_data()),
           mean, variance, deviation);
-      cuda::batch_norm_normalize_gpu(shape, input, mean, deviation, output, nullptr);
+      cuda::batch_norm_normalize_gpu(shape, input, mean, deviation, scale_bias, output, kept);
       return;
     }
     cuda::batch_norm_statistics_gpu(shape, input, mean, variance);
     cuda::batch_norm_finish_statistics_gpu(
         shape, false, moving_average_fraction_, eps_, blobs_[0]->mutable_gpu_data(),
         blobs_[1]->mutable_gpu_data(), blobs_[2]->mutable_gpu_data(), mean, variance, deviation);
-    // No kept copy for an empty input (reshape_gpu allocates none).
-    cuda::batch_norm_normalize_gpu(
-        shape, input, mean, deviation, output,
-        gpu_x_norm_ ? static_cast<float*>(gpu_x_norm_->mutable_gpu_data()) : nullptr);
+    cuda::batch_norm_normalize_gpu(shape, input, mean, deviation, scale_bias, output, kept);
   }
 
   void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
-    if (!propagate_down[0]) return;
+    cuda::BatchNormScaleBias scale_bias;
+    if (scale_bias_) {
+      scale_bias.scale = blobs_[kScaleBlob]->gpu_data();
+      if (param_propagate_down(kScaleBlob)) {
+        scale_bias.scale_diff = blobs_[kScaleBlob]->mutable_gpu_diff();
+      }
+      if (param_propagate_down(kBiasBlob)) {
+        scale_bias.bias_diff = blobs_[kBiasBlob]->mutable_gpu_diff();
+      }
+    }
+    if (!propagate_down[0] && !scale_bias.scale_diff && !scale_bias.bias_diff) return;
     const cuda::BatchNormShape shape = gpu_shape();
     const float* output_diff = top[0]->gpu_diff();
-    float* input_diff = bottom[0]->mutable_gpu_diff();
+    float* input_diff = propagate_down[0] ? bottom[0]->mutable_gpu_diff() : nullptr;
     const float* deviation = gpu_channel_values(2);
+    // Null for an empty input (nothing to propagate) and, without
+    // scale_bias, with stored statistics (not read then).
+    const float* normalised = gpu_x_norm_ && keeps_normalised()
+                                  ? static_cast<const float*>(gpu_x_norm_->gpu_data())
+                                  : nullptr;
     if (use_global_stats_) {
-      cuda::batch_norm_global_backward_gpu(shape, output_diff, deviation, input_diff);
+      cuda::batch_norm_global_backward_gpu(shape, output_diff, normalised, deviation, scale_bias,
+                                           gpu_channel_values(3), gpu_channel_values(4),
+                                           input_diff);
       return;
     }
-    if (!gpu_x_norm_) return;  // an empty input: nothing to propagate
-    cuda::batch_norm_backward_gpu(shape, output_diff,
-                                  static_cast<const float*>(gpu_x_norm_->gpu_data()), deviation,
+    if (!normalised) return;  // an empty input: nothing to propagate
+    cuda::batch_norm_backward_gpu(shape, output_diff, normalised, deviation, scale_bias,
                                   gpu_channel_values(3), gpu_channel_values(4), input_diff);
   }
 #endif
@@ -305,7 +410,7 @@ class BatchNormLayer : public PerChannelLayer {
     if (!gpu_statistics_ || gpu_statistics_->size() < statistics_bytes) {
       gpu_statistics_ = std::make_unique<SyncedMemory>(statistics_bytes);
     }
-    const std::size_t kept_bytes = use_global_stats_ ? 0 : count * sizeof(float);
+    const std::size_t kept_bytes = keeps_normalised() ? count * sizeof(float) : 0;
     if (kept_bytes > 0 && (!gpu_x_norm_ || gpu_x_norm_->size() < kept_bytes)) {
       gpu_x_norm_ = std::make_unique<SyncedMemory>(kept_bytes);
     }
@@ -328,14 +433,15 @@ class BatchNormLayer : public PerChannelLayer {
 
   // Caffe 1.0 masks the statistics from the solver through ParamSpecs with
   // lr_mult 0; the Net reads these from layer_param().
+  // With scale_bias, specs 3 and 4 (scale, bias) are the user's to give.
   void freeze_statistics() {
     if (param_.param_size() == kStatBlobs) param_.clear_param();
-    for (int i = 0; i < param_.param_size(); ++i) {
+    for (int i = 0; i < std::min(param_.param_size(), kStatBlobs); ++i) {
       XTRAIN_CHECK(param_.param(i).lr_mult() == 0, where(), ": param ", i, " has lr_mult ",
                    param_.param(i).lr_mult(),
-                   ", but BatchNorm's blobs are running statistics, not learnable "
-                   "parameters; remove the param entries (a Scale layer after BatchNorm learns "
-                   "the scale and shift)");
+                   ", but BatchNorm's blobs 0-2 are running statistics, not learnable "
+                   "parameters; remove the param entries (a Scale layer after BatchNorm, or "
+                   "batch_norm_param { scale_bias: true }, learns the scale and shift)");
     }
     while (param_.param_size() < kStatBlobs) param_.add_param()->set_lr_mult(0);
   }
@@ -403,10 +509,11 @@ class BatchNormLayer : public PerChannelLayer {
     for (int c = 0; c < channels_; ++c) std_[c] = batch_norm::deviation(variance_[c], eps_);
   }
 
-  // Backward with batch statistics, from the planes' sums of dtop and
-  // dtop . y: sum(dtop) / m into mean_ and sum(dtop * y) / m into variance_
-  // (forward is done with them).
-  void combine_diff_statistics() {
+  // Backward, from the planes' sums of dtop and dtop . y: sum(dtop) / m
+  // into mean_ and sum(dtop * y) / m into variance_ (forward is done with
+  // them); with scale_bias the sums themselves are the bias's and the
+  // scale's gradients, added to the diffs given (null: not wanted).
+  void combine_diff_statistics(float* scale_diff, float* bias_diff) {
     const double m = static_cast<double>(num_) * spatial_;
     for (int c = 0; c < channels_; ++c) {
       double diff_total = 0;
@@ -417,7 +524,19 @@ class BatchNormLayer : public PerChannelLayer {
       }
       mean_[c] = static_cast<float>(diff_total / m);
       variance_[c] = static_cast<float>(diff_dot_y_total / m);
+      if (scale_diff) scale_diff[c] += static_cast<float>(diff_dot_y_total);
+      if (bias_diff) bias_diff[c] += static_cast<float>(diff_total);
     }
+  }
+
+  // Whether forward keeps y for backward: with batch statistics (their
+  // gradient reads it) and with scale_bias (the scale's gradient does).
+  bool keeps_normalised() const { return !use_global_stats_ || scale_bias_; }
+
+  // The diff of scale_bias's blob `index` when backward should add to it, else null.
+  float* learned_diff(int index) {
+    if (!scale_bias_ || !param_propagate_down(index)) return nullptr;
+    return blobs_[index]->mutable_cpu_diff();
   }
 
   ChannelBlockedShape blocked_shape() const {
@@ -430,7 +549,7 @@ class BatchNormLayer : public PerChannelLayer {
     const float* input = bottom.cpu_data_in(MemoryLayout::kChannelBlocked);
     float* output = in_place_ ? top.mutable_cpu_data_in(MemoryLayout::kChannelBlocked)
                               : top.overwrite_cpu_data_in(MemoryLayout::kChannelBlocked);
-    float* kept = use_global_stats_ ? nullptr : x_norm_.data();
+    float* kept = keeps_normalised() ? x_norm_.data() : nullptr;
     if (use_global_stats_) {
       stored_statistics();
     } else {
@@ -451,6 +570,8 @@ class BatchNormLayer : public PerChannelLayer {
       update_running_statistics();
     }
     compute_deviations();
+    const float* scale_data = scale_bias_ ? blobs_[kScaleBlob]->cpu_data() : nullptr;
+    const float* bias_data = scale_bias_ ? blobs_[kBiasBlob]->cpu_data() : nullptr;
     for_each_channel_block(shape, 3, [&](auto lanes, int, int first_channel, std::size_t offset) {
       constexpr int B = decltype(lanes)::value;
       float mean[B];
@@ -460,7 +581,22 @@ class BatchNormLayer : public PerChannelLayer {
         deviation[l] = std_[first_channel + l];
       }
       const std::size_t end = offset + spatial_ * B;
-      if (kept) {
+      if (scale_data) {
+        float scale[B];
+        float bias[B];
+        for (int l = 0; l < B; ++l) {
+          scale[l] = scale_data[first_channel + l];
+          bias[l] = bias_data[first_channel + l];
+        }
+        for (std::size_t at = offset; at < end; at += B) {
+#pragma omp simd
+          for (int l = 0; l < B; ++l) {
+            const float normalised = batch_norm::normalize(input[at + l], mean[l], deviation[l]);
+            kept[at + l] = normalised;
+            output[at + l] = batch_norm::scale_and_shift(normalised, scale[l], bias[l]);
+          }
+        }
+      } else if (kept) {
         for (std::size_t at = offset; at < end; at += B) {
 #pragma omp simd
           for (int l = 0; l < B; ++l) {
@@ -481,14 +617,15 @@ class BatchNormLayer : public PerChannelLayer {
   }
 
   // The backward pass on channel-blocked gradients (and x_norm_, already
-  // in that layout).
-  void backward_blocked(Blob& top, Blob& bottom) {
+  // in that layout); the bottom's gradient when `input_gradient`, the
+  // scale's and bias's into the diffs given (not null).
+  void backward_blocked(Blob& top, bool input_gradient, Blob& bottom, float* scale_diff,
+                        float* bias_diff) {
     const ChannelBlockedShape shape = blocked_shape();
     const float* output_diff = top.cpu_diff_in(MemoryLayout::kChannelBlocked);
-    float* input_diff = in_place_ ? bottom.mutable_cpu_diff_in(MemoryLayout::kChannelBlocked)
-                                  : bottom.overwrite_cpu_diff_in(MemoryLayout::kChannelBlocked);
-    const float* normalised = use_global_stats_ ? nullptr : x_norm_.data();
-    if (normalised) {
+    const bool batch = !use_global_stats_;
+    const float* normalised = keeps_normalised() ? x_norm_.data() : nullptr;
+    if (batch || scale_diff || bias_diff) {
       for_each_channel_block(shape, 4,
                              [&](auto lanes, int n, int first_channel, std::size_t offset) {
                                constexpr int B = decltype(lanes)::value;
@@ -497,26 +634,49 @@ class BatchNormLayer : public PerChannelLayer {
                                    plane_sums_.data() + plane_index(n, first_channel),
                                    plane_second_sums_.data() + plane_index(n, first_channel));
                              });
-      combine_diff_statistics();
+      combine_diff_statistics(scale_diff, bias_diff);
     }
+    if (!input_gradient) return;
+    float* input_diff = in_place_ ? bottom.mutable_cpu_diff_in(MemoryLayout::kChannelBlocked)
+                                  : bottom.overwrite_cpu_diff_in(MemoryLayout::kChannelBlocked);
+    const float* scale_data = scale_bias_ ? blobs_[kScaleBlob]->cpu_data() : nullptr;
     for_each_channel_block(shape, 4, [&](auto lanes, int, int first_channel, std::size_t offset) {
       constexpr int B = decltype(lanes)::value;
       float deviation[B];
       float diff_mean[B];
       float diff_dot_y_mean[B];
+      float scale[B];
       for (int l = 0; l < B; ++l) {
         deviation[l] = std_[first_channel + l];
-        diff_mean[l] = normalised ? mean_[first_channel + l] : 0.0f;
-        diff_dot_y_mean[l] = normalised ? variance_[first_channel + l] : 0.0f;
+        diff_mean[l] = batch ? mean_[first_channel + l] : 0.0f;
+        diff_dot_y_mean[l] = batch ? variance_[first_channel + l] : 0.0f;
+        scale[l] = scale_data ? scale_data[first_channel + l] : 1.0f;
       }
       const std::size_t end = offset + spatial_ * B;
-      if (normalised) {
+      if (batch && scale_data) {
+        for (std::size_t at = offset; at < end; at += B) {
+#pragma omp simd
+          for (int l = 0; l < B; ++l) {
+            input_diff[at + l] = batch_norm::scaled_batch_gradient(
+                output_diff[at + l], normalised[at + l], diff_mean[l], diff_dot_y_mean[l],
+                deviation[l], scale[l]);
+          }
+        }
+      } else if (batch) {
         for (std::size_t at = offset; at < end; at += B) {
 #pragma omp simd
           for (int l = 0; l < B; ++l) {
             input_diff[at + l] =
                 batch_norm::batch_gradient(output_diff[at + l], normalised[at + l], diff_mean[l],
                                            diff_dot_y_mean[l], deviation[l]);
+          }
+        }
+      } else if (scale_data) {
+        for (std::size_t at = offset; at < end; at += B) {
+#pragma omp simd
+          for (int l = 0; l < B; ++l) {
+            input_diff[at + l] =
+                batch_norm::scaled_global_gradient(output_diff[at + l], deviation[l], scale[l]);
           }
         }
       } else {
@@ -543,6 +703,8 @@ class BatchNormLayer : public PerChannelLayer {
     }
   }
 
+  bool scale_bias_ = false;
+  FillerParameter scale_filler_;  // with scale_bias: the given one or constant 1
   bool use_global_stats_ = false;
   float moving_average_fraction_ = 0.999f;
   float eps_ = 1e-5f;

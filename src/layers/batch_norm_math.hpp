@@ -29,6 +29,22 @@ XTRAIN_HOST_DEVICE inline float global_gradient(float dy, float deviation) {
   return dy / deviation;
 }
 
+// With scale_bias (NVIDIA Caffe 0.17), per channel: out = scale * y + bias,
+// with y the normalised value. Backward gives the parameters sum(dout * y)
+// and sum(dout) and y the gradient dy = scale * dout, which, put into the
+// two gradients above, factor out as dx = scale * gradient(dout, ...).
+XTRAIN_HOST_DEVICE inline float scale_and_shift(float normalised, float scale, float bias) {
+  return scale * normalised + bias;
+}
+XTRAIN_HOST_DEVICE inline float scaled_batch_gradient(float dout, float y, float dout_mean,
+                                                      float dout_dot_y_mean, float deviation,
+                                                      float scale) {
+  return scale * batch_gradient(dout, y, dout_mean, dout_dot_y_mean, deviation);
+}
+XTRAIN_HOST_DEVICE inline float scaled_global_gradient(float dout, float deviation, float scale) {
+  return scale * global_gradient(dout, deviation);
+}
+
 // The stored statistics are sums weighted by blob2[0]: mean = factor * blob0,
 // var = factor * blob1 with factor = 1 / blob2[0] (0 when blob2[0] is 0).
 XTRAIN_HOST_DEVICE inline float stored_factor(float stored_weight) {
