@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "error_message.hpp"
 #include "interchange/onnx.pb.h"
@@ -129,6 +131,56 @@ TEST_F(OnnxInterchange, BatchNormFoldsItsScaleFactorAndTheFollowingScale) {
   ASSERT_EQ(imported.weights.layer_size(), 3);  // every layer, as a saved net has them
   EXPECT_EQ(imported.weights.layer(1).blobs(0).data(1), 2.0f);
   EXPECT_EQ(imported.weights.layer(1).blobs(2).data(0), 1.0f);
+}
+
+// NVIDIA Caffe's scale_bias: its scale and bias are BatchNormalization's
+// scale and B; a Scale after it multiplies into them.
+TEST_F(OnnxInterchange, BatchNormScaleBiasBecomesTheNodesScaleAndBias) {
+  for (const bool with_scale : {false, true}) {
+    SCOPED_TRACE(with_scale ? "with a Scale after it" : "alone");
+    const NetParameter param = read_net_params_from_text(std::string(R"(
+      name: "bn"
+      layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 1 dim: 2 dim: 3 dim: 3 } } }
+      layer { name: "bn" type: "BatchNorm" bottom: "data" top: "bn"
+              batch_norm_param { eps: 0.001 scale_bias: true } }
+    )") + (with_scale ? R"(layer { name: "scale" type: "Scale" bottom: "bn" top: "bn"
+                                    scale_param { bias_term: true } })"
+                      : ""),
+                                                         "bn");
+    Net net(param);
+    const auto set = [](Blob& blob, std::vector<float> values) {
+      std::memcpy(blob.mutable_cpu_data(), values.data(), values.size() * sizeof(float));
+    };
+    const auto& bn = net.layer_by_name("bn")->blobs();
+    ASSERT_EQ(bn.size(), 5u);
+    set(*bn[0], {2, 4});
+    set(*bn[1], {6, 8});
+    set(*bn[2], {2});
+    set(*bn[3], {0.5f, 3});
+    set(*bn[4], {-1, 2});
+    if (with_scale) {
+      set(*net.layer_by_name("scale")->blobs()[0], {5, 6});
+      set(*net.layer_by_name("scale")->blobs()[1], {7, 8});
+    }
+    NetParameter weights;
+    net.to_proto(&weights);
+    write_proto_to_binary_file(weights, path("bn.caffemodel"));
+
+    export_onnx(param, path("bn.caffemodel"), path("bn.onnx"));
+    const onnx::ModelProto model = read_model(path("bn.onnx"));
+    ASSERT_EQ(model.graph().node_size(), 1);
+    const onnx::NodeProto& node = model.graph().node(0);
+    EXPECT_EQ(node.op_type(), "BatchNormalization");
+    if (with_scale) {
+      EXPECT_EQ(initializer(model, node.input(1)), (std::vector<float>{2.5f, 18}));
+      EXPECT_EQ(initializer(model, node.input(2)), (std::vector<float>{2, 20}));
+    } else {
+      EXPECT_EQ(initializer(model, node.input(1)), (std::vector<float>{0.5f, 3}));
+      EXPECT_EQ(initializer(model, node.input(2)), (std::vector<float>{-1, 2}));
+    }
+    EXPECT_EQ(initializer(model, node.input(3)), (std::vector<float>{1, 2}));
+    EXPECT_EQ(initializer(model, node.input(4)), (std::vector<float>{3, 4}));
+  }
 }
 
 TEST_F(OnnxInterchange, PoolingRoundTripsToCaffesPads) {

@@ -232,8 +232,10 @@ std::vector<std::int64_t> broadcast_dims(const std::vector<int>& blob_shape, int
 }
 
 // BatchNorm at inference: (x - mean) / sqrt(var + eps) with Caffe's stored
-// mean = blob0 / s, var = blob1 / s, s = blob2[0] (s = 0: both 0), then the
-// folded Scale's gamma and beta (1 and 0 without one).
+// mean = blob0 / s, var = blob1 / s, s = blob2[0] (s = 0: both 0), then
+// gamma * . + beta: NVIDIA Caffe's scale_bias blobs 3 and 4 (else 1 and 0),
+// and a folded Scale's g and b after them (gamma' = g * gamma, beta' =
+// g * beta + b).
 void export_batch_norm(LayerExport& layer) {
   const BatchNormParameter& bn = layer.param.batch_norm_param();
   XTRAIN_CHECK(!bn.has_use_global_stats() || bn.use_global_stats(), layer.where(),
@@ -249,11 +251,20 @@ void export_batch_norm(LayerExport& layer) {
     mean[c] = blobs[0]->cpu_data()[c] * factor;
     variance[c] = blobs[1]->cpu_data()[c] * factor;
   }
+  const bool scale_bias = blobs.size() == 5;
+  if (scale_bias) {
+    for (std::int64_t c = 0; c < channels; ++c) {
+      gamma[c] = blobs[3]->cpu_data()[c];
+      beta[c] = blobs[4]->cpu_data()[c];
+    }
+  }
   if (layer.folded_scale != nullptr) {
     const auto& scale_blobs = layer.folded_scale->blobs();
     for (std::int64_t c = 0; c < channels; ++c) {
-      gamma[c] = scale_blobs[0]->cpu_data()[c];
-      if (scale_blobs.size() > 1) beta[c] = scale_blobs[1]->cpu_data()[c];
+      const float g = scale_blobs[0]->cpu_data()[c];
+      const float b = scale_blobs.size() > 1 ? scale_blobs[1]->cpu_data()[c] : 0.0f;
+      gamma[c] = scale_bias ? g * gamma[c] : g;
+      beta[c] = scale_bias ? g * beta[c] + b : b;
     }
   }
   const std::string& name = layer.param.name();
