@@ -5,6 +5,7 @@
 #include "data/box_sampling.hpp"
 #include "data/jitter_placement.hpp"
 #include "data/photometric_distortion.hpp"
+#include "data/random_resize.hpp"
 #include "layers/builtin_layers.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/layer_registry.hpp"
@@ -38,6 +39,11 @@ void AnnotatedDataLayer::check_parameters() const {
                ": transform_param.crop_size is not supported by AnnotatedData (its boxes would "
                "need re-projecting); crop with annotated_data_param.batch_sampler and size the "
                "output with transform_param.resize_param { height width }");
+  XTRAIN_CHECK(!asks_for_random_resize(transform), where(),
+               ": transform_param's img_rand_resize_*, rand_resize_ratio_* and *_stretch_* "
+               "(NVIDIA Caffe's random resize) apply to Data and ImageData layers only (NVIDIA "
+               "Caffe ignores them here); size AnnotatedData's images with "
+               "transform_param.resize_param or jitter_param");
   XTRAIN_CHECK(!transform.has_noise_param() || transform.noise_param().prob() <= 0, where(),
                ": transform_param.noise_param is not implemented; remove it (or set prob: 0)");
   XTRAIN_CHECK(!(transform.has_resize_param() && transform.has_jitter_param()), where(),

@@ -79,7 +79,7 @@ PixelSource PixelSource::of(const Image& image) {
 
 DataTransformer::DataTransformer(const TransformationParameter& param, Phase phase,
                                  std::string owner)
-    : param_(param), phase_(phase), owner_(std::move(owner)) {
+    : param_(param), phase_(phase), owner_(std::move(owner)), resize_(param_, owner_) {
   XTRAIN_CHECK(!(param_.force_color() && param_.force_gray()), owner_,
                ": transform_param sets both force_color and force_gray; set at most one "
                "(force_color decodes encoded images as 3 channels, force_gray as 1)");
@@ -94,7 +94,7 @@ DataTransformer::DataTransformer(const TransformationParameter& param, Phase pha
     XTRAIN_CHECK(std::isfinite(mean), owner_, ": transform_param has mean_value: ", mean,
                  ", not a finite number; give the channel's mean pixel value");
   }
-  uses_random_ = param_.mirror() || (crop_ > 0 && phase_ == TRAIN);
+  uses_random_ = param_.mirror() || (crop_ > 0 && phase_ == TRAIN) || resize_.enabled();
   mean_values_.assign(param_.mean_value().begin(), param_.mean_value().end());
 
   has_mean_file_ = param_.has_mean_file();
@@ -110,16 +110,21 @@ DataTransformer::DataTransformer(const TransformationParameter& param, Phase pha
 }
 
 void DataTransformer::check_input_shape(const DatumShape& input) const {
-  XTRAIN_CHECK(crop_ <= input.height && crop_ <= input.width, owner_, ": crop_size ", crop_,
-               " is larger than the images (", input.to_string(), "); use a crop_size of at most ",
-               std::min(input.height, input.width));
+  XTRAIN_CHECK(resize_.allows_upscale() || (crop_ <= input.height && crop_ <= input.width), owner_,
+               ": crop_size ", crop_, " is larger than the images (", input.to_string(),
+               "); use a crop_size of at most ", std::min(input.height, input.width),
+               resize_.enabled() ? " (or allow_upscale: true, to enlarge them to the crop)" : "");
   const std::size_t means = mean_values_.size();
   XTRAIN_CHECK(means == 0 || means == 1 || means == static_cast<std::size_t>(input.channels),
                owner_, ": ", means, " mean_value entries for images with ", input.channels,
                " channels; give one mean_value for all channels or one per channel");
   if (has_mean_file_) {
     try {
-      mean_image_.check_matches(input);
+      if (resize_.enabled()) {
+        mean_image_.check_covers(input.channels, crop_);
+      } else {
+        mean_image_.check_matches(input);
+      }
     } catch (const Error& error) {
       throw Error(owner_ + ": " + error.what());
     }
@@ -132,6 +137,10 @@ DatumShape DataTransformer::output_shape(const DatumShape& input) const {
 }
 
 bool DataTransformer::batchable_with(const DatumShape& first, const DatumShape& shape) const {
+  if (resize_.enabled()) {
+    return shape.channels == first.channels && shape.height > 0 && shape.width > 0 &&
+           (resize_.allows_upscale() || (shape.height >= crop_ && shape.width >= crop_));
+  }
   if (shape == first) return true;
   if (crop_ == 0 || has_mean_file_) return false;
   return shape.channels == first.channels && shape.height >= crop_ && shape.width >= crop_;
@@ -186,42 +195,95 @@ DatumShape DataTransformer::decoded_shape(const Datum& datum) const {
   return pixels_of(datum, scratch).shape;
 }
 
-DataTransformer::Placement DataTransformer::place(const DatumShape& input,
-                                                  RandomStream& random) const {
-  // Draw order matters for reproducibility: mirror first, then the offsets.
-  Placement at;
-  at.mirror = param_.mirror() && random.engine()() % 2 != 0;
-  if (crop_ > 0) {
-    if (phase_ == TRAIN) {
-      at.h_off =
-          static_cast<int>(random.engine()() % static_cast<unsigned>(input.height - crop_ + 1));
-      at.w_off =
-          static_cast<int>(random.engine()() % static_cast<unsigned>(input.width - crop_ + 1));
-    } else {
-      at.h_off = (input.height - crop_) / 2;
-      at.w_off = (input.width - crop_) / 2;
-    }
+void DataTransformer::place_crop(const DatumShape& input, RandomStream& random,
+                                 Placement* at) const {
+  if (crop_ == 0) return;
+  if (phase_ == TRAIN) {
+    at->h_off =
+        static_cast<int>(random.engine()() % static_cast<unsigned>(input.height - crop_ + 1));
+    at->w_off =
+        static_cast<int>(random.engine()() % static_cast<unsigned>(input.width - crop_ + 1));
+  } else {
+    at->h_off = (input.height - crop_) / 2;
+    at->w_off = (input.width - crop_) / 2;
   }
-  return at;
 }
 
 void DataTransformer::transform(const PixelSource& source, RandomStream& random, float* out) const {
-  const Placement at = place(source.shape, random);
-  if (source.bytes != nullptr) {
-    transform_planar(source.bytes, source.shape, at, out);
+  if (resize_.enabled()) {
+    Scratch scratch;
+    transform_resized(source, random, scratch, out);
   } else {
-    transform_planar(source.floats, source.shape, at, out);
+    transform_in_place(source, random, out);
+  }
+}
+
+void DataTransformer::transform(const PixelSource& source, RandomStream& random, Scratch& scratch,
+                                float* out) const {
+  if (resize_.enabled()) {
+    transform_resized(source, random, scratch, out);
+  } else {
+    transform_in_place(source, random, out);
+  }
+}
+
+void DataTransformer::transform_in_place(const PixelSource& source, RandomStream& random,
+                                         float* out) const {
+  // Draw order matters for reproducibility: mirror first, then the offsets.
+  Placement at;
+  at.mirror = param_.mirror() && random.engine()() % 2 != 0;
+  place_crop(source.shape, random, &at);
+  // The mean file has the image's shape and is indexed where the image is.
+  const MeanWindow mean{source.shape.height, source.shape.width, at.h_off, at.w_off};
+  if (source.bytes != nullptr) {
+    transform_planar(source.bytes, source.shape, at, mean, out);
+  } else {
+    transform_planar(source.floats, source.shape, at, mean, out);
+  }
+}
+
+// Mirror, the resize, then the crop in the resized image; the mean file's
+// centre (check_input_shape made sure it covers the crop).
+void DataTransformer::transform_resized(const PixelSource& source, RandomStream& random,
+                                        Scratch& scratch, float* out) const {
+  Placement at;
+  at.mirror = param_.mirror() && random.engine()() % 2 != 0;
+  const PlaneSize from{source.shape.height, source.shape.width};
+  const PlaneSize to = resize_.draw(from.height, from.width, random);
+  const DatumShape resized{source.shape.channels, to.height, to.width};
+  place_crop(resized, random, &at);
+  MeanWindow mean;
+  if (has_mean_file_) {
+    mean.height = mean_image_.shape[2];
+    mean.width = mean_image_.shape[3];
+    mean.h_off = (mean.height - crop_) / 2;
+    mean.w_off = (mean.width - crop_) / 2;
+  }
+  if (source.bytes != nullptr) {
+    const std::uint8_t* values = source.bytes;
+    if (!(to == from)) {
+      resize_.resize(values, resized.channels, from, to, scratch.resize, &scratch.resized_bytes);
+      values = scratch.resized_bytes.data();
+    }
+    transform_planar(values, resized, at, mean, out);
+  } else {
+    const float* values = source.floats;
+    if (!(to == from)) {
+      resize_.resize(values, resized.channels, from, to, scratch.resize, &scratch.resized_floats);
+      values = scratch.resized_floats.data();
+    }
+    transform_planar(values, resized, at, mean, out);
   }
 }
 
 void DataTransformer::transform(const Datum& datum, RandomStream& random, float* out) const {
   Scratch scratch;
-  transform(pixels_of(datum, scratch), random, out);
+  transform(pixels_of(datum, scratch), random, scratch, out);
 }
 
 template <typename Value>
 void DataTransformer::transform_planar(const Value* values, const DatumShape& input, Placement at,
-                                       float* out) const {
+                                       MeanWindow mean_window, float* out) const {
   const DatumShape output = output_shape(input);
   const RowFunction<Value> row = pick_row<Value>(at.mirror, has_mean_file_);
   const float* mean = mean_image_.values.data();
@@ -231,8 +293,12 @@ void DataTransformer::transform_planar(const Value* values, const DatumShape& in
     for (int h = 0; h < output.height; ++h) {
       const std::size_t source_row =
           (static_cast<std::size_t>(c) * input.height + at.h_off + h) * input.width + at.w_off;
+      const std::size_t mean_row =
+          (static_cast<std::size_t>(c) * mean_window.height + mean_window.h_off + h) *
+              mean_window.width +
+          mean_window.w_off;
       float* target = out + (static_cast<std::size_t>(c) * output.height + h) * output.width;
-      row(values + source_row, has_mean_file_ ? mean + source_row : nullptr, channel_mean, scale_,
+      row(values + source_row, has_mean_file_ ? mean + mean_row : nullptr, channel_mean, scale_,
           target, output.width);
     }
   }

@@ -104,9 +104,13 @@ void ImageDataLayer::decode_record(const Record& record, Worker& worker, float* 
   XTRAIN_CHECK(transformer_->batchable_with(image_shape_, shape), where(), ": ",
                list_.where(record.line), ": image '", record.bytes, "' has shape ",
                shape.to_string(), ", but the first image has ", image_shape_.to_string(),
-               "; set image_data_param new_height and new_width to resize every image to one "
-               "size");
-  transformer_->transform(PixelSource::of(image), worker.random, data);
+               transformer_->resizes_at_random()
+                   ? "; with transform_param's random resize every image must have the same "
+                     "channels and at least crop_size's height and width (or set allow_upscale: "
+                     "true)"
+                   : "; set image_data_param new_height and new_width to resize every image to "
+                     "one size");
+  transformer_->transform(PixelSource::of(image), worker.random, worker.scratch, data);
   if (label != nullptr) *label = static_cast<float>(record.label);
 }
 

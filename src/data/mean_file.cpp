@@ -43,4 +43,14 @@ void MeanImage::check_matches(const DatumShape& image) const {
                "; recompute it with compute_mean (Caffe: compute_image_mean) on this database");
 }
 
+void MeanImage::check_covers(int channels, int crop) const {
+  XTRAIN_CHECK(shape.size() == 4 && shape[0] == 1 && shape[1] == channels && shape[2] >= crop &&
+                   shape[3] >= crop,
+               "mean file '", path, "' has shape ", shape_to_string(shape),
+               ", but the images have ", channels,
+               " channels and are resized at random before the crop, so the mean must be (1, ",
+               channels, ", H, W) with H and W at least crop_size ", crop,
+               " (its central crop_size x crop_size is subtracted)");
+}
+
 }  // namespace xtrain

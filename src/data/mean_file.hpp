@@ -18,6 +18,9 @@ struct MeanImage {
   // Throws xtrain::Error naming the file and both shapes unless this mean is
   // (1, C, H, W) for the image shape C x H x W (before cropping).
   void check_matches(const DatumShape& image) const;
+  // Throws unless this mean is (1, channels, H, W) with H and W at least
+  // `crop`: for images of any size, whose crop subtracts the mean's centre.
+  void check_covers(int channels, int crop) const;
 };
 
 // Throws xtrain::Error naming the file if it is missing, not a BlobProto, or

@@ -27,6 +27,7 @@
 
 #include "data/mean_file.hpp"
 #include "data/prefetching_data_layer.hpp"
+#include "data/random_resize.hpp"
 #include "data/window_file.hpp"
 #include "layers/builtin_layers.hpp"
 #include "xtrain/error.hpp"
@@ -114,6 +115,10 @@ class WindowDataLayer : public PrefetchingDataLayer {
     XTRAIN_CHECK(!window.source().empty(), where(),
                  ": window_data_param.source is empty; give the path of a window file");
     XTRAIN_CHECK(window.batch_size() > 0, where(), ": window_data_param.batch_size must be > 0");
+    XTRAIN_CHECK(!asks_for_random_resize(transform), where(),
+                 ": transform_param's img_rand_resize_*, rand_resize_ratio_* and *_stretch_* "
+                 "(NVIDIA Caffe's random resize) apply to Data and ImageData layers only (NVIDIA "
+                 "Caffe ignores them here); windows are warped to crop_size");
     crop_size_ =
         static_cast<int>(transform.crop_size() > 0 ? transform.crop_size() : window.crop_size());
     XTRAIN_CHECK(crop_size_ > 0, where(),
