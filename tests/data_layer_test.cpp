@@ -1,10 +1,13 @@
 // Data layer: exact batches from a hand-written LMDB (with wrap-around), the
 // transformer inside the layer, encoded records, decode threads, sharding,
-// prefetch depth, the data wait, the pipeline's errors and shutdown.
+// prefetch depth, the data wait, the pipeline's errors and shutdown; NVIDIA
+// Caffe's data_param cache, shuffle, precache and threads, and its random
+// resize inside the layer.
 #include "data/data_layer.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -13,8 +16,10 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "data/record_cache.hpp"
 #include "data_layer_fixture.hpp"
 #include "pattern_images.hpp"
 #include "tool_runner.hpp"
@@ -517,6 +522,221 @@ TEST(DataLayer, PrefetchLoadsAheadPrefetchBatches) {
     EXPECT_EQ(layer.batches_read(), prefetch + 2) << "prefetch " << prefetch;
     expect_batch(tops, {3, 4, 5}, 4);
   }
+}
+
+// ---- NVIDIA Caffe's data_param cache / shuffle / precache / threads ----------
+
+std::vector<int> labels_with(const std::string& db, int batch_size, const std::string& extra,
+                             int batches, std::uint64_t seed = 5, Phase phase = TRAIN) {
+  DataLayer layer(data_param(db, batch_size, extra, phase));
+  layer.seed(seed);
+  return labels_read(layer, batches);
+}
+
+// Epoch 0 in key order (as it is read into the cache), then every epoch a
+// new order of all the records; a seed gives the same orders.
+TEST(DataLayer, CacheShufflesEveryEpochAfterTheFirst) {
+  TempDir dir("data_layer");
+  write_db(dir.file("db"), 10, DatumShape{1, 1, 2});
+  const std::string cached = "data_param { cache: true shuffle: true }";
+  const std::vector<int> labels = labels_with(dir.file("db"), 5, cached, 8);  // 4 epochs
+  std::vector<int> key_order(10);
+  for (int i = 0; i < 10; ++i) key_order[i] = i;
+  EXPECT_EQ(std::vector<int>(labels.begin(), labels.begin() + 10), key_order);
+  std::set<std::vector<int>> orders;
+  for (int epoch = 1; epoch < 4; ++epoch) {
+    std::vector<int> order(labels.begin() + epoch * 10, labels.begin() + (epoch + 1) * 10);
+    std::vector<int> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(sorted, key_order) << "epoch " << epoch << " visits every record once";
+    orders.insert(order);
+  }
+  EXPECT_EQ(orders.size(), 3u) << "each epoch has its own order";
+  EXPECT_EQ(labels_with(dir.file("db"), 5, cached, 8), labels);
+  EXPECT_NE(labels_with(dir.file("db"), 5, cached, 8, 6), labels);
+  // Batches that cross the epochs' ends read the same sequence.
+  const std::vector<int> threes = labels_with(dir.file("db"), 3, cached, 13);
+  EXPECT_EQ(threes, std::vector<int>(labels.begin(), labels.begin() + 39));
+  // precache reads them all first: the same records in the same order.
+  EXPECT_EQ(labels_with(dir.file("db"), 5, "data_param { precache: true shuffle: true }", 8),
+            labels);
+  // The images come with their labels, from the cache as from the LMDB.
+  DataLayer layer(data_param(dir.file("db"), 5, cached));
+  layer.seed(5);
+  Tops tops;
+  layer.setup({}, tops.both());
+  for (int batch = 0; batch < 6; ++batch) {
+    layer.forward({}, tops.both());
+    std::vector<int> records;
+    for (int item = 0; item < 5; ++item) records.push_back(labels[batch * 5 + item]);
+    expect_batch(tops, records, 2);
+  }
+}
+
+// Without shuffle the cache changes nothing; shuffle without cache, and
+// both in the TEST phase, have no effect (as in NVIDIA Caffe).
+TEST(DataLayer, CacheWithoutShuffleAndShuffleWithoutCacheKeepKeyOrder) {
+  TempDir dir("data_layer");
+  write_db(dir.file("db"), 10, DatumShape{1, 1, 2});
+  const std::vector<int> plain = labels_with(dir.file("db"), 4, "", 9);
+  for (int n = 0; n < 36; ++n) ASSERT_EQ(plain[n], n % 10);
+  EXPECT_EQ(labels_with(dir.file("db"), 4, "data_param { cache: true }", 9), plain);
+  EXPECT_EQ(labels_with(dir.file("db"), 4, "data_param { precache: true }", 9), plain);
+  EXPECT_EQ(labels_with(dir.file("db"), 4, "data_param { shuffle: true }", 9), plain);
+  EXPECT_EQ(labels_with(dir.file("db"), 4, "data_param { cache: true shuffle: true }", 9, 5, TEST),
+            plain);
+  // With rand_skip the cached order starts later, as the uncached one does.
+  const std::string skip = "data_param { rand_skip: 7 ";
+  EXPECT_EQ(labels_with(dir.file("db"), 4, skip + "cache: true }", 9),
+            labels_with(dir.file("db"), 4, skip + "}", 9));
+}
+
+// Shard r of W reads its slices of the same global order, shuffled epochs
+// included: the shards' batches put together are the unsharded batches.
+TEST(DataLayer, CachedShardsReadSlicesOfTheShuffledOrder) {
+  TempDir dir("data_layer");
+  write_db(dir.file("db"), 10, DatumShape{1, 1, 2});
+  const std::string cached = "data_param { cache: true shuffle: true rand_skip: 4 }";
+  const std::vector<int> whole = labels_with(dir.file("db"), 6, cached, 8);
+  for (int rank = 0; rank < 3; ++rank) {
+    DataLayer layer(data_param(dir.file("db"), 2, cached));
+    layer.seed(5);
+    layer.set_data_shard(DataShard{rank, 3});
+    const std::vector<int> labels = labels_read(layer, 8);
+    for (std::size_t n = 0; n < labels.size(); ++n) {
+      const std::size_t k = n / 2;
+      ASSERT_EQ(labels[n], whole[k * 6 + static_cast<std::size_t>(rank) * 2 + n % 2])
+          << "rank " << rank << ", item " << n;
+    }
+  }
+}
+
+// Stopped after k batches and restored into a fresh layer: the same next
+// batches, within the first epoch and in shuffled ones.
+TEST(DataLayer, CachedShuffledLayerResumesExactly) {
+  TempDir dir("data_layer");
+  write_db(dir.file("db"), 10, DatumShape{1, 1, 2});
+  const LayerParameter param =
+      data_param(dir.file("db"), 3, "data_param { cache: true shuffle: true rand_skip: 3 }");
+  const auto straight = [&] {
+    DataLayer layer(param);
+    layer.seed(8);
+    return labels_read(layer, 14);
+  }();
+  for (int stop : {1, 3, 6, 9}) {
+    DataLayer stopped(param);
+    stopped.seed(8);
+    labels_read(stopped, stop);
+    LayerResumeState state;
+    stopped.save_resume_state(&state);
+    EXPECT_EQ(state.records_consumed(), 3u * stop);
+    DataLayer resumed(param);
+    resumed.seed(99);  // the restored stream must win
+    Tops tops;
+    resumed.setup({}, tops.both());
+    resumed.restore_resume_state(state);
+    for (int batch = stop; batch < 14; ++batch) {
+      resumed.forward({}, tops.both());
+      for (int item = 0; item < 3; ++item) {
+        ASSERT_EQ(static_cast<int>(tops.label.cpu_data()[item]) - 100, straight[batch * 3 + item])
+            << "stopped after " << stop << ", batch " << batch;
+      }
+    }
+  }
+}
+
+// Any epoch's order can be had directly (resume jumps there), and a seed
+// gives the same orders.
+TEST(RecordCache, EpochOrdersArePermutationsOfTheirOwn) {
+  RecordCache cache(20, true);
+  cache.set_shuffle_seed(77);
+  for (int i = 0; i < 20; ++i) cache.add(key_of(i), "value " + std::to_string(i));
+  RecordCache again(20, true);
+  again.set_shuffle_seed(77);
+  for (int i = 0; i < 20; ++i) again.add(key_of(i), "value " + std::to_string(i));
+  std::vector<std::size_t> epoch5;
+  for (std::size_t p = 0; p < 20; ++p) epoch5.push_back(again.record_at(5, p));
+  for (std::uint64_t epoch = 0; epoch < 6; ++epoch) {
+    std::vector<std::size_t> order;
+    for (std::size_t p = 0; p < 20; ++p) order.push_back(cache.record_at(epoch, p));
+    std::vector<std::size_t> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    for (std::size_t p = 0; p < 20; ++p) ASSERT_EQ(sorted[p], p);
+    if (epoch == 0) {
+      EXPECT_EQ(order, sorted);  // key order
+    }
+    if (epoch == 5) {
+      EXPECT_EQ(order, epoch5);
+    }
+  }
+  EXPECT_EQ(cache.value(cache.record_at(3, 0)).substr(0, 6), "value ");
+  RecordCache unshuffled(4, false);
+  for (int i = 0; i < 4; ++i) unshuffled.add(key_of(i), "");
+  EXPECT_EQ(unshuffled.record_at(9, 2), 2u);
+}
+
+// A cache is refused when it would fill more than half of the machine's
+// memory, as a prefetch that large is.
+TEST(RecordCache, ACachePastHalfTheMachinesMemoryIsRefused) {
+  EXPECT_GT(estimated_cache_bytes(1000, 4096000), 4096000.0);
+  check_cache_fits("layer 'data' (Data)", "/data/train_lmdb", 1000, 4e9, 16e9);
+  check_cache_fits("layer 'data' (Data)", "/data/train_lmdb", 1000, 4e9, 0);  // unknown machine
+  expect_error(
+      [] { check_cache_fits("layer 'data' (Data)", "/data/train_lmdb", 1281167, 140e9, 128e9); },
+      {"layer 'data' (Data): data_param.cache would keep the 1281167 records of LMDB "
+       "'/data/train_lmdb' in memory, about 140 GB, more than half of this machine's 128 GB",
+       "remove cache"});
+}
+
+// NVIDIA Caffe's threads: the decoding threads unless decode_threads says.
+TEST(DataLayer, ThreadsSetTheDecodeThreadsUnlessDecodeThreadsDoes) {
+  TempDir dir("data_layer");
+  write_db(dir.file("db"), 4, DatumShape{1, 1, 2});
+  for (const auto& [extra, threads] : std::vector<std::pair<std::string, int>>{
+           {"data_param { threads: 3 parser_threads: 2 }", 3},
+           {"data_param { threads: 3 decode_threads: 2 }", 2}}) {
+    DataLayer layer(data_param(dir.file("db"), 2, extra));
+    Tops tops;
+    layer.setup({}, tops.both());
+    EXPECT_EQ(layer.decode_threads(), threads) << extra;
+  }
+}
+
+// NVIDIA Caffe's random resize inside the layer: records of different sizes
+// (shorter side 12 to 20) resized to 10..14 and cropped to 8; too small a
+// record fails the forward that reads it, naming it.
+TEST(DataLayer, RandomResizeTakesRecordsOfAnySize) {
+  TempDir dir("data_layer");
+  {
+    LmdbWriter writer(LmdbDatabase::open_for_writing(dir.file("db")));
+    for (int i = 0; i < 6; ++i) {
+      const DatumShape shape{3, 12 + i, 20 - i};
+      writer.put(key_of(i), record_datum(i, shape).SerializeAsString());
+    }
+    const DatumShape small{3, 6, 20};
+    writer.put(key_of(6), record_datum(6, small).SerializeAsString());
+    writer.commit();
+  }
+  const std::string transform =
+      "transform_param { crop_size: 8 mirror: true img_rand_resize_lower: 10 "
+      "img_rand_resize_upper: 14 vertical_stretch_lower: 0.9 vertical_stretch_upper: 1.1 "
+      "interpolation_algo_down: INTER_AREA }";
+  DataLayer layer(data_param(dir.file("db"), 3, transform));
+  Tops tops;
+  layer.setup({}, tops.both());
+  EXPECT_EQ(tops.data.shape(), (std::vector<int>{3, 3, 8, 8}));
+  layer.forward({}, tops.both());
+  layer.forward({}, tops.both());
+  expect_error(
+      [&] { layer.forward({}, tops.both()); },
+      {"layer 'data' (Data)", "has shape 3x6x20", "at least crop_size", "allow_upscale: true"});
+  // With allow_upscale the small record is enlarged.
+  DataLayer upscaling(data_param(dir.file("db"), 7,
+                                 "transform_param { crop_size: 8 img_rand_resize_lower: 10 "
+                                 "img_rand_resize_upper: 14 allow_upscale: true }"));
+  upscaling.setup({}, tops.both());
+  upscaling.forward({}, tops.both());
+  EXPECT_EQ(tops.label.cpu_data()[6], 106.0f);
 }
 
 }  // namespace

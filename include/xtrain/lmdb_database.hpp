@@ -54,6 +54,9 @@ class XTRAIN_API LmdbDatabase {
   bool read_only() const { return read_only_; }
   // Number of key/value records in the database.
   std::size_t num_records() const;
+  // Bytes of the pages that hold the records (keys and values with LMDB's
+  // headers and slack): a little more than the records themselves.
+  std::size_t record_page_bytes() const;
   // Current size of the memory map in bytes.
   std::size_t map_size() const;
   // Doubles the memory map (writers only; no transaction may be active).

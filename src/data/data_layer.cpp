@@ -43,6 +43,49 @@ void DataLayer::open_database() {
                "convert_annoset");
   XLOG(INFO) << "Opened lmdb " << source_;
   cursor_ = std::make_unique<LmdbCursor>(database_);
+  set_up_cache();
+}
+
+void DataLayer::set_up_cache() {
+  const DataParameter& data = param_.data_param();
+  if (data.has_parser_threads()) {
+    XLOG(INFO) << where() << ": data_param.parser_threads has no effect in xtrain (one thread "
+               << "reads the records; threads or decode_threads set the decoding threads)";
+  }
+  const bool wants_cache = data.cache() || data.precache();
+  if (data.shuffle() && !wants_cache) {
+    XLOG(WARNING) << where()
+                  << ": data_param.shuffle has no effect without cache: true (as in NVIDIA "
+                     "Caffe); the records are read in key order";
+  }
+  if (!wants_cache) return;
+  if (phase() != TRAIN) {
+    // NVIDIA Caffe caches and shuffles TRAIN data only.
+    XLOG(INFO) << where() << ": data_param.cache/shuffle/precache apply to the TRAIN phase only "
+               << "(as in NVIDIA Caffe); this layer reads the LMDB in key order";
+    return;
+  }
+  const std::size_t records = database_->num_records();
+  check_cache_fits(where(), source_, records,
+                   estimated_cache_bytes(records, database_->record_page_bytes()),
+                   machine_memory_bytes());
+  cache_ = std::make_unique<RecordCache>(records, data.shuffle());
+  precache_ = data.precache();
+}
+
+void DataLayer::cache_up_to(std::size_t index) {
+  if (cache_->cached() > index) return;
+  while (cache_->cached() <= index) {
+    XTRAIN_CHECK(cursor_->valid(), where(), ": LMDB '", source_, "' ended after ", cache_->cached(),
+                 " records while caching, but said it holds ", cache_->records(),
+                 "; was it changed while training?");
+    cache_->add(cursor_->key(), cursor_->value());
+    cursor_->next();
+  }
+  if (cache_->complete()) {
+    XLOG(INFO) << where() << ": cached all " << cache_->records() << " records; later epochs read "
+               << (cache_->shuffles() ? "them in a new random order each" : "them from memory");
+  }
 }
 
 void DataLayer::layer_setup(const BlobVec&, const BlobVec& top) {
@@ -76,22 +119,52 @@ void DataLayer::advance_cursor() {
 }
 
 void DataLayer::start_reading() {
+  if (cache_ && cache_->shuffles()) {
+    const std::uint64_t high = random().engine()();
+    const std::uint64_t low = random().engine()();
+    cache_->set_shuffle_seed((high << 32) | low);
+  }
   const unsigned rand_skip = param_.data_param().rand_skip();
   if (rand_skip > 0) {
     const std::uint32_t skip = random().below(rand_skip);
     XLOG(INFO) << where() << ": skipping the first " << skip << " records";
-    for (std::uint32_t i = 0; i < skip; ++i) advance_cursor();
+    if (cache_) {
+      position_ = skip;
+    } else {
+      for (std::uint32_t i = 0; i < skip; ++i) advance_cursor();
+    }
+  }
+  if (precache_) {
+    XLOG(INFO) << where() << ": caching the " << cache_->records() << " records of LMDB '"
+               << source_ << "' (data_param.precache)";
+    cache_up_to(cache_->records() - 1);
   }
 }
 
 void DataLayer::read_record(Record& record) {
-  record.key.assign(cursor_->key());
-  record.bytes.assign(cursor_->value());
-  advance_cursor();
+  if (!cache_) {
+    record.key.assign(cursor_->key());
+    record.bytes.assign(cursor_->value());
+    advance_cursor();
+    return;
+  }
+  const std::uint64_t records = cache_->records();
+  const std::uint64_t epoch = position_ / records;
+  const std::size_t in_epoch = static_cast<std::size_t>(position_ % records);
+  cache_up_to(epoch == 0 ? in_epoch : records - 1);
+  const std::size_t index = cache_->record_at(epoch, in_epoch);
+  record.key.assign(cache_->key(index));
+  record.bytes.assign(cache_->value(index));
+  ++position_;
 }
 
-// The cursor cycles through the DB, so whole passes can be left out.
+// The cursor cycles through the DB, so whole passes can be left out; with
+// the cache only the position moves (records are cached as they are read).
 void DataLayer::skip_records(std::uint64_t count) {
+  if (cache_) {
+    position_ += count;
+    return;
+  }
   const std::uint64_t remaining = count % database_->num_records();
   for (std::uint64_t i = 0; i < remaining; ++i) advance_cursor();
 }
@@ -113,12 +186,16 @@ void DataLayer::decode_record(const Record& record, Worker& worker, float* data,
   XTRAIN_CHECK(transformer_->batchable_with(record_shape_, pixels.shape), where(), ": ",
                describe_record(record.key, source_), " has shape ", pixels.shape.to_string(),
                ", but the first record has ", record_shape_.to_string(),
-               "; every record of a Data layer's DB must have the same shape",
-               param_.transform_param().crop_size() > 0
+               transformer_->resizes_at_random()
+                   ? "; with transform_param's random resize every record must have the same "
+                     "channels and at least crop_size's height and width (or set allow_upscale: "
+                     "true)"
+                   : "; every record of a Data layer's DB must have the same shape",
+               !transformer_->resizes_at_random() && param_.transform_param().crop_size() > 0
                    ? " (or, with crop_size and no mean_file, the same channels and at least the "
                      "crop's size)"
                    : "");
-  transformer_->transform(pixels, worker.random, data);
+  transformer_->transform(pixels, worker.random, worker.scratch, data);
   if (label != nullptr) *label = static_cast<float>(datum.label());
 }
 

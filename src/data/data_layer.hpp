@@ -14,6 +14,19 @@
 // force_color / force_gray say. The pipeline (prefetch, decode threads,
 // deterministic augmentation, data wait) is PrefetchingDataLayer's.
 //
+// NVIDIA Caffe 0.17's data_param cache (TRAIN only, as there): the records
+// are kept in memory as the first epoch reads them (precache: all of them
+// at the first forward, before the first batch), and later epochs read
+// them from there; with shuffle, each epoch after the first visits them in
+// its own random order (a permutation seeded from the layer's stream and
+// the epoch's number), so the n-th record of the source's order is still
+// one record: epoch n / N, position n % N (N records; epoch 0 in key
+// order). rand_skip skips the first records of that order. A cache that
+// would fill more than half of the machine's memory is refused at setup.
+// Without cache, shuffle has no effect (as in NVIDIA Caffe; a warning says
+// so). threads counts as decode_threads when that is unset; parser_threads
+// has no effect (one thread reads).
+//
 // Sharding (data-parallel training): as PrefetchingDataLayer says, replica
 // (index, count) of data_shard() reads, for its batch k, records
 // k * count * B + index * B + i of that sequence (the cursor jumps over the
@@ -22,10 +35,12 @@
 // sharding only the TRAIN net is the caller's choice.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
 #include "data/prefetching_data_layer.hpp"
+#include "data/record_cache.hpp"
 #include "xtrain/datum_io.hpp"
 #include "xtrain/lmdb_database.hpp"
 
@@ -57,8 +72,17 @@ class DataLayer : public PrefetchingDataLayer {
  private:
   void check_parameters() const;
   void advance_cursor();
+  // data_param.cache / shuffle / precache / threads / parser_threads.
+  void set_up_cache();
+  // The cache holds records 0..index of the key order (read from the cursor).
+  void cache_up_to(std::size_t index);
 
   DatumShape record_shape_;  // of the first record, decoded
+
+  // data_param.cache in TRAIN, else null: the reader thread's once it runs.
+  std::unique_ptr<RecordCache> cache_;
+  bool precache_ = false;
+  std::uint64_t position_ = 0;  // with the cache: the next record's index in the source's order
 };
 
 }  // namespace xtrain

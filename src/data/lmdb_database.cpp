@@ -221,6 +221,18 @@ std::size_t LmdbDatabase::num_records() const {
   return stat.ms_entries;
 }
 
+std::size_t LmdbDatabase::record_page_bytes() const {
+  MDB_txn* txn = nullptr;
+  int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn);
+  if (rc != MDB_SUCCESS) fail("cannot measure the records", rc);
+  MDB_stat stat;
+  rc = mdb_stat(txn, dbi_, &stat);
+  mdb_txn_abort(txn);
+  if (rc != MDB_SUCCESS) fail("cannot measure the records", rc);
+  return static_cast<std::size_t>(stat.ms_psize) *
+         (stat.ms_branch_pages + stat.ms_leaf_pages + stat.ms_overflow_pages);
+}
+
 std::size_t LmdbDatabase::map_size() const {
   MDB_envinfo info;
   const int rc = mdb_env_info(env_, &info);
@@ -295,8 +307,7 @@ void LmdbCursor::move(int operation) {
   const std::size_t map_bytes = database_->map_size();
   if (key.mv_size > kLargestKey || value.mv_size > map_bytes) {
     database_->fail(detail::concat("a record claims a ", key.mv_size, "-byte key and a ",
-                                   value.mv_size, "-byte value in a ", map_bytes,
-                                   "-byte database"),
+                                   value.mv_size, "-byte value in a ", map_bytes, "-byte database"),
                     MDB_CORRUPTED);
   }
   // Read every page of the record now, under the guard, so that a damaged

@@ -22,6 +22,11 @@ int automatic_decode_threads() {
 
 PrefetchingDataLayer::PrefetchingDataLayer(const LayerParameter& param) : Layer(param) {}
 
+double PrefetchingDataLayer::machine_memory_bytes() {
+  return static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
+         static_cast<double>(::sysconf(_SC_PAGESIZE));
+}
+
 PrefetchingDataLayer::~PrefetchingDataLayer() { stop_prefetching(); }
 
 void PrefetchingDataLayer::allocate_batches(const DatumShape& output_shape, const BlobVec& top) {
@@ -31,7 +36,10 @@ void PrefetchingDataLayer::allocate_batches(const DatumShape& output_shape, cons
   output_labels_ = top.size() > 1;
   data_shape_ = {batch_size_, output_shape.channels, output_shape.height, output_shape.width};
   image_size_ = output_shape.count();
+  // NVIDIA Caffe's data_param.threads (its transformer threads) stands in
+  // for decode_threads when that is unset.
   decode_threads_ = data.decode_threads() > 0 ? static_cast<int>(data.decode_threads())
+                    : data.threads() > 0      ? static_cast<int>(data.threads())
                                               : automatic_decode_threads();
   // A few claims per worker and batch: small enough to balance the load,
   // large enough that tiny images do not queue on the lock.
@@ -45,8 +53,7 @@ void PrefetchingDataLayer::allocate_batches(const DatumShape& output_shape, cons
   const double batch_bytes =
       static_cast<double>(batch_size_) * static_cast<double>(image_size_) * sizeof(float);
   const double held_bytes = batch_bytes * (static_cast<double>(data.prefetch()) + 1);
-  const double machine_bytes =
-      static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  const double machine_bytes = machine_memory_bytes();
   XTRAIN_CHECK(machine_bytes <= 0 || held_bytes <= machine_bytes / 2, where(),
                ": data_param.prefetch: ", data.prefetch(), " holds ", data.prefetch() + 1,
                " batches of ", batch_bytes / 1e6, " MB (", held_bytes / 1e9,

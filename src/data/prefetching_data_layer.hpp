@@ -10,7 +10,8 @@
 //   - the reader (one thread) takes records from the source in order (an
 //     LMDB's values, a list's lines) and fills a free batch's record slots:
 //     cheap, sequential work that decides WHICH records a batch holds;
-//   - the decode workers (data_param.decode_threads, default min(4, cores))
+//   - the decode workers (data_param.decode_threads, else NVIDIA Caffe's
+//     data_param.threads, default min(4, cores))
 //     parse, decode and transform the slots of the batches the reader
 //     filled, in parallel, each writing its images straight into the batch;
 //   - forward() takes the batches in the order the reader filled them,
@@ -129,6 +130,10 @@ class PrefetchingDataLayer : public Layer, public DataWaitReporter {
   // already seeded for this record.
   virtual void decode_record(const Record& record, Worker& worker, float* data,
                              float* label) const = 0;
+
+  // The machine's memory in bytes (0 or less when unknown); what the layer
+  // holds in memory is refused past half of it.
+  static double machine_memory_bytes();
 
   // Stops and joins the threads. Subclasses call it first in their
   // destructors: the threads call their virtual functions.

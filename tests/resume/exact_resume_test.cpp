@@ -1,6 +1,7 @@
 // Exact resume: N + M iterations straight give the same weight bytes as N
 // iterations, a snapshot, a new solver restored from it, and M more, for
-// every data source (with shuffling, rand_skip, crop and mirror), Dropout
+// every data source (with shuffling, rand_skip, crop and mirror; an LMDB
+// cached and shuffled each epoch, with NVIDIA Caffe's random resize), Dropout
 // and iter_size > 1, with and without a fixed random_seed.
 #include <gtest/gtest.h>
 #include <hdf5.h>
@@ -19,7 +20,7 @@ namespace {
 
 constexpr int kImages = 7;  // batches of 3 cross epoch ends at different records
 
-enum class Source { kImageData, kLmdb, kHdf5 };
+enum class Source { kImageData, kLmdb, kCachedLmdb, kHdf5 };
 
 struct ResumeCase {
   const char* name;
@@ -39,7 +40,7 @@ std::string image_data_layer(const TempDir& dir, bool train) {
          "/' batch_size: 3 shuffle: " + (train ? "true" : "false") + " } }\n";
 }
 
-std::string lmdb_layer(const TempDir& dir, bool train) {
+std::string lmdb_layer(const TempDir& dir, bool train, bool cached = false) {
   const std::string db = dir.file("lmdb");
   if (!std::filesystem::exists(db)) {
     std::vector<FixtureImage> images;
@@ -53,11 +54,17 @@ std::string lmdb_layer(const TempDir& dir, bool train) {
     }
     write_datum_lmdb(db, 3, 10, 10, images);
   }
+  // Cached: data_param's cache and shuffle (TRAIN only) and the random
+  // resize, in both phases as NVIDIA Caffe has it.
+  const std::string resize =
+      cached ? " img_rand_resize_lower: 8 img_rand_resize_upper: 13 allow_upscale: true "
+               "horizontal_stretch_lower: 0.8 horizontal_stretch_upper: 1.2"
+             : "";
   return std::string("layer { name: 'data' type: 'Data' top: 'data' top: 'label' ") +
          "include { phase: " + (train ? "TRAIN" : "TEST") + " } " +
-         "transform_param { crop_size: 8 mirror: " + (train ? "true" : "false") +
+         "transform_param { crop_size: 8 mirror: " + (train ? "true" : "false") + resize +
          " scale: 0.004 } data_param { source: '" + db + "' backend: LMDB batch_size: 3 " +
-         (train ? "rand_skip: 5" : "") + " } }\n";
+         (train ? "rand_skip: 5" : "") + (cached ? " cache: true shuffle: true" : "") + " } }\n";
 }
 
 void write_hdf5_file(const std::string& path, int rows, int seed) {
@@ -103,6 +110,8 @@ std::string net_text(const TempDir& dir, Source source) {
         return image_data_layer(dir, train);
       case Source::kLmdb:
         return lmdb_layer(dir, train);
+      case Source::kCachedLmdb:
+        return lmdb_layer(dir, train, true);
       case Source::kHdf5:
         return hdf5_layer(dir, train);
     }
@@ -194,6 +203,8 @@ INSTANTIATE_TEST_SUITE_P(
     DataSources, ExactResume,
     ::testing::Values(ResumeCase{"ShuffledImageDataWithCropAndMirror", Source::kImageData, false},
                       ResumeCase{"LmdbWithRandSkipCropAndMirror", Source::kLmdb, false},
+                      ResumeCase{"CachedShuffledLmdbWithRandomResize", Source::kCachedLmdb, false},
+                      ResumeCase{"CachedShuffledLmdbWithFixedSeed", Source::kCachedLmdb, true},
                       ResumeCase{"ShuffledHdf5", Source::kHdf5, false},
                       ResumeCase{"ImageDataWithFixedSeed", Source::kImageData, true},
                       ResumeCase{"LmdbWithHdf5Snapshots", Source::kLmdb, false, true}),
