@@ -15,6 +15,10 @@
 #     lenet      LeNet on the bundled Fashion-MNIST, the same solver on the GPU
 #                and on the CPU: final test accuracies within 0.003
 #     time       xtrain time --gpu=0 on bench/nets/*.prototxt
+#     precision  mixed precision on the GPU (docs/precision.md): LeNet in fp32,
+#                fp16 and bf16 (XTRAIN_CHECK_PRECISION_ITERS, default 2,000
+#                iterations each), the 16-bit accuracies within 0.01 of fp32's,
+#                and xtrain time on the bench nets in each precision
 #     summary    only print the summary of the steps run so far
 #
 # Each step writes its log under $XTRAIN_CHECK_LOGS (default <bundle>/check);
@@ -38,7 +42,7 @@ set -uo pipefail
 BUNDLE=$(cd "$(dirname "$0")/.." && pwd)
 LOGS=${XTRAIN_CHECK_LOGS:-$BUNDLE/check}
 WORK=$BUNDLE/work
-ALL_STEPS="libs query tests memcheck racecheck lenet time"
+ALL_STEPS="libs query tests memcheck racecheck lenet time precision"
 mkdir -p "$LOGS" "$WORK"
 
 say() { printf '[gpu_check] %s\n' "$*"; }
@@ -304,6 +308,54 @@ step_time() {
   return $failed
 }
 
+# --- mixed precision: LeNet in each precision, xtrain time in each --------------------
+step_precision() {
+  local log=$LOGS/precision.log data=$WORK/data/fashion_mnist run precision net name ms status=0
+  local deadline=$((SECONDS + ${XTRAIN_CHECK_PRECISION_TIMEOUT:-540}))
+  local figures=""
+  : >"$log"
+  if [ ! -d "$data/train_lmdb" ]; then
+    mkdir -p "$data"
+    for split in train t10k; do
+      run_logged "$log" 120 "$BUNDLE/bin/convert_mnist_data" "$BUNDLE/data/fashion-mnist/$split-images-idx3-ubyte.gz" \
+        "$BUNDLE/data/fashion-mnist/$split-labels-idx1-ubyte.gz" \
+        "$data/$([ $split = train ] && echo train || echo test)_lmdb" || status=1
+    done
+  fi
+  declare -A accuracy
+  for precision in fp32 fp16 bf16; do
+    run=$WORK/precision-$precision
+    rm -rf "$run" && mkdir -p "$run/snapshots"
+    ln -s "$BUNDLE/source/models" "$run/models"
+    ln -s "$WORK/data" "$run/data"
+    (cd "$run" && run_logged "$LOGS/precision_lenet_$precision.log" $((deadline - SECONDS > 1 ? deadline - SECONDS : 1)) \
+      "$BUNDLE/bin/xtrain" train --solver=models/lenet/lenet_solver.prototxt --gpu=0 --precision=$precision \
+      --max_iter="${XTRAIN_CHECK_PRECISION_ITERS:-2000}") || status=1
+    accuracy[$precision]=$(last_accuracy "$LOGS/precision_lenet_$precision.log")
+    echo "LeNet $precision: accuracy ${accuracy[$precision]:-none}" >>"$log"
+    figures="$figures LeNet $precision ${accuracy[$precision]:-?};"
+  done
+  for precision in fp16 bf16; do
+    awk -v a="${accuracy[$precision]:-}" -v b="${accuracy[fp32]:-}" 'BEGIN {
+      if (a == "" || b == "") exit 1; d = a - b; if (d < 0) d = -d; exit !(d <= 0.01 && a > 0.7) }' || status=1
+  done
+  for net in "$BUNDLE"/source/bench/nets/*.prototxt; do
+    name=$(basename "$net" .prototxt)
+    for precision in fp32 fp16 bf16; do
+      if run_logged "$LOGS/precision_time_${name}_$precision.log" "${XTRAIN_CHECK_TIME_TIMEOUT:-60}" "$BUNDLE/bin/xtrain" time \
+        --model="$net" --gpu=0 --precision=$precision --iterations="${XTRAIN_CHECK_TIME_ITERS:-50}"; then
+        ms=$(grep -o 'forward-backward [0-9.]* ms' "$LOGS/precision_time_${name}_$precision.log" | tail -1 | awk '{ print $2 }')
+      else
+        ms=FAILED status=1
+      fi
+      echo "$name $precision: $ms ms" >>"$log"
+      figures="$figures $name $precision $ms;"
+    done
+  done
+  record precision "$([ $status -eq 0 ] && echo PASS || echo FAIL)" "${figures%;}" "$log"
+  return $status
+}
+
 # --- summary -----------------------------------------------------------------------
 summary() {
   local file=$LOGS/summary.txt step passed=0 failed=0
@@ -346,6 +398,7 @@ for step in $steps; do
     memcheck | racecheck) step_sanitizer "$step" ;;
     lenet) step_lenet ;;
     time) step_time ;;
+    precision) step_precision ;;
   esac
 done
 summary

@@ -60,6 +60,7 @@ PUBLIC_HEADER_MODULES = {
     "gpu_math.hpp": "core",
     "layer.hpp": "core",
     "layer_registry.hpp": "core",
+    "precision.hpp": "core",
     "logging.hpp": "core",
     "net.hpp": "core",
     "proto_io.hpp": "core",

@@ -37,9 +37,9 @@ constexpr Pass kPasses[] = {Pass::kForward, Pass::kBackwardData, Pass::kBackward
 std::vector<Geometry> search_geometries() {
   std::vector<Geometry> chosen;
   for (const Geometry& g : geometries()) {
-    for (const char* name : {"plain_3x3", "pad_and_stride", "groups", "depthwise", "no_bias",
-                             "one_by_one_large_image", "blocked_channels", "lenet_conv2",
-                             "cifar10_conv1", "dilation"}) {
+    for (const char* name :
+         {"plain_3x3", "pad_and_stride", "groups", "depthwise", "no_bias", "one_by_one_large_image",
+          "blocked_channels", "lenet_conv2", "cifar10_conv1", "dilation"}) {
       if (std::string(g.name) == name) chosen.push_back(g);
     }
   }
@@ -108,8 +108,8 @@ TEST_P(ConvolutionSearchTest, MixedPassesMatchTheReference) {
       const int p = static_cast<int>(pass);
       const auto kernels = onednn_convolution_implementations(shape_, choice.layout, pass);
       if (p != gemm_pass && kernels.empty()) onednn_has_every_pass = false;
-      choice.engines[p] = p == gemm_pass || kernels.empty() ? ConvolutionChoice::kGemm
-                                                            : kernels.back();
+      choice.engines[p] =
+          p == gemm_pass || kernels.empty() ? ConvolutionChoice::kGemm : kernels.back();
     }
     if (!onednn_has_every_pass) continue;  // only reference kernels in NCHW for this shape
     SCOPED_TRACE(choice.to_string());
@@ -163,12 +163,54 @@ TEST(ConvolutionSearchKernelTest, AllGemmIsTheReferenceEngine) {
   EXPECT_EQ(engine->name(), "gemm");
 }
 
+// In bf16 the search weighs oneDNN's bf16 kernels ("bf16:" + their name)
+// against the fp32 ones, pass by pass; the choice builds an engine whose
+// passes multiply in the types its tokens say.
+TEST(ConvolutionSearchKernelTest, Bfloat16CandidatesJoinEveryPass) {
+  if (!convolution_kernels_multiply(NumberType::kBfloat16)) {
+    GTEST_SKIP() << "this CPU (or its cap) has no bf16 convolution kernels";
+  }
+  const ConvolutionShape shape = shape_of({"conv3x3", 4, 32, 14, 14, 32, 3, 3});
+  const ConvolutionChoice choice = search_convolution(shape, NumberType::kBfloat16);
+  const auto engine = make_chosen_convolution(shape, choice);
+  ASSERT_TRUE(engine) << choice.to_string();
+  bool offered = false;
+  for (ConvolutionPass pass : {ConvolutionPass::kForward, ConvolutionPass::kBackwardData,
+                               ConvolutionPass::kBackwardWeights}) {
+    const std::string& token = choice.engines[static_cast<int>(pass)];
+    const bool bf16 = token.rfind(kBfloat16KernelPrefix, 0) == 0;
+    EXPECT_EQ(engine->operand_type(pass), bf16 ? NumberType::kBfloat16 : NumberType::kFloat32)
+        << token;
+    offered = offered ||
+              !onednn_convolution_implementations(shape, choice.layout, pass, NumberType::kBfloat16)
+                   .empty();
+  }
+  EXPECT_TRUE(offered);
+  // The choice survives the cache's text form.
+  const auto parsed = ConvolutionChoice::parse(choice.to_string());
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->engines, choice.engines);
+  // A bf16 token alone builds a bf16 engine for that pass beside fp32 ones.
+  ConvolutionChoice mixed;
+  mixed.engines = {
+      std::string(kBfloat16KernelPrefix) +
+          onednn_convolution_implementations(shape, Layout::kChosenByOnednn,
+                                             ConvolutionPass::kForward, NumberType::kBfloat16)
+              .front(),
+      ConvolutionChoice::kGemm, ConvolutionChoice::kGemm};
+  const auto per_pass = make_chosen_convolution(shape, mixed);
+  ASSERT_TRUE(per_pass);
+  EXPECT_EQ(per_pass->operand_type(ConvolutionPass::kForward), NumberType::kBfloat16);
+  EXPECT_EQ(per_pass->operand_type(ConvolutionPass::kBackwardWeights), NumberType::kFloat32);
+}
+
 TEST(ConvolutionChoiceTest, TextRoundTrip) {
   ConvolutionChoice choice;
   choice.layout = Layout::kNhwc;
   choice.engines = {"jit:avx2", ConvolutionChoice::kGemm, "gemm:jit"};
   const std::string text = choice.to_string();
-  EXPECT_EQ(text, "layout=nhwc forward=jit:avx2 backward-data=im2col_gemm backward-weights=gemm:jit");
+  EXPECT_EQ(text,
+            "layout=nhwc forward=jit:avx2 backward-data=im2col_gemm backward-weights=gemm:jit");
   const auto parsed = ConvolutionChoice::parse(text);
   ASSERT_TRUE(parsed);
   EXPECT_EQ(parsed->layout, Layout::kNhwc);
@@ -177,12 +219,11 @@ TEST(ConvolutionChoiceTest, TextRoundTrip) {
 }
 
 TEST(ConvolutionChoiceTest, MalformedTextIsNoChoice) {
-  for (const char* text :
-       {"", "layout=any", "layout=any forward=a backward-data=b",
-        "layout=any forward=a backward-data=b backward-weights=c forward=d",
-        "layout=blocked forward=a backward-data=b backward-weights=c",
-        "layout=any forward=a backward-data=b backward-weight=c",
-        "layout=any forward= backward-data=b backward-weights=c", "garbage"}) {
+  for (const char* text : {"", "layout=any", "layout=any forward=a backward-data=b",
+                           "layout=any forward=a backward-data=b backward-weights=c forward=d",
+                           "layout=blocked forward=a backward-data=b backward-weights=c",
+                           "layout=any forward=a backward-data=b backward-weight=c",
+                           "layout=any forward= backward-data=b backward-weights=c", "garbage"}) {
     EXPECT_FALSE(ConvolutionChoice::parse(text)) << text;
   }
 }
@@ -210,8 +251,8 @@ ConvolutionChoice some_choice(const char* forward) {
 TEST_F(ConvolutionChoiceCacheTest, KeepsChoicesInTheFile) {
   EXPECT_EQ(cpu_convolution_cache_file(), folder.file("cpu_convolutions.tsv"));
   EXPECT_FALSE(cached_convolution_choice(lenet_conv1(3)));
-  cache_convolution_choice(lenet_conv1(3), some_choice("jit:avx2"));
-  cache_convolution_choice(lenet_conv1(5), some_choice("jit:avx512_core"));
+  cache_convolution_choice(lenet_conv1(3), NumberType::kFloat32, some_choice("jit:avx2"));
+  cache_convolution_choice(lenet_conv1(5), NumberType::kFloat32, some_choice("jit:avx512_core"));
   const std::string text = file_text();
   EXPECT_NE(text.find(convolution_machine_key() + "\t" + lenet_conv1(3).to_string() + "\t" +
                       some_choice("jit:avx2").to_string()),
@@ -237,7 +278,7 @@ TEST_F(ConvolutionChoiceCacheTest, SkipsOtherMachinesAndBrokenLines) {
       << convolution_machine_key() << "\t" << lenet_conv1(13).to_string() << "\tlayout=?\n";
   EXPECT_FALSE(cached_convolution_choice(lenet_conv1(11))) << "another machine's choice";
   EXPECT_FALSE(cached_convolution_choice(lenet_conv1(13))) << "a line that does not parse";
-  cache_convolution_choice(lenet_conv1(17), some_choice("jit:avx2"));
+  cache_convolution_choice(lenet_conv1(17), NumberType::kFloat32, some_choice("jit:avx2"));
   EXPECT_TRUE(cached_convolution_choice(lenet_conv1(17)));
   EXPECT_NE(file_text().find("another CPU; 64 threads"), std::string::npos)
       << "rewriting the file keeps other machines' choices";
@@ -268,8 +309,8 @@ TEST(ConvolutionChoiceCacheFolderTest, UnwritableFolderWarnsOnceAndLastsForTheRu
   const std::string blocker = folder.write("not_a_folder", "x");
   testing::ScopedEnvironment cache_dir("XTRAIN_CACHE_DIR", (blocker + "/cache").c_str());
   ::testing::internal::CaptureStderr();
-  cache_convolution_choice(lenet_conv1(19), some_choice("jit:avx2"));
-  cache_convolution_choice(lenet_conv1(23), some_choice("jit:avx2"));
+  cache_convolution_choice(lenet_conv1(19), NumberType::kFloat32, some_choice("jit:avx2"));
+  cache_convolution_choice(lenet_conv1(23), NumberType::kFloat32, some_choice("jit:avx2"));
   const std::string log = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(log.find("cannot keep the timed convolution choices in " + blocker), std::string::npos)
       << log;

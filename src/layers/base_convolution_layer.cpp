@@ -1,5 +1,6 @@
 #include "layers/base_convolution_layer.hpp"
 
+#include <initializer_list>
 #include <string>
 
 #include "layers/convolution_geometry.hpp"
@@ -152,18 +153,43 @@ void BaseConvolutionLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   const NumberType engine_operands = precision().forward_type == precision().backward_type
                                          ? precision().forward_type
                                          : NumberType::kFloat32;
-  if (!engine_ || engine_->shape() != view || engine_->operand_type() != engine_operands) {
+  if (!engine_ || engine_->shape() != view || engine_operands_ != engine_operands) {
     engine_.reset();  // free the old engine's buffers first
     engine_ = make_convolution_engine(view, param_.convolution_param(), where(), engine_operands);
+    engine_operands_ = engine_operands;
   }
 }
 
-NumberType BaseConvolutionLayer::operands_to_round(NumberType type) const {
-  if (type == NumberType::kFloat32) return type;
-  if (!device().is_gpu() && has_engine() && engine().operand_type() == type) {
-    return NumberType::kFloat32;
+namespace {
+
+// `type` unless every pass of the call multiplies in it itself.
+NumberType rounding_for(const ConvolutionEngine* engine, NumberType type,
+                        std::initializer_list<ConvolutionPass> passes) {
+  if (type == NumberType::kFloat32 || engine == nullptr) return type;
+  for (ConvolutionPass pass : passes) {
+    if (engine->operand_type(pass) != type) return type;
   }
-  return type;
+  return NumberType::kFloat32;
+}
+
+}  // namespace
+
+NumberType BaseConvolutionLayer::forward_operands_to_round(NumberType type) const {
+  // Deconvolution's forward is the engine's backward-data pass.
+  const ConvolutionPass pass =
+      reverses_convolution() ? ConvolutionPass::kBackwardData : ConvolutionPass::kForward;
+  return rounding_for(device().is_gpu() ? nullptr : engine_.get(), type, {pass});
+}
+
+NumberType BaseConvolutionLayer::backward_operands_to_round(NumberType type) const {
+  const ConvolutionEngine* engine = device().is_gpu() ? nullptr : engine_.get();
+  // Deconvolution's backward runs the engine's forward and weight passes.
+  if (reverses_convolution()) {
+    return rounding_for(engine, type,
+                        {ConvolutionPass::kForward, ConvolutionPass::kBackwardWeights});
+  }
+  return rounding_for(engine, type,
+                      {ConvolutionPass::kBackwardData, ConvolutionPass::kBackwardWeights});
 }
 
 }  // namespace xtrain

@@ -64,11 +64,13 @@ class BaseConvolutionLayer : public Layer, public EngineHooks {
   ConvolutionEngine& engine() { return *engine_; }
   const ConvolutionEngine& engine() const { return *engine_; }
   bool has_engine() const { return engine_ != nullptr; }
-  // The type a pass whose operands are stored as `type` must round them to
-  // before the engine multiplies them (xtrain/precision.hpp): kFloat32 when
-  // nothing needs rounding here, because the layer computes in fp32 or the
-  // engine rounds to `type` itself.
-  NumberType operands_to_round(NumberType type) const;
+  // The type the operands of a forward (or backward) call, stored as `type`,
+  // must be rounded to before the engine multiplies them
+  // (xtrain/precision.hpp): kFloat32 when nothing needs rounding here,
+  // because the layer computes in fp32 or the engine's kernels for every
+  // pass of the call round to `type` themselves.
+  NumberType forward_operands_to_round(NumberType type) const;
+  NumberType backward_operands_to_round(NumberType type) const;
   std::size_t buffer_bytes() const override { return engine_ ? engine_->buffer_bytes() : 0; }
 #ifdef XTRAIN_USE_CUDA
   // The cuDNN convolution of the current shape (GPU devices; set by reshape()).
@@ -103,6 +105,8 @@ class BaseConvolutionLayer : public Layer, public EngineHooks {
   std::size_t bottom_dim_ = 0;
   std::size_t top_dim_ = 0;
   std::unique_ptr<ConvolutionEngine> engine_;
+  // The operand type engine_ was asked for (make_convolution_engine).
+  NumberType engine_operands_ = NumberType::kFloat32;
 #ifdef XTRAIN_USE_CUDA
   // GPU only: cuDNN's descriptors of the view, its algorithms and workspace.
   std::unique_ptr<cuda::CudnnConvolution> cudnn_;

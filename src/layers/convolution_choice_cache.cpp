@@ -24,7 +24,8 @@ std::string cpu_model() {
   std::string line, name, family, model;
   auto value_of = [](const std::string& text) {
     const std::size_t colon = text.find(':');
-    return colon == std::string::npos ? std::string() : text.substr(text.find_first_not_of(" \t", colon + 1));
+    return colon == std::string::npos ? std::string()
+                                      : text.substr(text.find_first_not_of(" \t", colon + 1));
   };
   while (std::getline(cpuinfo, line) && (name.empty() || family.empty() || model.empty())) {
     if (line.rfind("model name", 0) == 0 && name.empty()) name = value_of(line);
@@ -61,8 +62,13 @@ std::map<std::string, std::string> read_cache_file(const std::string& path) {
   return entries;
 }
 
-std::string entry_key(const ConvolutionShape& shape) {
-  return convolution_machine_key() + "\t" + shape.to_string();
+// A bf16 layer's choice (its candidates include bf16 kernels) is kept apart
+// from the fp32 one of the same shape.
+std::string entry_key(const ConvolutionShape& shape, NumberType operands) {
+  return convolution_machine_key() + "\t" + shape.to_string() +
+         (operands == NumberType::kFloat32
+              ? ""
+              : std::string(", operands ") + number_type_name(operands));
 }
 
 }  // namespace
@@ -73,9 +79,10 @@ std::string convolution_machine_key() {
          own_convolution_engines();
 }
 
-std::optional<ConvolutionChoice> cached_convolution_choice(const ConvolutionShape& shape) {
+std::optional<ConvolutionChoice> cached_convolution_choice(const ConvolutionShape& shape,
+                                                           NumberType operands) {
   const std::string path = cpu_convolution_cache_file();
-  const std::string key = entry_key(shape);
+  const std::string key = entry_key(shape, operands);
   CacheState& cache = state();
   std::lock_guard<std::mutex> lock(cache.mutex);
   const auto remembered = cache.remembered.find(path + "\n" + key);
@@ -87,9 +94,10 @@ std::optional<ConvolutionChoice> cached_convolution_choice(const ConvolutionShap
   return ConvolutionChoice::parse(entry->second);
 }
 
-void cache_convolution_choice(const ConvolutionShape& shape, const ConvolutionChoice& choice) {
+void cache_convolution_choice(const ConvolutionShape& shape, NumberType operands,
+                              const ConvolutionChoice& choice) {
   const std::string path = cpu_convolution_cache_file();
-  const std::string key = entry_key(shape);
+  const std::string key = entry_key(shape, operands);
   CacheState& cache = state();
   std::lock_guard<std::mutex> lock(cache.mutex);
   cache.remembered[path + "\n" + key] = choice.to_string();
@@ -100,7 +108,8 @@ void cache_convolution_choice(const ConvolutionShape& shape, const ConvolutionCh
     entries[key] = choice.to_string();
     std::ostringstream text;
     text << kHeader << "\n";
-    for (const auto& [entry_key, entry_choice] : entries) text << entry_key << "\t" << entry_choice << "\n";
+    for (const auto& [entry_key, entry_choice] : entries)
+      text << entry_key << "\t" << entry_choice << "\n";
     std::filesystem::create_directories(directory_of(path));
     write_file_atomically(path, text.str());
   } catch (const std::exception& error) {

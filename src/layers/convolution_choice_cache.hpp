@@ -24,11 +24,14 @@ namespace xtrain {
 // our own engines (own_convolution_engines).
 std::string convolution_machine_key();
 
-// The cached choice for `shape` on this machine, if any.
-std::optional<ConvolutionChoice> cached_convolution_choice(const ConvolutionShape& shape);
+// The cached choice for `shape` (with `operands`, see search_convolution) on
+// this machine, if any.
+std::optional<ConvolutionChoice> cached_convolution_choice(
+    const ConvolutionShape& shape, NumberType operands = NumberType::kFloat32);
 
 // Keeps `choice` for `shape`, in memory and in the file. A file that cannot be
 // written is reported once (a warning) and the choice lasts for the process.
-void cache_convolution_choice(const ConvolutionShape& shape, const ConvolutionChoice& choice);
+void cache_convolution_choice(const ConvolutionShape& shape, NumberType operands,
+                              const ConvolutionChoice& choice);
 
 }  // namespace xtrain

@@ -28,8 +28,9 @@ auto as_tuple(const ConvolutionShape& s) {
 // choice for the shape, else one found by timing and then cached. Null when
 // the choice cannot be built (the caller falls back to the heuristic).
 std::unique_ptr<ConvolutionEngine> make_timed_convolution_engine(const ConvolutionShape& shape,
-                                                                 const std::string& where) {
-  if (const std::optional<ConvolutionChoice> cached = cached_convolution_choice(shape)) {
+                                                                 const std::string& where,
+                                                                 NumberType operands) {
+  if (const std::optional<ConvolutionChoice> cached = cached_convolution_choice(shape, operands)) {
     if (auto engine = make_chosen_convolution(shape, *cached)) {
       XLOG(INFO) << where << " " << shape.to_string() << ": timed earlier (cached in "
                  << cpu_convolution_cache_file() << "): " << cached->describe();
@@ -37,12 +38,12 @@ std::unique_ptr<ConvolutionEngine> make_timed_convolution_engine(const Convoluti
     }
   }
   const auto start = std::chrono::steady_clock::now();
-  const ConvolutionChoice choice = search_convolution(shape);
+  const ConvolutionChoice choice = search_convolution(shape, operands);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   auto engine = make_chosen_convolution(shape, choice);
   if (!engine) return nullptr;
-  cache_convolution_choice(shape, choice);
+  cache_convolution_choice(shape, operands, choice);
   XLOG(INFO) << where << " " << shape.to_string() << ": timed (search took " << seconds
              << " s): " << choice.describe();
   return engine;
@@ -90,6 +91,11 @@ bool operator==(const ConvolutionShape& a, const ConvolutionShape& b) {
   return as_tuple(a) == as_tuple(b);
 }
 
+bool convolution_kernels_multiply(NumberType operands) {
+  return operands == NumberType::kBfloat16 && onednn_available() &&
+         cpu_computes_bfloat16_natively();
+}
+
 ConvolutionEngineChoice convolution_engine_choice_from_environment() {
   const char* value = std::getenv("XTRAIN_CONV_IMPL");
   if (value == nullptr || *value == '\0') return ConvolutionEngineChoice::kAuto;
@@ -107,9 +113,21 @@ std::unique_ptr<ConvolutionEngine> make_convolution_engine(const ConvolutionShap
                                                            const ConvolutionParameter& param,
                                                            const std::string& where,
                                                            NumberType operands) {
-  if (operands == NumberType::kBfloat16 && cpu_computes_bfloat16_natively() &&
+  // bf16 kernels where the CPU has them: the timed search weighs them against
+  // the fp32 ones on rounded operands, pass by pass; the heuristic takes
+  // oneDNN's bf16 kernels.
+  const bool bf16_kernels =
+      convolution_kernels_multiply(operands) &&
       convolution_engine_choice_from_environment() != ConvolutionEngineChoice::kGemm &&
-      !param.force_nd_im2col()) {
+      !param.force_nd_im2col();
+  if (bf16_kernels &&
+      convolution_engine_choice_from_environment() == ConvolutionEngineChoice::kAuto &&
+      cpu_algorithm_search() == CpuAlgorithmSearch::kTimed) {
+    if (auto timed = make_timed_convolution_engine(shape, where, operands)) return timed;
+    XLOG(WARNING) << where << " " << shape.to_string()
+                  << ": the timed choice could not be built; using the heuristic";
+  }
+  if (bf16_kernels) {
     OnednnConvolutionOptions bf16;
     bf16.operands = NumberType::kBfloat16;
     std::string why_not_bf16;
@@ -135,7 +153,9 @@ std::unique_ptr<ConvolutionEngine> make_convolution_engine(const ConvolutionShap
   } else if (choice == ConvolutionEngineChoice::kAuto &&
              cpu_algorithm_search() == CpuAlgorithmSearch::kTimed) {
     // The search times GEMM too, so it also decides the small shapes.
-    if (auto timed = make_timed_convolution_engine(shape, where)) return timed;
+    if (auto timed = make_timed_convolution_engine(shape, where, NumberType::kFloat32)) {
+      return timed;
+    }
     XLOG(WARNING) << where << " " << shape.to_string()
                   << ": the timed choice could not be built; using the heuristic";
   }

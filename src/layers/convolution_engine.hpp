@@ -77,11 +77,14 @@ class ConvolutionEngine {
   }
   // Host bytes the engine holds itself (see EngineHooks::buffer_bytes).
   virtual std::size_t buffer_bytes() const { return 0; }
-  // The type the engine multiplies in, rounding its operands (inputs,
-  // weights, gradients) to it itself: a bf16 oneDNN engine. kFloat32: it
-  // multiplies the arrays as given, so a layer in a 16-bit precision rounds
-  // them first (core/rounded_operand.hpp). Results are fp32 either way.
-  virtual NumberType operand_type() const { return NumberType::kFloat32; }
+  // The type a pass multiplies in, rounding its operands (inputs, weights,
+  // gradients) to it itself: a bf16 oneDNN engine. kFloat32: it multiplies
+  // the arrays as given, so a layer in a 16-bit precision rounds them first
+  // (core/rounded_operand.hpp). Results are fp32 either way.
+  virtual NumberType operand_type(ConvolutionPass pass) const {
+    (void)pass;
+    return NumberType::kFloat32;
+  }
 
   // top = weights * bottom (+ bias, when the shape has bias_term; else
   // `bias` is ignored). Overwrites top.
@@ -142,5 +145,10 @@ ConvolutionEngineChoice convolution_engine_choice_from_environment();
 std::unique_ptr<ConvolutionEngine> make_convolution_engine(
     const ConvolutionShape& shape, const ConvolutionParameter& param, const std::string& where,
     NumberType operands = NumberType::kFloat32);
+
+// Whether this machine can multiply `operands` in its own convolution kernels
+// (bf16 with oneDNN's AVX512-BF16 or AMX kernels); otherwise a 16-bit layer
+// computes in fp32 on rounded operands.
+bool convolution_kernels_multiply(NumberType operands);
 
 }  // namespace xtrain

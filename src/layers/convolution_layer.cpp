@@ -13,7 +13,7 @@ namespace xtrain {
 // In a 16-bit precision the engine multiplies operands rounded to the type
 // (RoundedOperand copies them; a bf16 engine rounds them itself).
 void ConvolutionLayer::forward_cpu(const BlobVec& bottom, const BlobVec& top) {
-  const NumberType round_to = operands_to_round(precision().forward_type);
+  const NumberType round_to = forward_operands_to_round(precision().forward_type);
   const RoundedOperand weights(device(), round_to, blobs_[0]->cpu_data(), blobs_[0]->count(),
                                OperandSlot::kWeights);
   const float* bias = bias_term() ? blobs_[1]->cpu_data() : nullptr;
@@ -35,7 +35,7 @@ void ConvolutionLayer::forward_cpu(const BlobVec& bottom, const BlobVec& top) {
 
 void ConvolutionLayer::backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                     const BlobVec& bottom) {
-  const NumberType round_to = operands_to_round(precision().backward_type);
+  const NumberType round_to = backward_operands_to_round(precision().backward_type);
   const RoundedOperand weights(device(), round_to, blobs_[0]->cpu_data(), blobs_[0]->count(),
                                OperandSlot::kWeights);
   float* weight_diff = param_propagate_down(0) ? blobs_[0]->mutable_cpu_diff() : nullptr;
@@ -61,7 +61,7 @@ void ConvolutionLayer::backward_cpu(const BlobVec& top, const std::vector<bool>&
 
 #ifdef XTRAIN_USE_CUDA
 void ConvolutionLayer::forward_gpu(const BlobVec& bottom, const BlobVec& top) {
-  const NumberType round_to = operands_to_round(precision().forward_type);
+  const NumberType round_to = forward_operands_to_round(precision().forward_type);
   const RoundedOperand weights(device(), round_to, blobs_[0]->gpu_data(), blobs_[0]->count(),
                                OperandSlot::kWeights);
   const float* bias = bias_term() ? blobs_[1]->gpu_data() : nullptr;
@@ -74,7 +74,7 @@ void ConvolutionLayer::forward_gpu(const BlobVec& bottom, const BlobVec& top) {
 
 void ConvolutionLayer::backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                     const BlobVec& bottom) {
-  const NumberType round_to = operands_to_round(precision().backward_type);
+  const NumberType round_to = backward_operands_to_round(precision().backward_type);
   const RoundedOperand weights(device(), round_to, blobs_[0]->gpu_data(), blobs_[0]->count(),
                                OperandSlot::kWeights);
   float* weight_diff = param_propagate_down(0) ? blobs_[0]->mutable_gpu_diff() : nullptr;

@@ -20,10 +20,10 @@ namespace {
 
 using Layout = OnednnConvolutionOptions::Layout;
 using Pass = ConvolutionPass;
-constexpr std::array<Pass, kConvolutionPassCount> kPasses = {
-    Pass::kForward, Pass::kBackwardData, Pass::kBackwardWeights};
+constexpr std::array<Pass, kConvolutionPassCount> kPasses = {Pass::kForward, Pass::kBackwardData,
+                                                             Pass::kBackwardWeights};
 constexpr std::array<Layout, 3> kOnednnLayouts = {Layout::kChosenByOnednn, Layout::kNhwc,
-                                                   Layout::kNchw};
+                                                  Layout::kNchw};
 constexpr double kNever = std::numeric_limits<double>::infinity();
 
 const char* layout_token(Layout layout) {
@@ -227,13 +227,26 @@ struct LayoutResult {
   double total = kNever;
 };
 
+bool is_bfloat16_token(const std::string& token) {
+  return token.rfind(kBfloat16KernelPrefix, 0) == 0;
+}
+
+std::string without_bfloat16_prefix(const std::string& token) {
+  return is_bfloat16_token(token) ? token.substr(std::string(kBfloat16KernelPrefix).size()) : token;
+}
+
 std::optional<LayoutResult> search_layout(const ConvolutionShape& shape, Layout layout,
                                           const PlainResult& plain, const TimingArrays& arrays,
-                                          std::array<double, kConvolutionPassCount>& best) {
+                                          std::array<double, kConvolutionPassCount>& best,
+                                          NumberType operands) {
   OnednnConvolutionOptions options;
   options.activations = layout;
+  OnednnConvolutionOptions bf16_options = options;
+  bf16_options.operands = NumberType::kBfloat16;
+  const bool with_bf16 = operands == NumberType::kBfloat16;
   std::string why_not;
-  const std::unique_ptr<ConvolutionEngine> first = make_onednn_convolution(shape, options, &why_not);
+  const std::unique_ptr<ConvolutionEngine> first =
+      make_onednn_convolution(shape, options, &why_not);
   if (!first) return std::nullopt;
   const ConvolutionEngine::Layouts layouts = boundary_layouts(*first);
 
@@ -267,6 +280,22 @@ std::optional<LayoutResult> search_layout(const ConvolutionShape& shape, Layout 
       if (seconds < fastest) {
         fastest = seconds;
         fastest_kernel = kernel;
+      }
+      best[p] = std::min(best[p], seconds);
+    }
+    // bf16 kernels reorder their operands (type and layout) at the boundary
+    // whatever layout the Net keeps, so the layout test above does not apply.
+    for (const std::string& kernel :
+         with_bf16 ? onednn_convolution_implementations(shape, layout, pass, NumberType::kBfloat16)
+                   : std::vector<std::string>{}) {
+      OnednnConvolutionOptions one = bf16_options;
+      one.implementations[p] = kernel;
+      std::unique_ptr<ConvolutionEngine> engine = make_onednn_convolution(shape, one, &why_not);
+      if (!engine || engine->kernel(pass) != kernel) continue;
+      const double seconds = time_pass(*engine, pass, layouts, arrays, best[p]);
+      if (seconds < fastest) {
+        fastest = seconds;
+        fastest_kernel = kBfloat16KernelPrefix + kernel;
       }
       best[p] = std::min(best[p], seconds);
     }
@@ -351,7 +380,7 @@ std::optional<ConvolutionChoice> ConvolutionChoice::parse(const std::string& tex
   return choice;
 }
 
-ConvolutionChoice search_convolution(const ConvolutionShape& shape) {
+ConvolutionChoice search_convolution(const ConvolutionShape& shape, NumberType operands) {
   const TimingArrays arrays(shape);
   std::array<double, kConvolutionPassCount> best;
   best.fill(kNever);
@@ -362,7 +391,8 @@ ConvolutionChoice search_convolution(const ConvolutionShape& shape) {
   winner.choice.seconds = plain.seconds;
   winner.total = plain.seconds[0] + plain.seconds[1] + plain.seconds[2];
   for (Layout layout : kOnednnLayouts) {
-    const std::optional<LayoutResult> result = search_layout(shape, layout, plain, arrays, best);
+    const std::optional<LayoutResult> result =
+        search_layout(shape, layout, plain, arrays, best, operands);
     if (result && result->total < winner.total) winner = *result;
   }
   return winner.choice;
@@ -382,8 +412,46 @@ std::unique_ptr<ConvolutionEngine> make_chosen_convolution(const ConvolutionShap
   OnednnConvolutionOptions options;
   options.activations = choice.layout;
   bool any_onednn = false, any_plain = false;
+  // The passes oneDNN computes in bf16, by one bf16 engine.
+  OnednnConvolutionOptions bf16_options = options;
+  bf16_options.operands = NumberType::kBfloat16;
+  bool any_bf16 = false;
   for (Pass pass : kPasses) {
     const int p = static_cast<int>(pass);
+    if (is_bfloat16_token(engines[p])) {
+      bf16_options.implementations[p] = without_bfloat16_prefix(engines[p]);
+      any_bf16 = true;
+    }
+  }
+  std::shared_ptr<ConvolutionEngine> bf16_engine;
+  if (any_bf16) {
+    std::string why_not;
+    std::unique_ptr<ConvolutionEngine> made =
+        make_onednn_convolution(shape, bf16_options, &why_not);
+    if (!made) return nullptr;
+    // Every pass in bf16: that engine alone.
+    if (std::all_of(engines.begin(), engines.end(), is_bfloat16_token)) {
+      for (Pass pass : kPasses) {
+        if (made->kernel(pass) != without_bfloat16_prefix(engines[static_cast<int>(pass)])) {
+          return nullptr;
+        }
+      }
+      return made;
+    }
+    bf16_engine = std::move(made);
+    for (Pass pass : kPasses) {
+      const int p = static_cast<int>(pass);
+      if (!is_bfloat16_token(engines[p])) continue;
+      if (bf16_engine->kernel(pass) != without_bfloat16_prefix(engines[p])) return nullptr;
+      by_pass[p] = bf16_engine;
+    }
+  }
+  for (Pass pass : kPasses) {
+    const int p = static_cast<int>(pass);
+    if (is_bfloat16_token(engines[p])) {
+      any_plain = true;  // another engine beside oneDNN's fp32 one
+      continue;
+    }
     if (is_plain_token(engines[p])) {
       any_plain = true;
       // Each plain engine once, though it may compute several passes.
@@ -403,7 +471,10 @@ std::unique_ptr<ConvolutionEngine> make_chosen_convolution(const ConvolutionShap
     if (!onednn) return nullptr;
     for (Pass pass : kPasses) {
       const int p = static_cast<int>(pass);
-      if (!is_plain_token(engines[p]) && onednn->kernel(pass) != engines[p]) return nullptr;
+      if (!is_plain_token(engines[p]) && !is_bfloat16_token(engines[p]) &&
+          onednn->kernel(pass) != engines[p]) {
+        return nullptr;
+      }
     }
     // oneDNN alone keeps its engine, which also computes on blocked layouts.
     if (!any_plain) return onednn;

@@ -55,8 +55,15 @@ struct ConvolutionChoice {
 std::string own_convolution_engines();
 
 // Times the candidates for `shape` (see above); takes from a fraction of a
-// second to a few seconds for a large layer.
-ConvolutionChoice search_convolution(const ConvolutionShape& shape);
+// second to a few seconds for a large layer. With `operands` kBfloat16 (a
+// bf16 layer on a CPU with bf16 kernels), oneDNN's bf16 kernels join every
+// pass too, named "bf16:" + oneDNN's name in the choice: the fp32 kernels
+// then compute on rounded operands, so either gives the layer's numbers.
+ConvolutionChoice search_convolution(const ConvolutionShape& shape,
+                                     NumberType operands = NumberType::kFloat32);
+
+// The prefix of a pass's engine that multiplies in bf16 ("bf16:brgconv:...").
+constexpr const char* kBfloat16KernelPrefix = "bf16:";
 
 // The engine a choice describes, or null when this machine cannot build it
 // (a cached choice naming a kernel this oneDNN does not offer for the shape).

@@ -52,7 +52,7 @@ class DeconvolutionLayer : public BaseConvolutionLayer {
   // In a 16-bit precision the engine multiplies operands rounded to the
   // type, as Convolution's do.
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    const NumberType round_to = operands_to_round(precision().forward_type);
+    const NumberType round_to = forward_operands_to_round(precision().forward_type);
     const RoundedOperand weights(device(), round_to, blobs_[0]->cpu_data(), blobs_[0]->count(),
                                  OperandSlot::kWeights);
     for (std::size_t i = 0; i < bottom.size(); ++i) {
@@ -68,7 +68,7 @@ class DeconvolutionLayer : public BaseConvolutionLayer {
 
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
-    const NumberType round_to = operands_to_round(precision().backward_type);
+    const NumberType round_to = backward_operands_to_round(precision().backward_type);
     const RoundedOperand weights_operand(device(), round_to, blobs_[0]->cpu_data(),
                                          blobs_[0]->count(), OperandSlot::kWeights);
     const float* weights = weights_operand.get();
@@ -95,7 +95,7 @@ class DeconvolutionLayer : public BaseConvolutionLayer {
 
 #ifdef XTRAIN_USE_CUDA
   void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    const NumberType round_to = operands_to_round(precision().forward_type);
+    const NumberType round_to = forward_operands_to_round(precision().forward_type);
     const RoundedOperand weights(device(), round_to, blobs_[0]->gpu_data(), blobs_[0]->count(),
                                  OperandSlot::kWeights);
     for (std::size_t i = 0; i < bottom.size(); ++i) {
@@ -111,7 +111,7 @@ class DeconvolutionLayer : public BaseConvolutionLayer {
 
   void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
-    const NumberType round_to = operands_to_round(precision().backward_type);
+    const NumberType round_to = backward_operands_to_round(precision().backward_type);
     const RoundedOperand weights_operand(device(), round_to, blobs_[0]->gpu_data(),
                                          blobs_[0]->count(), OperandSlot::kWeights);
     const float* weights = weights_operand.get();

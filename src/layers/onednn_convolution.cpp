@@ -246,7 +246,7 @@ class OnednnConvolution final : public ConvolutionEngine {
     return {};
   }
 
-  NumberType operand_type() const override { return operands_; }
+  NumberType operand_type(ConvolutionPass) const override { return operands_; }
 
   std::string name() const override {
     return std::string(operands_ == NumberType::kBfloat16 ? "onednn bf16" : "onednn") +
@@ -465,9 +465,11 @@ std::string onednn_kernel_set() {
 
 std::vector<std::string> onednn_convolution_implementations(const ConvolutionShape& shape,
                                                             OnednnConvolutionOptions::Layout layout,
-                                                            ConvolutionPass pass) {
+                                                            ConvolutionPass pass,
+                                                            NumberType operands) {
   try {
-    const OperationDescriptors descriptors(shape, layout);
+    const OperationDescriptors descriptors(
+        shape, layout, operands == NumberType::kBfloat16 ? DataType::bf16 : DataType::f32);
     const auto forward_pd = make_forward_pd(*descriptors.forward);
     switch (pass) {
       case Pass::kForward:
@@ -516,7 +518,7 @@ std::string onednn_kernel_set() { return "no oneDNN"; }
 
 std::vector<std::string> onednn_convolution_implementations(const ConvolutionShape&,
                                                             OnednnConvolutionOptions::Layout,
-                                                            ConvolutionPass) {
+                                                            ConvolutionPass, NumberType) {
   return {};
 }
 

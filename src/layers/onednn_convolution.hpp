@@ -63,9 +63,9 @@ std::string onednn_kernel_set();
 // the activations in `layout` (not kMeasuredBest), best first as oneDNN
 // ranks them, without its reference kernels; empty when it offers none (or
 // the build has no oneDNN).
-std::vector<std::string> onednn_convolution_implementations(const ConvolutionShape& shape,
-                                                            OnednnConvolutionOptions::Layout layout,
-                                                            ConvolutionPass pass);
+std::vector<std::string> onednn_convolution_implementations(
+    const ConvolutionShape& shape, OnednnConvolutionOptions::Layout layout, ConvolutionPass pass,
+    NumberType operands = NumberType::kFloat32);
 
 // The engine for `shape`, or null when oneDNN declines it (or the build has
 // no oneDNN), with the reason in *why_not.

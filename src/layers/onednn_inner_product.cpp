@@ -37,7 +37,10 @@ class OnednnBfloat16InnerProduct final : public Bfloat16InnerProduct {
             ? dnnl::inner_product_forward::desc(training, src, weights, bias_plain_, dst_plain_)
             : dnnl::inner_product_forward::desc(training, src, weights, dst_plain_);
     forward_pd_ = dnnl::inner_product_forward::primitive_desc(forward, cpu_engine());
-    const dnnl::inner_product_backward_data::desc backward_data(src_plain_, weights, diff_dst);
+    // Backward-data takes the weights in the forward kernel's layout, so
+    // that it multiplies the bf16 copy forward made (see forward()).
+    const dnnl::inner_product_backward_data::desc backward_data(
+        src_plain_, forward_pd_.weights_desc(), diff_dst);
     backward_data_pd_ =
         dnnl::inner_product_backward_data::primitive_desc(backward_data, cpu_engine(), forward_pd_);
     const auto backward_weights =
@@ -66,10 +69,10 @@ class OnednnBfloat16InnerProduct final : public Bfloat16InnerProduct {
 
   void forward(const float* bottom, const float* weights, const float* bias, float* top) override {
     run([&] {
-      if (!forward_) forward_.emplace(this);
+      make_bf16_weights(weights);
       std::unordered_map<int, memory> args = {
           {DNNL_ARG_SRC, forward_->src.in(bottom, stream_)},
-          {DNNL_ARG_WEIGHTS, forward_->weights.in(weights, stream_)},
+          {DNNL_ARG_WEIGHTS, forward_->weights},
           {DNNL_ARG_DST, memory(dst_plain_, cpu_engine(), top)}};
       if (shape_.bias) {
         args.emplace(DNNL_ARG_BIAS, memory(bias_plain_, cpu_engine(), const_cast<float*>(bias)));
@@ -103,7 +106,7 @@ class OnednnBfloat16InnerProduct final : public Bfloat16InnerProduct {
                                    : pass.data_top_diff.in(top_diff, stream_);
       pass.data_primitive.execute(
           stream_, {{DNNL_ARG_DIFF_DST, diff_dst},
-                    {DNNL_ARG_WEIGHTS, pass.weights.in(weights, stream_)},
+                    {DNNL_ARG_WEIGHTS, bf16_weights(weights)},
                     {DNNL_ARG_DIFF_SRC, memory(src_plain_, cpu_engine(), bottom_diff)}});
     });
   }
@@ -118,11 +121,31 @@ class OnednnBfloat16InnerProduct final : public Bfloat16InnerProduct {
     explicit Forward(OnednnBfloat16InnerProduct* e)
         : primitive(e->forward_pd_),
           src(e->src_plain_, e->forward_pd_.src_desc(), kSourceRole),
-          weights(e->weights_plain_, e->forward_pd_.weights_desc(), kWeightsRole) {}
+          weights(e->forward_pd_.weights_desc(), cpu_engine()),
+          to_bf16(dnnl::reorder::primitive_desc(cpu_engine(), e->weights_plain_, cpu_engine(),
+                                                e->forward_pd_.weights_desc())) {}
     dnnl::inner_product_forward primitive;
     Boundary src;
-    Boundary weights;
+    memory weights;  // the layer's own: it lives on until the backward pass
+    dnnl::reorder to_bf16;
   };
+
+  // The weights in bf16, in the forward kernel's layout, kept for the
+  // backward pass that follows: the gradient is that of the product forward
+  // computed, and a fully connected layer's weights are what its passes
+  // stream most (AlexNet's fc6: 151 MB in fp32, read once here instead of
+  // once per pass).
+  void make_bf16_weights(const float* weights) {
+    if (!forward_) forward_.emplace(this);
+    memory plain(weights_plain_, cpu_engine(), const_cast<float*>(weights));
+    forward_->to_bf16.execute(stream_, plain, forward_->weights);
+    weights_in_bf16_ = weights;
+  }
+  // Those of the last forward pass, when it multiplied these weights.
+  const memory& bf16_weights(const float* weights) {
+    if (!forward_ || weights_in_bf16_ != weights) make_bf16_weights(weights);
+    return forward_->weights;
+  }
   struct Backward {
     explicit Backward(OnednnBfloat16InnerProduct* e)
         : data_primitive(e->backward_data_pd_),
@@ -131,7 +154,6 @@ class OnednnBfloat16InnerProduct final : public Bfloat16InnerProduct {
           weights_top_diff(e->dst_plain_, e->backward_weights_pd_.diff_dst_desc(),
                            kDestinationRole),
           data_top_diff(e->dst_plain_, e->backward_data_pd_.diff_dst_desc(), kDestinationRole),
-          weights(e->weights_plain_, e->backward_data_pd_.weights_desc(), kWeightsRole),
           weight_diff(e->weights_plain_, e->backward_weights_pd_.diff_weights_desc(),
                       kWeightDiffRole, /*accumulate=*/true) {
       if (e->shape_.bias) {
@@ -141,7 +163,7 @@ class OnednnBfloat16InnerProduct final : public Bfloat16InnerProduct {
     }
     dnnl::inner_product_backward_data data_primitive;
     dnnl::inner_product_backward_weights weights_primitive;
-    Boundary src, weights_top_diff, data_top_diff, weights, weight_diff;
+    Boundary src, weights_top_diff, data_top_diff, weight_diff;
     std::optional<Boundary> bias_diff;
   };
 
@@ -164,6 +186,7 @@ class OnednnBfloat16InnerProduct final : public Bfloat16InnerProduct {
   dnnl::inner_product_backward_weights::primitive_desc backward_weights_pd_;
   std::optional<Forward> forward_;
   std::optional<Backward> backward_;
+  const float* weights_in_bf16_ = nullptr;  // what forward_->weights holds
 };
 
 }  // namespace

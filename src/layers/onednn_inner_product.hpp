@@ -30,7 +30,8 @@ class Bfloat16InnerProduct {
   virtual void forward(const float* bottom, const float* weights, const float* bias,
                        float* top) = 0;
   // weight_diff += dtop^T X, bias_diff += column sums of dtop (either may be
-  // null to skip it); bottom_diff = dtop W (overwritten; null to skip).
+  // null to skip it); bottom_diff = dtop W (overwritten; null to skip),
+  // with W as the last forward() rounded it when that was given `weights`.
   virtual void backward(const float* bottom, const float* top_diff, const float* weights,
                         float* weight_diff, float* bias_diff, float* bottom_diff) = 0;
 };

@@ -26,6 +26,9 @@ class PerPassConvolution final : public ConvolutionEngine {
   std::string kernel(ConvolutionPass pass) const override {
     return by_pass_[static_cast<int>(pass)]->kernel(pass);
   }
+  NumberType operand_type(ConvolutionPass pass) const override {
+    return by_pass_[static_cast<int>(pass)]->operand_type(pass);
+  }
   // Each engine once, though it may compute several passes.
   std::size_t buffer_bytes() const override;
 

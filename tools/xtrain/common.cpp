@@ -59,11 +59,6 @@ void configure_compute() {
   }
 }
 
-std::optional<NumberType> precision_flag() {
-  if (FLAGS_precision.empty()) return std::nullopt;
-  return parse_number_type(FLAGS_precision, "--precision");
-}
-
 Phase parse_phase(const std::string& text, Phase fallback) {
   if (text.empty()) return fallback;
   if (text == "TRAIN") return TRAIN;
