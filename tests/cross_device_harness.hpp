@@ -189,13 +189,13 @@ inline void compare_blobs(const std::string& what, const Blob& x, const Blob& y,
 
 // Runs `c` on `first` and on `second` and returns the largest difference.
 // `tamper` (tests of this harness) may change the second layer after it got
-// the first one's learnable blobs.
+// the first one's learnable blobs. Both layers compute in `precision`.
 inline CrossDeviceDifference compare_across_devices(
     const CrossDeviceCase& c, const Device& first, const Device& second,
-    const std::function<void(Layer&)>& tamper = nullptr) {
-  detail::LayerRun a = detail::set_up_on(c, first);
+    const std::function<void(Layer&)>& tamper = nullptr, const LayerPrecision& precision = {}) {
+  detail::LayerRun a = detail::set_up_on(c, first, precision);
   if (c.prepare) c.prepare(*a.layer);
-  detail::LayerRun b = detail::set_up_on(c, second);
+  detail::LayerRun b = detail::set_up_on(c, second, precision);
   CrossDeviceDifference difference;
   if (a.layer->blobs().size() != b.layer->blobs().size()) {
     difference.largest = std::numeric_limits<double>::infinity();

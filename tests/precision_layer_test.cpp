@@ -18,6 +18,7 @@
 
 #include "core/number_rounding.hpp"
 #include "cross_device_harness.hpp"
+#include "device_test_support.hpp"
 #include "xtrain/precision.hpp"
 
 namespace xtrain {
@@ -134,6 +135,34 @@ TEST_P(PrecisionLayerTest, AgreesWithFp32WithinTheTypesEpsilon) {
         << difference.where;
   }
 }
+
+// The GPU computes a 16-bit layer as the CPU does: the same rounding
+// functors, and the products on the same rounded operands (in fp32 on the
+// GPU for now), so the difference is the fp32 cross-device one plus, where
+// a sum rounds the other way, one step of the type. Runs on every GPU
+// instance (and fails there without a GPU under XTRAIN_REQUIRE_GPU=1); on
+// the CPU it compares the CPU with itself, which must agree exactly.
+class PrecisionCrossDeviceTest : public testing::DeviceTestWithParam<CrossDeviceCase> {};
+
+TEST_P(PrecisionCrossDeviceTest, SixteenBitLayersMatchTheCpu) {
+  const CrossDeviceCase& c = GetParam();
+  for (NumberType type : {NumberType::kBfloat16, NumberType::kFloat16}) {
+    const CrossDeviceDifference difference = testing::compare_across_devices(
+        c, Device::cpu(), testing::current_device(), nullptr, LayerPrecision::uniform(type));
+    if (testing::current_device().is_gpu()) {
+      EXPECT_LE(difference.largest, std::max<double>(c.tolerance, 2 * epsilon(type)))
+          << number_type_name(type) << ", " << difference.where;
+    } else {
+      EXPECT_EQ(difference.largest, 0.0) << number_type_name(type) << ", " << difference.where;
+    }
+  }
+}
+
+XTRAIN_INSTANTIATE_ON_DEVICES(PrecisionCrossDeviceTest,
+                              ::testing::ValuesIn(testing::every_cross_device_case()),
+                              [](const ::testing::TestParamInfo<CrossDeviceCase>& param_info) {
+                                return param_info.param.name;
+                              });
 
 INSTANTIATE_TEST_SUITE_P(EveryLayer, PrecisionLayerTest,
                          ::testing::ValuesIn(testing::every_cross_device_case()),

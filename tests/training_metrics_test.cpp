@@ -92,6 +92,34 @@ TEST(TrainingMetrics, RunRecordKeepsTheSolverTextExactly) {
   EXPECT_EQ(back.solver_text, run.solver_text);
 }
 
+// Mixed precision: the run's precision, the loss scale and the updates it
+// skipped; written only when there is something to say, so fp32 runs' lines
+// stay as they were.
+TEST(TrainingMetrics, PrecisionAndLossScaleRoundTrip) {
+  MetricsRecord run;
+  run.kind = MetricsRecord::Kind::kRun;
+  run.precision = "fp16, loss scale 65536 (adaptive, 0 updates skipped)";
+  const std::string run_line = metrics_record_to_json(run);
+  EXPECT_NE(run_line.find("\"precision\":\"fp16, loss scale 65536"), std::string::npos)
+      << run_line;
+  EXPECT_EQ(metrics_record_from_json(run_line).precision, run.precision);
+  MetricsRecord train;
+  train.kind = MetricsRecord::Kind::kTrain;
+  train.loss_scale = 32768;
+  train.skipped_updates = 3;
+  const std::string train_line = metrics_record_to_json(train);
+  EXPECT_NE(train_line.find("\"loss_scale\":32768,\"skipped_updates\":3"), std::string::npos)
+      << train_line;
+  const MetricsRecord back = metrics_record_from_json(train_line);
+  EXPECT_DOUBLE_EQ(*back.loss_scale, 32768);
+  EXPECT_DOUBLE_EQ(*back.skipped_updates, 3);
+  MetricsRecord plain;
+  plain.kind = MetricsRecord::Kind::kTrain;
+  EXPECT_EQ(metrics_record_to_json(plain).find("loss_scale"), std::string::npos);
+  plain.kind = MetricsRecord::Kind::kRun;
+  EXPECT_EQ(metrics_record_to_json(plain).find("precision"), std::string::npos);
+}
+
 TEST(TrainingMetrics, ADivergedLossIsNullAndReadsBackAsUnknown) {
   MetricsRecord train;
   train.loss = std::numeric_limits<double>::quiet_NaN();
