@@ -168,6 +168,47 @@ TEST(MixedPrecisionNet, StoresActivationsAndGradientsRoundedAndKeepsLabelsAndOut
   }
 }
 
+// Every value a 16-bit net stores is a value of the type, whichever layer
+// wrote it and whether or not the layer had to round (a Split, Concat, max
+// pooling or ReLU of 16-bit values is 16-bit already, and skips rounding).
+TEST(MixedPrecisionNet, EveryStoredValueIsAValueOfTheType) {
+  const std::string text =
+      testing::random_data_and_labels({4, 3, 8, 8}, "type: 'uniform' min: 0 max: 4.99") +
+      "layer { name: 'c1' type: 'Convolution' bottom: 'data' top: 'c1' convolution_param {\n"
+      "  num_output: 8 kernel_size: 3 pad: 1 weight_filler { type: 'gaussian' std: 0.3 } } }\n"
+      "layer { name: 'r1' type: 'ReLU' bottom: 'c1' top: 'c1' }\n"
+      "layer { name: 'p1' type: 'Pooling' bottom: 'c1' top: 'p1' pooling_param { pool: MAX\n"
+      "  kernel_size: 2 stride: 2 } }\n"
+      "layer { name: 'c2' type: 'Convolution' bottom: 'p1' top: 'c2' convolution_param {\n"
+      "  num_output: 8 kernel_size: 3 pad: 1 weight_filler { type: 'gaussian' std: 0.3 } } }\n"
+      "layer { name: 'bn' type: 'BatchNorm' bottom: 'c2' top: 'c2' }\n"
+      "layer { name: 'sum' type: 'Eltwise' bottom: 'c2' bottom: 'p1' top: 'sum' }\n"
+      "layer { name: 'cat' type: 'Concat' bottom: 'sum' bottom: 'p1' top: 'cat' }\n"
+      "layer { name: 'drop' type: 'Dropout' bottom: 'cat' top: 'cat' }\n"
+      "layer { name: 'ip' type: 'InnerProduct' bottom: 'cat' top: 'ip' inner_product_param {\n"
+      "  num_output: 5 weight_filler { type: 'gaussian' std: 0.1 } } }\n"
+      "layer { name: 'loss' type: 'SoftmaxWithLoss' bottom: 'ip' bottom: 'label' top: 'loss' }\n";
+  for (NumberType type : {NumberType::kBfloat16, NumberType::kFloat16}) {
+    SCOPED_TRACE(number_type_name(type));
+    NetOptions options;
+    options.verbose = false;
+    options.precision = type;
+    Net net(net_from(text), options);
+    net.forward();
+    net.backward();
+    for (std::size_t i = 0; i < net.layers().size(); ++i) {
+      for (std::size_t t = 0; t < net.top_vecs()[i].size(); ++t) {
+        const Blob& top = *net.top_vecs()[i][t];
+        if (net.layers()[i]->top_storage(static_cast<int>(t)) != type) continue;
+        EXPECT_TRUE(all_stored_in(type, top.cpu_data(), top.count()))
+            << net.layer_names()[i] << " top " << t;
+        EXPECT_TRUE(all_stored_in(type, top.cpu_diff(), top.count()))
+            << net.layer_names()[i] << " top " << t << " gradient";
+      }
+    }
+  }
+}
+
 TEST(MixedPrecisionNet, ASplitComputesInItsProducersTypes) {
   auto net = make_net("default_forward_type: FLOAT16 default_backward_type: FLOAT16");
   // The label's Split copies the data layer's exact labels; the scores'

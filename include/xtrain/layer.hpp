@@ -121,6 +121,14 @@ class XTRAIN_API Layer {
   // Rounds the tops to their storage types: what forward() ends with, and
   // what the Net does after writing a top again (a recomputed one).
   void store_tops(const BlobVec& top);
+  // Set by the Net where rounding would change nothing: a layer that only
+  // passes on values of its bottoms (a Split, a Concat, a ReLU, a max
+  // pooling) from bottoms already stored in its type, or gradients of its
+  // tops already stored in its backward type.
+  void set_rounding_needed(bool tops, bool gradients) {
+    round_tops_ = tops;
+    round_gradients_ = gradients;
+  }
 
   // The layer's own random stream (fillers, dropout masks, augmentation).
   RandomStream& random() { return random_; }
@@ -169,6 +177,8 @@ class XTRAIN_API Layer {
   DataShard data_shard_;
   LayerPrecision precision_;
   std::vector<NumberType> top_storage_;
+  bool round_tops_ = true;
+  bool round_gradients_ = true;
   RandomStream random_;
 };
 

@@ -159,7 +159,7 @@ float Layer::forward(const BlobVec& bottom, const BlobVec& top) {
     forget_dead_layouts_before_forward(hooks, bottom, top);
     forward_cpu(bottom, top);
   }
-  if (precision_.forward_type != NumberType::kFloat32) store_tops(top);
+  if (precision_.forward_type != NumberType::kFloat32 && round_tops_) store_tops(top);
   double loss = 0;
   for (std::size_t i = 0; i < top.size(); ++i) {
     if (this->loss(static_cast<int>(i)) == 0) continue;
@@ -180,7 +180,9 @@ void Layer::backward(const BlobVec& top, const std::vector<bool>& propagate_down
     forget_dead_layouts_before_backward(top, propagate_down, bottom);
     backward_cpu(top, propagate_down, bottom);
   }
-  if (precision_.backward_type != NumberType::kFloat32) store_gradients(propagate_down, bottom);
+  if (precision_.backward_type != NumberType::kFloat32 && round_gradients_) {
+    store_gradients(propagate_down, bottom);
+  }
 }
 
 namespace {

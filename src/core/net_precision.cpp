@@ -20,6 +20,44 @@
 namespace xtrain {
 namespace {
 
+// Layers whose tops hold only values of their bottoms (copies, views,
+// selections, maxima, zeros): from bottoms stored in a type, their tops are
+// in that type already. And those whose bottoms' gradients are only copies
+// or selections of their tops' gradients.
+bool forward_keeps_values(const Layer& layer) {
+  static const std::set<std::string> kinds = {"Split", "Flatten", "Reshape", "Concat",
+                                              "Slice", "Crop",    "Permute", "BatchReindex",
+                                              "Tile",  "Filter",  "AbsVal"};
+  const LayerParameter& param = layer.layer_param();
+  const std::string type = layer.type();
+  if (kinds.count(type) > 0) return true;
+  if (type == "ReLU") return param.relu_param().negative_slope() == 0;
+  if (type == "Pooling") return param.pooling_param().pool() == PoolingParameter::MAX;
+  if (type == "Dropout") return layer.phase() == TEST;
+  if (type == "Eltwise") return param.eltwise_param().operation() == EltwiseParameter::MAX;
+  return false;
+}
+
+bool backward_keeps_gradients(const Layer& layer) {
+  static const std::set<std::string> kinds = {"Flatten", "Reshape", "Concat", "Slice",
+                                              "Crop",    "Permute", "Filter"};
+  const LayerParameter& param = layer.layer_param();
+  const std::string type = layer.type();
+  if (kinds.count(type) > 0) return true;
+  if (type == "ReLU") return param.relu_param().negative_slope() == 0;
+  if (type == "Dropout") return layer.phase() == TEST;
+  if (type == "Eltwise") {
+    const EltwiseParameter& eltwise = param.eltwise_param();
+    if (eltwise.operation() == EltwiseParameter::MAX) return true;
+    if (eltwise.operation() != EltwiseParameter::SUM) return false;
+    for (float coefficient : eltwise.coeff()) {
+      if (coefficient != 1) return false;
+    }
+    return true;  // each bottom's gradient is the top's
+  }
+  return false;
+}
+
 bool outputs_exact_values(const Layer& layer) {
   static const std::set<std::string> kinds = {"ArgMax", "Accuracy", "DetectionOutput",
                                               "DetectionEvaluate", "YoloDetectionOutput"};
@@ -30,6 +68,9 @@ bool outputs_exact_values(const Layer& layer) {
 
 void Net::assign_top_storage() {
   std::vector<bool> exact(blobs_.size(), false);
+  // The type each blob's values are in as the next reader finds them.
+  std::vector<NumberType> stored(blobs_.size(), NumberType::kFloat32);
+  std::vector<bool> tops_need_rounding(layers_.size(), true);
   std::vector<std::vector<NumberType>> storage(layers_.size());
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const Layer& layer = *layers_[i];
@@ -38,12 +79,19 @@ void Net::assign_top_storage() {
       from_exact_values_alone = from_exact_values_alone && exact[static_cast<std::size_t>(blob_id)];
     }
     const bool source = bottom_id_vecs_[i].empty();
+    bool bottoms_in_type = forward_keeps_values(layer) && !bottom_id_vecs_[i].empty();
+    for (int blob_id : bottom_id_vecs_[i]) {
+      bottoms_in_type = bottoms_in_type &&
+                        stored[static_cast<std::size_t>(blob_id)] == layer.precision().forward_type;
+    }
+    tops_need_rounding[i] = !bottoms_in_type;
     for (std::size_t t = 0; t < top_id_vecs_[i].size(); ++t) {
       const auto blob_id = static_cast<std::size_t>(top_id_vecs_[i][t]);
       const bool keep_exact = source || from_exact_values_alone || outputs_exact_values(layer) ||
                               layer.loss(static_cast<int>(t)) != 0;
       exact[blob_id] = keep_exact;
       storage[i].push_back(keep_exact ? NumberType::kFloat32 : layer.precision().forward_type);
+      stored[blob_id] = storage[i].back();
     }
   }
   // Every layer that writes an output blob (an in-place chain writes it
@@ -54,6 +102,24 @@ void Net::assign_top_storage() {
       if (outputs.count(top_id_vecs_[i][t]) > 0) storage[i][t] = NumberType::kFloat32;
     }
     layers_[i]->set_top_storage(storage[i]);
+  }
+  // A layer that passes its tops' gradients on needs no rounding when every
+  // reader of its tops wrote them in its backward type (no loss weight).
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const NumberType type = layers_[i]->precision().backward_type;
+    bool gradients_in_type = backward_keeps_gradients(*layers_[i]);
+    for (int blob_id : top_id_vecs_[i]) {
+      gradients_in_type =
+          gradients_in_type && blob_loss_weights_[static_cast<std::size_t>(blob_id)] == 0;
+      for (std::size_t j = i + 1; j < layers_.size() && gradients_in_type; ++j) {
+        for (int bottom_id : bottom_id_vecs_[j]) {
+          if (bottom_id == blob_id && layers_[j]->precision().backward_type != type) {
+            gradients_in_type = false;
+          }
+        }
+      }
+    }
+    layers_[i]->set_rounding_needed(tops_need_rounding[i], !gradients_in_type);
   }
 }
 
