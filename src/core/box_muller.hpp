@@ -25,6 +25,7 @@
 #include <cmath>
 #endif
 
+#include "core/float_bits.hpp"
 #include "core/host_device.hpp"
 #include "core/philox.hpp"
 
@@ -73,25 +74,9 @@ XTRAIN_HOST_DEVICE inline float sqrt(float x) {
 #endif
 }
 
-XTRAIN_HOST_DEVICE inline std::uint32_t bits_of(float x) {
-#ifdef __CUDA_ARCH__
-  return __float_as_uint(x);
-#else
-  std::uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  return bits;
-#endif
-}
-
-XTRAIN_HOST_DEVICE inline float float_of(std::uint32_t bits) {
-#ifdef __CUDA_ARCH__
-  return __uint_as_float(bits);
-#else
-  float x;
-  std::memcpy(&x, &bits, sizeof x);
-  return x;
-#endif
-}
+// bits_of and float_of: core/float_bits.hpp.
+using ::xtrain::bits_of;
+using ::xtrain::float_of;
 
 // ln x for a positive normal float x. With x = 2^e m, m in [sqrt(1/2),
 // sqrt(2)), f = m - 1 (exact) and s = f / (2 + f):

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/float_bits.hpp"
 #include "core/host_device.hpp"
 #include "xtrain/device.hpp"
 #include "xtrain/precision.hpp"
@@ -28,56 +29,36 @@
 
 namespace xtrain::ops {
 
-XTRAIN_HOST_DEVICE inline std::uint32_t float_bits(float x) {
-#ifdef __CUDA_ARCH__
-  return __float_as_uint(x);
-#else
-  std::uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  return bits;
-#endif
-}
-
-XTRAIN_HOST_DEVICE inline float float_from_bits(std::uint32_t bits) {
-#ifdef __CUDA_ARCH__
-  return __uint_as_float(bits);
-#else
-  float x;
-  std::memcpy(&x, &bits, sizeof x);
-  return x;
-#endif
-}
-
 struct RoundToBfloat16 {
   XTRAIN_HOST_DEVICE float operator()(float x) const {
-    const std::uint32_t bits = float_bits(x);
+    const std::uint32_t bits = bits_of(x);
     const bool is_nan = (bits & 0x7fffffffu) > 0x7f800000u;
     // Adding 0x7fff plus the lowest kept bit rounds to nearest, ties to even;
     // a carry moves into the exponent as it should. A nan is made quiet
     // first, so that cutting its low bits cannot leave an infinity.
     const std::uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
-    return float_from_bits(is_nan ? ((bits | 0x00400000u) & 0xffff0000u) : rounded);
+    return float_of(is_nan ? ((bits | 0x00400000u) & 0xffff0000u) : rounded);
   }
 };
 
 struct RoundToFloat16 {
   XTRAIN_HOST_DEVICE float operator()(float x) const {
-    const std::uint32_t bits = float_bits(x);
+    const std::uint32_t bits = bits_of(x);
     const std::uint32_t sign = bits & 0x80000000u;
     const std::uint32_t magnitude = bits & 0x7fffffffu;
     if (magnitude > 0x7f800000u) return x;  // nan
     // 65520 (0x477ff000) and up round to infinity: the tie at 65520 goes to
     // the even neighbour, which is infinity (65504's significand is odd).
-    if (magnitude >= 0x477ff000u) return float_from_bits(sign | 0x7f800000u);
+    if (magnitude >= 0x477ff000u) return float_of(sign | 0x7f800000u);
     if (magnitude >= 0x38800000u) {  // fp16's normal range, from 2^-14
       // Round the 23-bit significand to 10 bits (13 dropped), ties to even.
       const std::uint32_t rounded = (magnitude + 0xfffu + ((magnitude >> 13) & 1u)) & 0xffffe000u;
-      return float_from_bits(sign | rounded);
+      return float_of(sign | rounded);
     }
     // Subnormal: a multiple of 2^-24. Scaling by 2^24 is exact, and rintf
     // rounds to nearest even in the default rounding mode.
-    const float units = rintf(float_from_bits(magnitude) * 16777216.0f);
-    return float_from_bits(sign | float_bits(units * (1.0f / 16777216.0f)));
+    const float units = rintf(float_of(magnitude) * 16777216.0f);
+    return float_of(sign | bits_of(units * (1.0f / 16777216.0f)));
   }
 };
 
