@@ -5,8 +5,11 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
+#include <string>
+#include <utility>
 
 #include "xtrain/error.hpp"
 #include "xtrain/synced_memory.hpp"
@@ -17,6 +20,24 @@ using dnnl::memory;
 
 // The one CPU engine every primitive runs on.
 const dnnl::engine& cpu_engine();
+
+// Builds an engine of ours over oneDNN primitives (`what`: "convolution",
+// "bf16 inner product"), or null with the reason in *why_not: oneDNN's
+// refusal of the descriptors, or the engine's own why_not() (a pass that
+// has only oneDNN's reference kernel, far slower than the alternatives).
+template <typename Engine, typename... Arguments>
+std::unique_ptr<Engine> make_engine_or_say_why_not(std::string* why_not, const char* what,
+                                                   Arguments&&... arguments) {
+  try {
+    auto engine = std::make_unique<Engine>(std::forward<Arguments>(arguments)...);
+    *why_not = engine->why_not();
+    if (!why_not->empty()) return nullptr;
+    return engine;
+  } catch (const dnnl::error& error) {
+    *why_not = std::string("oneDNN cannot build this ") + what + ": " + error.what();
+    return nullptr;
+  }
+}
 
 // Arrays of one role never meet in one primitive call, and a Boundary's
 // scratch holds nothing from one call to the next, so every convolution a

@@ -491,15 +491,7 @@ std::vector<std::string> onednn_convolution_implementations(const ConvolutionSha
 std::unique_ptr<ConvolutionEngine> make_onednn_convolution(const ConvolutionShape& shape,
                                                            const OnednnConvolutionOptions& options,
                                                            std::string* why_not) {
-  try {
-    auto engine = std::make_unique<OnednnConvolution>(shape, options);
-    *why_not = engine->why_not();
-    if (!why_not->empty()) return nullptr;
-    return engine;
-  } catch (const dnnl::error& error) {
-    *why_not = std::string("oneDNN cannot build this convolution: ") + error.what();
-    return nullptr;
-  }
+  return make_engine_or_say_why_not<OnednnConvolution>(why_not, "convolution", shape, options);
 }
 
 }  // namespace xtrain

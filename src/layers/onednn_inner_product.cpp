@@ -193,15 +193,8 @@ class OnednnBfloat16InnerProduct final : public Bfloat16InnerProduct {
 
 std::unique_ptr<Bfloat16InnerProduct> make_bfloat16_inner_product(const InnerProductShape& shape,
                                                                   std::string* why_not) {
-  try {
-    auto product = std::make_unique<OnednnBfloat16InnerProduct>(shape);
-    *why_not = product->why_not();
-    if (!why_not->empty()) return nullptr;
-    return product;
-  } catch (const dnnl::error& error) {
-    *why_not = std::string("oneDNN cannot build this bf16 inner product: ") + error.what();
-    return nullptr;
-  }
+  return make_engine_or_say_why_not<OnednnBfloat16InnerProduct>(why_not, "bf16 inner product",
+                                                                shape);
 }
 
 }  // namespace xtrain
