@@ -208,26 +208,33 @@ LmdbDatabase::~LmdbDatabase() {
   mdb_env_close(env_);
 }
 
-std::size_t LmdbDatabase::num_records() const {
-  // Counted in a read transaction: the snapshot a cursor walks (the meta
-  // page mdb_env_stat reads can differ in a damaged file).
+namespace {
+
+// The database's statistics, read in a read transaction: the snapshot a
+// cursor walks (the meta page mdb_env_stat reads can differ in a damaged
+// file).
+MDB_stat read_statistics(MDB_env* env, MDB_dbi dbi, int* rc) {
+  MDB_stat stat{};
   MDB_txn* txn = nullptr;
-  int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn);
-  if (rc != MDB_SUCCESS) fail("cannot count the records", rc);
-  MDB_stat stat;
-  rc = mdb_stat(txn, dbi_, &stat);
+  *rc = mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn);
+  if (*rc != MDB_SUCCESS) return stat;
+  *rc = mdb_stat(txn, dbi, &stat);
   mdb_txn_abort(txn);
+  return stat;
+}
+
+}  // namespace
+
+std::size_t LmdbDatabase::num_records() const {
+  int rc = MDB_SUCCESS;
+  const MDB_stat stat = read_statistics(env_, dbi_, &rc);
   if (rc != MDB_SUCCESS) fail("cannot count the records", rc);
   return stat.ms_entries;
 }
 
 std::size_t LmdbDatabase::record_page_bytes() const {
-  MDB_txn* txn = nullptr;
-  int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn);
-  if (rc != MDB_SUCCESS) fail("cannot measure the records", rc);
-  MDB_stat stat;
-  rc = mdb_stat(txn, dbi_, &stat);
-  mdb_txn_abort(txn);
+  int rc = MDB_SUCCESS;
+  const MDB_stat stat = read_statistics(env_, dbi_, &rc);
   if (rc != MDB_SUCCESS) fail("cannot measure the records", rc);
   return static_cast<std::size_t>(stat.ms_psize) *
          (stat.ms_branch_pages + stat.ms_leaf_pages + stat.ms_overflow_pages);
