@@ -136,8 +136,11 @@ class ExactResume : public ::testing::TestWithParam<ResumeCase> {
  protected:
   SolverParameter solver(int max_iter, const std::string& prefix) const {
     SolverParameter param;
+    // A small learning rate: at 0.05 about one seed in 60 killed every ReLU,
+    // after which the data order no longer reaches the weights and the plain
+    // continuation below came out identical by chance.
     read_proto_from_text_string(R"(
-      base_lr: 0.05 momentum: 0.9 weight_decay: 0.001 lr_policy: 'step' gamma: 0.5 stepsize: 4
+      base_lr: 0.01 momentum: 0.9 weight_decay: 0.001 lr_policy: 'step' gamma: 0.5 stepsize: 4
       iter_size: 2 test_iter: 2 test_interval: 3 display: 0 snapshot_after_train: true
       solver_mode: CPU)",
                                 &param);
