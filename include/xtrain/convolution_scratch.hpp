@@ -9,9 +9,10 @@
 
 namespace xtrain {
 
-// Host bytes of the scratch buffers all threads' oneDNN convolutions share
-// (the activations reordered at a primitive's boundary); 0 without oneDNN.
-// oneDNN's own scratchpads are not in it.
+// Host bytes of the scratch buffers all threads' oneDNN convolutions and
+// bf16 inner products share (the activations reordered at a primitive's
+// boundary, and the primitives' own working memory, their scratchpads);
+// 0 without oneDNN.
 XTRAIN_API std::size_t onednn_convolution_scratch_bytes();
 
 }  // namespace xtrain

@@ -51,10 +51,11 @@ class ScratchBuffer {
 // the source's and the source diff's copies (each as large as the largest
 // activation reordered) can be one buffer, and so can the weights' and the
 // weight diff's (ResNet-50: -51 MiB and -9 MiB).
-constexpr int kSharedBufferCount = 4;
+constexpr int kSharedBufferCount = 5;
 constexpr std::array<int, kRoleCount> kBufferOfRole = {
-    /*kSourceRole=*/0, /*kDestinationRole=*/1, /*kSourceDiffRole=*/0,
-    /*kWeightsRole=*/2, /*kWeightDiffRole=*/2, /*kBiasDiffRole=*/3};
+    /*kSourceRole=*/0,   /*kDestinationRole=*/1, /*kSourceDiffRole=*/0,
+    /*kWeightsRole=*/2,  /*kWeightDiffRole=*/2,  /*kBiasDiffRole=*/3,
+    /*kPrimitiveScratchpadRole=*/4};
 
 ScratchBuffer& thread_scratch(Role role) {
   thread_local std::array<ScratchBuffer, kSharedBufferCount> buffers;
@@ -62,6 +63,12 @@ ScratchBuffer& thread_scratch(Role role) {
 }
 
 }  // namespace
+
+dnnl::primitive_attr user_scratchpad() {
+  dnnl::primitive_attr attributes;
+  attributes.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attributes;
+}
 
 const dnnl::engine& cpu_engine() {
   static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);

@@ -181,17 +181,19 @@ struct OperationDescriptors {
 
 dnnl::convolution_forward::primitive_desc make_forward_pd(
     const dnnl::convolution_forward::desc& desc) {
-  return dnnl::convolution_forward::primitive_desc(desc, cpu_engine());
+  return dnnl::convolution_forward::primitive_desc(desc, user_scratchpad(), cpu_engine());
 }
 // The backward passes' primitive descriptors take the forward one as a hint.
 auto backward_data_pd_maker(const dnnl::convolution_forward::primitive_desc& hint) {
   return [&hint](const dnnl::convolution_backward_data::desc& desc) {
-    return dnnl::convolution_backward_data::primitive_desc(desc, cpu_engine(), hint);
+    return dnnl::convolution_backward_data::primitive_desc(desc, user_scratchpad(), cpu_engine(),
+                                                           hint);
   };
 }
 auto backward_weights_pd_maker(const dnnl::convolution_forward::primitive_desc& hint) {
   return [&hint](const dnnl::convolution_backward_weights::desc& desc) {
-    return dnnl::convolution_backward_weights::primitive_desc(desc, cpu_engine(), hint);
+    return dnnl::convolution_backward_weights::primitive_desc(desc, user_scratchpad(),
+                                                              cpu_engine(), hint);
   };
 }
 
@@ -299,6 +301,7 @@ class OnednnConvolution final : public ConvolutionEngine {
       if (shape_.bias_term) {
         args.emplace(DNNL_ARG_BIAS, memory(bias_plain_, cpu_engine(), const_cast<float*>(bias)));
       }
+      add_scratchpad(forward_pd_, &args);
       pass.primitive.execute(stream_, args);
       dst.finish(stream_);
     });
@@ -402,9 +405,11 @@ class OnednnConvolution final : public ConvolutionEngine {
                          float* bottom_diff) {
     BackwardDataPass& pass = *backward_data_;
     Boundary& diff_src = pass.bottom_diff[layouts.bottom];
-    pass.primitive.execute(stream_, {{DNNL_ARG_DIFF_DST, top_diff},
-                                     {DNNL_ARG_WEIGHTS, pass.weights.in(weights, stream_)},
-                                     {DNNL_ARG_DIFF_SRC, diff_src.out(bottom_diff)}});
+    Arguments args = {{DNNL_ARG_DIFF_DST, top_diff},
+                      {DNNL_ARG_WEIGHTS, pass.weights.in(weights, stream_)},
+                      {DNNL_ARG_DIFF_SRC, diff_src.out(bottom_diff)}};
+    add_scratchpad(backward_data_pd_, &args);
+    pass.primitive.execute(stream_, args);
     diff_src.finish(stream_);
   }
 
@@ -416,6 +421,7 @@ class OnednnConvolution final : public ConvolutionEngine {
                       {DNNL_ARG_DIFF_DST, top_diff},
                       {DNNL_ARG_DIFF_WEIGHTS, pass.weight_diff.out(weight_diff)}};
     if (pass.bias_diff) args.emplace(DNNL_ARG_DIFF_BIAS, pass.bias_diff->out(bias_diff));
+    add_scratchpad(backward_weights_pd_, &args);
     pass.primitive.execute(stream_, args);
     pass.weight_diff.finish(stream_);
     if (pass.bias_diff) pass.bias_diff->finish(stream_);

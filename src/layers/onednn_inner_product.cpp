@@ -36,19 +36,19 @@ class OnednnBfloat16InnerProduct final : public Bfloat16InnerProduct {
         shape.bias
             ? dnnl::inner_product_forward::desc(training, src, weights, bias_plain_, dst_plain_)
             : dnnl::inner_product_forward::desc(training, src, weights, dst_plain_);
-    forward_pd_ = dnnl::inner_product_forward::primitive_desc(forward, cpu_engine());
+    forward_pd_ = dnnl::inner_product_forward::primitive_desc(forward, user_scratchpad(), cpu_engine());
     // Backward-data takes the weights in the forward kernel's layout, so
     // that it multiplies the bf16 copy forward made (see forward()).
     const dnnl::inner_product_backward_data::desc backward_data(
         src_plain_, forward_pd_.weights_desc(), diff_dst);
-    backward_data_pd_ =
-        dnnl::inner_product_backward_data::primitive_desc(backward_data, cpu_engine(), forward_pd_);
+    backward_data_pd_ = dnnl::inner_product_backward_data::primitive_desc(
+        backward_data, user_scratchpad(), cpu_engine(), forward_pd_);
     const auto backward_weights =
         shape.bias
             ? dnnl::inner_product_backward_weights::desc(src, diff_weights, bias_plain_, diff_dst)
             : dnnl::inner_product_backward_weights::desc(src, diff_weights, diff_dst);
     backward_weights_pd_ = dnnl::inner_product_backward_weights::primitive_desc(
-        backward_weights, cpu_engine(), forward_pd_);
+        backward_weights, user_scratchpad(), cpu_engine(), forward_pd_);
   }
 
   std::string why_not() const {
@@ -77,6 +77,7 @@ class OnednnBfloat16InnerProduct final : public Bfloat16InnerProduct {
       if (shape_.bias) {
         args.emplace(DNNL_ARG_BIAS, memory(bias_plain_, cpu_engine(), const_cast<float*>(bias)));
       }
+      add_scratchpad(forward_pd_, &args);
       forward_->primitive.execute(stream_, args);
     });
   }
@@ -94,6 +95,7 @@ class OnednnBfloat16InnerProduct final : public Bfloat16InnerProduct {
             {DNNL_ARG_DIFF_DST, pass.weights_top_diff.in(top_diff, stream_)},
             {DNNL_ARG_DIFF_WEIGHTS, pass.weight_diff.out(weight_diff)}};
         if (shape_.bias) args.emplace(DNNL_ARG_DIFF_BIAS, pass.bias_diff->out(bias_diff));
+        add_scratchpad(backward_weights_pd_, &args);
         pass.weights_primitive.execute(stream_, args);
         pass.weight_diff.finish(stream_);
         if (shape_.bias) pass.bias_diff->finish(stream_);
@@ -104,10 +106,12 @@ class OnednnBfloat16InnerProduct final : public Bfloat16InnerProduct {
       const memory& diff_dst = same_top_diff && (weight_diff != nullptr || bias_diff != nullptr)
                                    ? pass.weights_top_diff.last_in()
                                    : pass.data_top_diff.in(top_diff, stream_);
-      pass.data_primitive.execute(
-          stream_, {{DNNL_ARG_DIFF_DST, diff_dst},
-                    {DNNL_ARG_WEIGHTS, bf16_weights(weights)},
-                    {DNNL_ARG_DIFF_SRC, memory(src_plain_, cpu_engine(), bottom_diff)}});
+      std::unordered_map<int, memory> data_args = {
+          {DNNL_ARG_DIFF_DST, diff_dst},
+          {DNNL_ARG_WEIGHTS, bf16_weights(weights)},
+          {DNNL_ARG_DIFF_SRC, memory(src_plain_, cpu_engine(), bottom_diff)}};
+      add_scratchpad(backward_data_pd_, &data_args);
+      pass.data_primitive.execute(stream_, data_args);
     });
   }
 

@@ -77,7 +77,7 @@ void log_memory_breakdown(const Net& net, std::size_t solver_history_bytes) {
   line << ", convolution scratch " << mib(scratch) << "; counted " << mib(counted)
        << " of peak resident " << mib(peak) << ", the rest "
        << mib(peak > counted ? peak - counted : 0)
-       << " (code and libraries, oneDNN's own scratchpads, BLAS buffers, freed blocks)";
+       << " (code and libraries, BLAS buffers, freed blocks)";
   XLOG(INFO) << line.str();
   if (net.mixed_precision()) log_activations_by_precision(net);
 }
