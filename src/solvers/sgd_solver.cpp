@@ -216,6 +216,8 @@ void SGDSolver::compute_update_value(int param_id, float rate, float momentum) {
 void SGDSolver::write_history(SolverState* state) const {
   state->clear_history();
   for (const auto& history : history_) history->to_proto(state->add_history());
+  if (!(param_.larc() && param_.larc_turbo())) return;
+  for (float correlation : larc_correlation_) state->mutable_resume()->add_larc_correlation(correlation);
 }
 
 void SGDSolver::check_history(const SolverState& state, const std::string& path) const {
@@ -246,14 +248,21 @@ void SGDSolver::check_history(const SolverState& state, const std::string& path)
 
 void SGDSolver::read_history(const SolverState& state) {
   XLOG(INFO) << type() << "Solver: restoring history";
-  if (param_.larc() && param_.larc_turbo()) {
-    XLOG(WARNING) << "larc_turbo's running correlations are not in a .solverstate: they start "
-                     "again from 0, as in NVIDIA Caffe, so the resumed run is not exactly the "
-                     "uninterrupted one";
-  }
   for (std::size_t i = 0; i < history_.size(); ++i) {
     history_[i]->from_proto(state.history(static_cast<int>(i)), false);
   }
+  if (!(param_.larc() && param_.larc_turbo())) return;
+  const auto& saved = state.resume().larc_correlation();
+  if (static_cast<std::size_t>(saved.size()) == larc_correlation_.size()) {
+    larc_correlation_.assign(saved.begin(), saved.end());
+    return;
+  }
+  // A state from NVIDIA Caffe, or one written without larc_turbo.
+  XLOG(WARNING) << "the .solverstate has no larc_turbo correlations for this net (" << saved.size()
+                << " of " << larc_correlation_.size()
+                << "): they start again from 0, as NVIDIA Caffe's do, so the resumed run is "
+                   "not exactly the uninterrupted one";
+  std::fill(larc_correlation_.begin(), larc_correlation_.end(), 0.0f);
 }
 
 }  // namespace xtrain

@@ -27,8 +27,8 @@
 // The rules keep history blobs, one set per kind of state (SGD: the velocity;
 // AdaDelta and Adam: two). Like Caffe, all sets live in one list, set after
 // set, which is the order a .solverstate saves them in. LARC turbo's running
-// correlations c are kept in memory only: a resumed run starts them from 0,
-// as NVIDIA Caffe does (SolverState has no field for them yet).
+// correlations c go into the state's resume part (NVIDIA Caffe keeps them in
+// memory only, so its states resume them from 0).
 #pragma once
 
 #include <memory>
