@@ -133,6 +133,13 @@ std::vector<CrossDeviceCase> pooling_cases() {
                 {uniform(edge)}, kSums),
       make_case("AveragePoolingPad", pool("pool: AVE kernel_size: 3 stride: 2 pad: 1"),
                 {uniform(edge)}, kSums),
+      // round_mode FLOOR: cuDNN's own rounding for AVE, our kernels for MAX.
+      make_case("MaxPoolingFloor",
+                pool("pool: MAX kernel_size: 3 stride: 2 pad: 1 round_mode: FLOOR"),
+                {uniform(edge)}),
+      make_case("AveragePoolingFloor",
+                pool("pool: AVE kernel_size: 3 stride: 2 pad: 1 round_mode: FLOOR"),
+                {uniform(edge)}, kSums),
       make_case("AveragePoolingRectangular",
                 pool("pool: AVE kernel_h: 3 kernel_w: 2 stride_h: 2 stride_w: 1"),
                 {uniform({2, 2, 7, 5})}, kSums),
@@ -497,18 +504,18 @@ std::vector<CrossDeviceCase> detection_cases() {
 
 std::vector<CrossDeviceCase> all_cases() {
   std::vector<CrossDeviceCase> cases;
-  for (auto part : {convolution_cases(), pooling_cases(), normalization_cases(), neuron_cases(),
-                    combining_cases(), shape_cases(), recurrent_cases(), loss_cases(),
-                    detection_cases()}) {
+  for (auto part :
+       {convolution_cases(), pooling_cases(), normalization_cases(), neuron_cases(),
+        combining_cases(), shape_cases(), recurrent_cases(), loss_cases(), detection_cases()}) {
     cases.insert(cases.end(), part.begin(), part.end());
   }
   return cases;
 }
 
 // Layer types that read or write files or user arrays, or compute nothing.
-const std::set<std::string> kNotCompared = {"Data",       "AnnotatedData", "ImageData",
-                                            "HDF5Data",   "HDF5Output",    "MemoryData",
-                                            "Input",      "WindowData"};
+const std::set<std::string> kNotCompared = {"Data",     "AnnotatedData", "ImageData",
+                                            "HDF5Data", "HDF5Output",    "MemoryData",
+                                            "Input",    "WindowData"};
 
 class CrossDeviceLayerTest : public testing::DeviceTestWithParam<CrossDeviceCase> {};
 

@@ -192,8 +192,58 @@ TEST_F(OnnxInterchange, PoolingRoundTripsToCaffesPads) {
     EXPECT_EQ(pool.pad(), 1u);
     EXPECT_EQ(pool.kernel_size(), 3u);
     EXPECT_EQ(pool.stride(), 2u);
+    // Pads 1 and 2: Caffe 1.0's rounding, not ONNX's floor with the same pads.
+    EXPECT_EQ(pool.round_mode(), PoolingParameter::CEIL);
   }
   EXPECT_EQ(imported.net.layer(1).top(0), "ave");  // the divisor factors are folded in
+}
+
+// round_mode FLOOR on a 7x6 input: ONNX's own floor rounding with the pad
+// at both ends (no divisor factors: a FLOOR window never leaves the
+// padding), read back as FLOOR, computing the same numbers.
+TEST_F(OnnxInterchange, FloorRoundModeRoundTripsAsOnnxFloorRounding) {
+  const NetParameter param = read_net_params_from_text(R"(
+    name: "floor"
+    layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 1 dim: 2 dim: 7 dim: 6 } } }
+    layer { name: "ave" type: "Pooling" bottom: "data" top: "ave"
+            pooling_param { pool: AVE kernel_size: 3 stride: 2 pad: 1 round_mode: FLOOR } }
+    layer { name: "max" type: "Pooling" bottom: "data" top: "max"
+            pooling_param { pool: MAX kernel_size: 2 stride: 2 round_mode: FLOOR } }
+  )",
+                                                       "floor");
+  export_onnx(param, "", path("floor.onnx"));
+  const onnx::ModelProto model = read_model(path("floor.onnx"));
+  const onnx::NodeProto* average = find_node(model, "AveragePool");
+  const onnx::NodeProto* max = find_node(model, "MaxPool");
+  ASSERT_TRUE(average != nullptr && max != nullptr);
+  EXPECT_EQ(ints(*average, "pads"), (std::vector<std::int64_t>{1, 1, 1, 1}));
+  EXPECT_EQ(ints(*max, "pads"), (std::vector<std::int64_t>{0, 0, 0, 0}));
+  EXPECT_EQ(find_node(model, "Mul"), nullptr);
+
+  const ImportedNet imported = import_onnx(path("floor.onnx"));
+  ASSERT_EQ(imported.net.layer_size(), 3);
+  for (int i = 1; i < 3; ++i) {
+    EXPECT_EQ(imported.net.layer(i).pooling_param().round_mode(), PoolingParameter::FLOOR);
+  }
+  Net original(param);
+  Net reread(imported.net);
+  for (Net* net : {&original, &reread}) {
+    float* data = net->input_blobs()[0]->mutable_cpu_data();
+    for (std::size_t i = 0; i < net->input_blobs()[0]->count(); ++i)
+      data[i] = 0.25f * ((i * 7) % 11);
+    net->forward();
+  }
+  for (const char* blob : {"ave", "max"}) {
+    const Blob& want = *original.blob_by_name(blob);
+    const Blob& got = *reread.blob_by_name(blob);
+    // floor((7 + 2 - 3) / 2) + 1 = 4 by floor((6 + 2 - 3) / 2) + 1 = 3; 3 by 3.
+    EXPECT_EQ(want.shape(), std::string(blob) == "ave" ? (std::vector<int>{1, 2, 4, 3})
+                                                       : (std::vector<int>{1, 2, 3, 3}));
+    ASSERT_EQ(got.shape(), want.shape()) << blob;
+    for (std::size_t i = 0; i < want.count(); ++i) {
+      EXPECT_FLOAT_EQ(got.cpu_data()[i], want.cpu_data()[i]) << blob << " " << i;
+    }
+  }
 }
 
 TEST_F(OnnxInterchange, ALayerWithoutAnOnnxFormIsNamedWithItsType) {

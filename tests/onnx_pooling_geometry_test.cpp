@@ -42,7 +42,7 @@ TEST(OnnxPoolingGeometry, CaffesAverageDividesByTheWindowClippedToThePadding) {
   // 3: the factor 3 / 2 on the last window makes Caffe's average.
   OnnxPoolingAxis onnx{6, 3, 2, 1, 2};  // input, kernel, stride, begin and end pads
   onnx.count_include_pad = true;
-  EXPECT_TRUE(caffe_has_same_windows(onnx, true));
+  EXPECT_TRUE(caffe_has_same_windows(onnx, true, true));
   EXPECT_EQ(onnx_average_divisors(onnx), (std::vector<int>{3, 3, 3, 3}));
 }
 
@@ -54,11 +54,11 @@ TEST(OnnxPoolingGeometry, ImportSeesDivisorsCaffeDoesNotUse) {
   // ([5, 8)) reaches past the end pad (7): runtimes differ, so it is refused.
   onnx.end_pad = 1;
   onnx.ceil_mode = true;
-  EXPECT_TRUE(caffe_has_same_windows(onnx, true));
+  EXPECT_TRUE(caffe_has_same_windows(onnx, true, true));
   EXPECT_TRUE(onnx_average_divisors(onnx).empty());
   // Floor rounding with pads 1 and 1 has three windows: not Caffe's four.
   onnx.ceil_mode = false;
-  EXPECT_FALSE(caffe_has_same_windows(onnx, true));
+  EXPECT_FALSE(caffe_has_same_windows(onnx, true, true));
 }
 
 TEST(OnnxPoolingGeometry, PyTorchCeilModeMaxPoolIsCaffes) {
@@ -66,7 +66,23 @@ TEST(OnnxPoolingGeometry, PyTorchCeilModeMaxPoolIsCaffes) {
   OnnxPoolingAxis onnx{112, 3, 2};  // input, kernel, stride
   onnx.ceil_mode = true;
   EXPECT_EQ(caffe_pooled_length({112, 3, 2, 0, false}), 56);
-  EXPECT_TRUE(caffe_has_same_windows(onnx, false));
+  EXPECT_TRUE(caffe_has_same_windows(onnx, false, true));
+}
+
+TEST(OnnxPoolingGeometry, FloorRoundModeIsOnnxFloorWithTheSamePadAtBothEnds) {
+  // ResNet's stem, nn.MaxPool2d(3, 2, 1) on 112: ONNX (ceil_mode 0, pads 1
+  // and 1) has floor(111 / 2) + 1 = 56 windows; Caffe 1.0's CEIL has 57,
+  // round_mode FLOOR 56.
+  OnnxPoolingAxis onnx{112, 3, 2, 1, 1};  // input, kernel, stride, begin and end pads
+  EXPECT_EQ(caffe_pooled_length({112, 3, 2, 1, true}), 57);
+  EXPECT_EQ(caffe_pooled_length({112, 3, 2, 1, true, false}), 56);
+  EXPECT_FALSE(caffe_has_same_windows(onnx, true, true));
+  EXPECT_TRUE(caffe_has_same_windows(onnx, true, false));
+  // A FLOOR window never reaches past the padding: AVE divides by the
+  // kernel everywhere, as AveragePool counting pads does.
+  onnx.count_include_pad = true;
+  EXPECT_EQ(caffe_average_divisors({112, 3, 2, 1, true, false}), onnx_average_divisors(onnx));
+  EXPECT_EQ(caffe_average_divisors({7, 2, 2, 0, false, false}), (std::vector<int>{2, 2, 2}));
 }
 
 }  // namespace

@@ -37,17 +37,19 @@ struct BlockedPoolCase {
   int num, channels, height, width;
   int kernel_h, kernel_w, pad_h, pad_w, stride_h, stride_w;
   bool global;
+  bool floor = false;  // round_mode FLOOR (PyTorch's rounding) instead of CEIL
 };
 
 std::ostream& operator<<(std::ostream& out, const BlockedPoolCase& c) {
   return out << c.num << "x" << c.channels << "x" << c.height << "x" << c.width << " kernel "
              << c.kernel_h << "x" << c.kernel_w << " pad " << c.pad_h << "x" << c.pad_w
-             << " stride " << c.stride_h << "x" << c.stride_w << (c.global ? " global" : "");
+             << " stride " << c.stride_h << "x" << c.stride_w << (c.global ? " global" : "")
+             << (c.floor ? " floor" : "");
 }
 
 PoolingGeometry geometry_of(const BlockedPoolCase& c) {
   return testing::pooling_geometry(c.num * c.channels, c.height, c.width, c.kernel_h, c.kernel_w,
-                                   c.pad_h, c.pad_w, c.stride_h, c.stride_w, c.global);
+                                   c.pad_h, c.pad_w, c.stride_h, c.stride_w, c.global, !c.floor);
 }
 
 using Values = testing::PoolValues;
@@ -195,6 +197,10 @@ const BlockedPoolCase kCases[] = {
     {2, 16, 1, 40, 1, 3, 0, 1, 1, 2, false},   // one row
     {2, 16, 40, 1, 3, 1, 1, 0, 2, 1, false},   // one column
     {2, 24, 9, 11, 3, 3, 1, 1, 2, 2, false},   // three blocks of 8 (skipped at 16)
+    // round_mode FLOOR: no partial last window.
+    {3, 32, 32, 32, 3, 3, 0, 0, 2, 2, false, true},  // 15 windows where CEIL has 16
+    {1, 16, 28, 28, 3, 3, 1, 1, 2, 2, false, true},  // ResNet's stem pool, smaller
+    {2, 16, 13, 8, 2, 3, 1, 0, 3, 2, false, true},   // uneven kernel, pad and stride
 };
 
 // One block width and one instruction set's copy of the kernels.

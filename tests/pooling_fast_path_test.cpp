@@ -28,17 +28,18 @@ struct PoolCase {
   int planes, height, width;
   int kernel_h, kernel_w, pad_h, pad_w, stride_h, stride_w;
   bool global;
+  bool floor = false;  // round_mode FLOOR (PyTorch's rounding) instead of CEIL
 };
 
 std::ostream& operator<<(std::ostream& out, const PoolCase& c) {
   return out << c.planes << "x" << c.height << "x" << c.width << " kernel " << c.kernel_h << "x"
              << c.kernel_w << " pad " << c.pad_h << "x" << c.pad_w << " stride " << c.stride_h
-             << "x" << c.stride_w << (c.global ? " global" : "");
+             << "x" << c.stride_w << (c.global ? " global" : "") << (c.floor ? " floor" : "");
 }
 
 PoolingGeometry geometry_of(const PoolCase& c) {
   return testing::pooling_geometry(c.planes, c.height, c.width, c.kernel_h, c.kernel_w, c.pad_h,
-                                   c.pad_w, c.stride_h, c.stride_w, c.global);
+                                   c.pad_w, c.stride_h, c.stride_w, c.global, !c.floor);
 }
 
 using Values = testing::PoolValues;
@@ -126,6 +127,10 @@ const PoolCase kCases[] = {
     {2, 40, 1, 3, 1, 1, 0, 2, 1, false},     // one column
     {3, 9, 75, 3, 3, 1, 1, 2, 2, false},     // rows of 16-lane chunks, stride 2
     {2, 7, 100, 2, 3, 0, 0, 1, 3, false},    // rows of 16-lane chunks, stride 3
+    // round_mode FLOOR: no partial last window.
+    {8, 32, 32, 3, 3, 0, 0, 2, 2, false, true},  // 15 windows where CEIL has 16
+    {4, 28, 28, 3, 3, 1, 1, 2, 2, false, true},  // ResNet's stem pool, smaller
+    {3, 13, 40, 2, 3, 1, 0, 3, 2, false, true},  // uneven kernel, pad and stride
 };
 
 // MAX forward has a copy per instruction set and chunk width: each one this

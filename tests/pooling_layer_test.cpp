@@ -30,6 +30,7 @@ struct PoolSpec {
   int pad_w = 0;
   int stride_h = 1;
   int stride_w = 1;
+  bool floor = false;  // round_mode FLOOR
 };
 
 LayerParameter pool_param(const PoolSpec& s) {
@@ -56,6 +57,7 @@ LayerParameter pool_param(const PoolSpec& s) {
     pool->set_stride_h(s.stride_h);
     pool->set_stride_w(s.stride_w);
   }
+  if (s.floor) pool->set_round_mode(PoolingParameter::FLOOR);
   return param;
 }
 
@@ -72,9 +74,9 @@ void fill_distinct(Blob& blob, std::uint64_t seed) {
 
 // Caffe's output size, written out independently of the layer. The clip
 // applies on both axes when either axis is padded.
-int caffe_pooled_size(int input, int kernel, int pad, int stride, bool any_padding) {
-  int pooled =
-      static_cast<int>(std::ceil(static_cast<float>(input + 2 * pad - kernel) / stride)) + 1;
+int caffe_pooled_size(int input, int kernel, int pad, int stride, bool any_padding, bool floor) {
+  const float steps = static_cast<float>(input + 2 * pad - kernel) / stride;
+  int pooled = static_cast<int>(floor ? std::floor(steps) : std::ceil(steps)) + 1;
   if (any_padding && (pooled - 1) * stride >= input + pad) --pooled;
   return pooled;
 }
@@ -89,8 +91,9 @@ Reference reference_pooling(const Blob& input, const PoolSpec& s) {
   const int planes = input.shape(0) * input.shape(1);
   const int height = input.shape(2), width = input.shape(3);
   const bool any_padding = s.pad_h > 0 || s.pad_w > 0;
-  const int out_h = caffe_pooled_size(height, s.kernel_h, s.pad_h, s.stride_h, any_padding);
-  const int out_w = caffe_pooled_size(width, s.kernel_w, s.pad_w, s.stride_w, any_padding);
+  const int out_h =
+      caffe_pooled_size(height, s.kernel_h, s.pad_h, s.stride_h, any_padding, s.floor);
+  const int out_w = caffe_pooled_size(width, s.kernel_w, s.pad_w, s.stride_w, any_padding, s.floor);
   Reference result;
   for (int p = 0; p < planes; ++p) {
     const float* x = input.cpu_data() + p * height * width;
@@ -136,10 +139,11 @@ class PoolingTest : public ::testing::Test {
   BlobVec tops(bool with_mask) { return with_mask ? BlobVec{&output_, &mask_} : BlobVec{&output_}; }
 
   void check_forward(const PoolSpec& s, const std::vector<int>& input_shape, bool with_mask) {
-    SCOPED_TRACE(std::string(s.max ? "MAX" : "AVE") + " input " + shape_to_string(input_shape) +
-                 " kernel " + std::to_string(s.kernel_h) + "x" + std::to_string(s.kernel_w) +
-                 " pad " + std::to_string(s.pad_h) + "x" + std::to_string(s.pad_w) + " stride " +
-                 std::to_string(s.stride_h) + "x" + std::to_string(s.stride_w));
+    SCOPED_TRACE(std::string(s.max ? "MAX" : "AVE") + (s.floor ? " FLOOR" : " CEIL") + " input " +
+                 shape_to_string(input_shape) + " kernel " + std::to_string(s.kernel_h) + "x" +
+                 std::to_string(s.kernel_w) + " pad " + std::to_string(s.pad_h) + "x" +
+                 std::to_string(s.pad_w) + " stride " + std::to_string(s.stride_h) + "x" +
+                 std::to_string(s.stride_w));
     auto layer = make(pool_param(s), input_shape, with_mask);
     layer->forward({&input_}, tops(with_mask));
     const Reference expected = reference_pooling(input_, s);
@@ -207,6 +211,91 @@ TEST_F(PoolingTest, CaffeCeilModeShapes) {
             (std::vector<int>{1, 2, 7, 7}));
 }
 
+PoolSpec floor_rounded(PoolSpec s) {
+  s.floor = true;
+  return s;
+}
+
+TEST_F(PoolingTest, FloorRoundModeShapes) {
+  // ResNet's stem: 3x3, stride 2, pad 1 on 112: floor(111 / 2) + 1 = 56
+  // (CEIL: 57).
+  EXPECT_EQ(pooled_shape(pool_param(floor_rounded(square(true, 3, 2, 1))), {1, 2, 112, 112}),
+            (std::vector<int>{1, 2, 56, 56}));
+  EXPECT_EQ(pooled_shape(pool_param(square(true, 3, 2, 1)), {1, 2, 112, 112}),
+            (std::vector<int>{1, 2, 57, 57}));
+  // 6 -> 2 with kernel 3, stride 2 (CEIL: 3).
+  EXPECT_EQ(pooled_shape(pool_param(floor_rounded(square(true, 3, 2))), {1, 1, 6, 6}),
+            (std::vector<int>{1, 1, 2, 2}));
+  // Where the division is exact both agree: LeNet's 24 -> 12.
+  EXPECT_EQ(pooled_shape(pool_param(floor_rounded(square(false, 2, 2))), {2, 3, 24, 24}),
+            (std::vector<int>{2, 3, 12, 12}));
+  // A kernel larger than the padded input leaves no window: refused.
+  expect_error(
+      [&] {
+        make(pool_param(floor_rounded(square(true, 3, 2))), {1, 1, 2, 2});
+      },
+      {"does not fit the input"});
+}
+
+// Caffe master's prototxt spelling parses, and the default stays CEIL.
+TEST_F(PoolingTest, RoundModeReadsAsCaffeMasterWritesIt) {
+  const LayerParameter floor = testing::layer_param_from(R"(name: "pool" type: "Pooling"
+      pooling_param { pool: MAX kernel_size: 3 stride: 2 round_mode: FLOOR })");
+  EXPECT_EQ(floor.pooling_param().round_mode(), PoolingParameter::FLOOR);
+  const LayerParameter plain = testing::layer_param_from(R"(name: "pool" type: "Pooling"
+      pooling_param { pool: MAX kernel_size: 3 stride: 2 })");
+  EXPECT_EQ(plain.pooling_param().round_mode(), PoolingParameter::CEIL);
+  EXPECT_EQ(pooled_shape(floor, {1, 1, 7, 8}), (std::vector<int>{1, 1, 3, 3}));
+  EXPECT_EQ(pooled_shape(plain, {1, 1, 7, 8}), (std::vector<int>{1, 1, 3, 4}));
+}
+
+XTRAIN_DEVICE_TEST_F(PoolingTest, FloorMaxAndAverageHandComputed) {
+  // A 4x5 ramp (value = 10 * row + column), kernel 2, stride 2: FLOOR keeps
+  // the 2x2 whole windows; CEIL would add a third column of windows holding
+  // only column 4.
+  //    0  1  2  3  4
+  //   10 11 12 13 14
+  //   20 21 22 23 24
+  //   30 31 32 33 34
+  PoolSpec s = floor_rounded(square(true, 2, 2));
+  auto max = make(pool_param(s), {1, 1, 4, 5});
+  for (int i = 0; i < 20; ++i) input_.mutable_cpu_data()[i] = 10.0f * (i / 5) + i % 5;
+  max->forward({&input_}, {&output_});
+  ASSERT_EQ(output_.shape(), (std::vector<int>{1, 1, 2, 2}));
+  EXPECT_EQ(std::vector<float>(output_.cpu_data(), output_.cpu_data() + 4),
+            (std::vector<float>{11, 13, 31, 33}));
+  s.max = false;
+  auto average = make(pool_param(s), {1, 1, 4, 5});
+  for (int i = 0; i < 20; ++i) input_.mutable_cpu_data()[i] = 10.0f * (i / 5) + i % 5;
+  average->forward({&input_}, {&output_});
+  // (0 + 1 + 10 + 11) / 4 = 5.5, (2 + 3 + 12 + 13) / 4 = 7.5, ...
+  EXPECT_EQ(std::vector<float>(output_.cpu_data(), output_.cpu_data() + 4),
+            (std::vector<float>{5.5f, 7.5f, 25.5f, 27.5f}));
+  // Kernel 3, stride 2, pad 1: on the 5 columns floor((5 + 2 - 3) / 2) + 1
+  // = 3 windows, starting at -1, 1 and 3 (the last ends at 6 = in + pad);
+  // each divides by the whole 3 x 3, padding included.
+  s = floor_rounded(square(false, 3, 2, 1));
+  auto padded = make(pool_param(s), {1, 1, 4, 5});
+  for (int i = 0; i < 20; ++i) input_.mutable_cpu_data()[i] = 10.0f * (i / 5) + i % 5;
+  padded->forward({&input_}, {&output_});
+  // Rows: floor((4 + 2 - 3) / 2) + 1 = 2 windows, [-1, 2) and [1, 4).
+  ASSERT_EQ(output_.shape(), (std::vector<int>{1, 1, 2, 3}));
+  const float expected[] = {(0 + 1 + 10 + 11) / 9.0f,
+                            (1 + 2 + 3 + 11 + 12 + 13) / 9.0f,
+                            (3 + 4 + 13 + 14) / 9.0f,
+                            (10 + 11 + 20 + 21 + 30 + 31) / 9.0f,
+                            (11 + 12 + 13 + 21 + 22 + 23 + 31 + 32 + 33) / 9.0f,
+                            (13 + 14 + 23 + 24 + 33 + 34) / 9.0f};
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(output_.cpu_data()[i], expected[i], 1e-5f) << i;
+}
+
+XTRAIN_DEVICE_TEST_F(PoolingTest, GradientFloor) {
+  auto max = make(pool_param(floor_rounded(square(true, 3, 2, 1))), {2, 2, 6, 7});
+  testing::GradientChecker().check(*max, {&input_}, {&output_});
+  auto average = make(pool_param(floor_rounded(square(false, 3, 2))), {2, 2, 7, 6});
+  testing::GradientChecker().check(*average, {&input_}, {&output_});
+}
+
 XTRAIN_DEVICE_TEST_F(PoolingTest, MaxHandComputed) {
   auto layer = make(pool_param(square(true, 2, 1)), {1, 1, 3, 3}, true);
   const float values[] = {1, 5, 2,  //
@@ -265,11 +354,14 @@ XTRAIN_DEVICE_TEST_F(PoolingTest, ForwardMatchesReference) {
   specs.push_back(rectangular);
   for (const auto& input : inputs) {
     for (PoolSpec s : specs) {
-      s.max = true;
-      check_forward(s, input, true);
-      check_forward(s, input, false);
-      s.max = false;
-      check_forward(s, input, false);
+      for (const bool floor : {false, true}) {
+        s.floor = floor;
+        s.max = true;
+        check_forward(s, input, true);
+        check_forward(s, input, false);
+        s.max = false;
+        check_forward(s, input, false);
+      }
     }
   }
 }

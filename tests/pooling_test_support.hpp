@@ -17,11 +17,12 @@
 
 namespace xtrain::testing {
 
-// A kernel, pad and stride on a stack of planes, with Caffe's ceil-mode
-// output size; `global` makes the kernel the whole plane.
+// A kernel, pad and stride on a stack of planes, with Caffe's output size
+// (round_mode CEIL, or FLOOR when not `round_up`); `global` makes the
+// kernel the whole plane.
 inline PoolingGeometry pooling_geometry(int planes, int height, int width, int kernel_h,
                                         int kernel_w, int pad_h, int pad_w, int stride_h,
-                                        int stride_w, bool global) {
+                                        int stride_w, bool global, bool round_up = true) {
   PoolingGeometry g;
   g.planes = planes;
   g.height = height;
@@ -33,8 +34,8 @@ inline PoolingGeometry pooling_geometry(int planes, int height, int width, int k
   g.stride_h = stride_h;
   g.stride_w = stride_w;
   const bool any_padding = pad_h > 0 || pad_w > 0;
-  g.pooled_h = pooled_size(g.height, g.kernel_h, g.pad_h, g.stride_h, any_padding);
-  g.pooled_w = pooled_size(g.width, g.kernel_w, g.pad_w, g.stride_w, any_padding);
+  g.pooled_h = pooled_size(g.height, g.kernel_h, g.pad_h, g.stride_h, any_padding, round_up);
+  g.pooled_w = pooled_size(g.width, g.kernel_w, g.pad_w, g.stride_w, any_padding, round_up);
   return g;
 }
 

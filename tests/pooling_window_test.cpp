@@ -18,7 +18,7 @@ struct Axis {
 };
 
 // Every axis geometry the Pooling layer accepts within small bounds
-// (pad < kernel), with and without padding elsewhere.
+// (pad < kernel), with and without padding elsewhere, rounded up and down.
 template <typename Body>
 void for_each_axis(Body body) {
   for (int input = 1; input <= 9; ++input) {
@@ -27,9 +27,11 @@ void for_each_axis(Body body) {
         for (int stride = 1; stride <= 4; ++stride) {
           for (const bool any_padding : {false, true}) {
             if (pad > 0 && !any_padding) continue;
-            const int pooled = pooled_size(input, kernel, pad, stride, any_padding);
-            if (pooled <= 0) continue;
-            body(Axis{input, kernel, pad, stride}, pooled);
+            for (const bool round_up : {true, false}) {  // round_mode CEIL and FLOOR
+              const int pooled = pooled_size(input, kernel, pad, stride, any_padding, round_up);
+              if (pooled <= 0) continue;
+              body(Axis{input, kernel, pad, stride}, pooled);
+            }
           }
         }
       }
@@ -93,7 +95,7 @@ TEST(PoolingWindowTest, WindowsHoldingAnInputAreExactlyThoseWhoseBoundsContainIt
 }
 
 PoolingGeometry square(int input, int kernel, int pad, int stride) {
-  const int pooled = pooled_size(input, kernel, pad, stride, pad > 0);
+  const int pooled = pooled_size(input, kernel, pad, stride, pad > 0, true);
   return {1, input, input, kernel, kernel, pad, pad, stride, stride, pooled, pooled};
 }
 
@@ -130,7 +132,7 @@ TEST(PoolingWindowTest, CudnnAverageRuleOnKnownNets) {
   // Equal sizes on one axis only are not enough.
   PoolingGeometry mixed = square(55, 3, 0, 2);
   mixed.width = 16;
-  mixed.pooled_w = pooled_size(16, 3, 0, 2, false);
+  mixed.pooled_w = pooled_size(16, 3, 0, 2, false, true);
   EXPECT_FALSE(cudnn_average_pooling_is_caffes(mixed));
 }
 

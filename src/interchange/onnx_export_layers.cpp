@@ -79,7 +79,11 @@ void export_convolution(LayerExport& layer) {
 // Pooling with Caffe's rounding (pooling_geometry.hpp): MaxPool or
 // AveragePool (counting pads) with the end pads that keep Caffe's windows;
 // AVE then multiplies by kernel size / Caffe's divisor where a window is
-// clipped; global pooling is Global*Pool.
+// clipped; global pooling is Global*Pool. round_mode FLOOR is ONNX's own
+// rounding (ceil_mode 0) with Caffe's pad at both ends, for any input size;
+// CEIL is written as floor rounding with a longer end pad, not as ceil_mode
+// 1, because runtimes disagree on a ceil-mode window that starts in the
+// padding.
 void export_pooling(LayerExport& layer) {
   const PoolingParameter& pool = layer.param.pooling_param();
   XTRAIN_CHECK(pool.pool() != PoolingParameter::STOCHASTIC, layer.where(),
@@ -99,13 +103,14 @@ void export_pooling(LayerExport& layer) {
   const int stride[2] = {static_cast<int>(pool.has_stride_h() ? pool.stride_h() : pool.stride()),
                          static_cast<int>(pool.has_stride_h() ? pool.stride_w() : pool.stride())};
   const bool layer_pads = pad[0] > 0 || pad[1] > 0;
+  const bool round_up = pool.round_mode() == PoolingParameter::CEIL;
   std::vector<std::int64_t> pads(4, 0);
   std::vector<int> divisors[2];
   bool clipped = false;
   for (int i = 0; i < 2; ++i) {
-    const PoolingAxis axis{in[2 + i], kernel[i], stride[i], pad[i], layer_pads};
+    const PoolingAxis axis{in[2 + i], kernel[i], stride[i], pad[i], layer_pads, round_up};
     pads[i] = pad[i];
-    pads[2 + i] = onnx_end_pad(axis, pad[i], 0);
+    pads[2 + i] = round_up ? onnx_end_pad(axis, pad[i], 0) : pad[i];
     XTRAIN_ASSERT(
         onnx_pooled_length(in[2 + i], kernel[i], stride[i], pad[i], static_cast<int>(pads[2 + i]),
                            false) == layer.output_shapes[0][2 + i],

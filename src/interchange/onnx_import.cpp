@@ -116,9 +116,9 @@ bool same_divisors(const interchange::PoolingCheck& check,
   std::vector<int> onnx[2], caffe[2];
   for (int i = 0; i < 2; ++i) {
     onnx[i] = interchange::onnx_average_divisors(axes[i]);
-    caffe[i] =
-        interchange::caffe_average_divisors({axes[i].input, axes[i].kernel, axes[i].stride,
-                                             axes[i].begin_pad + axes[i].pre_padding, layer_pads});
+    caffe[i] = interchange::caffe_average_divisors({axes[i].input, axes[i].kernel, axes[i].stride,
+                                                    axes[i].begin_pad + axes[i].pre_padding,
+                                                    layer_pads, check.round_up});
     if (onnx[i].size() != caffe[i].size()) return false;
   }
   const std::size_t rows = caffe[0].size(), columns = caffe[1].size();
@@ -151,7 +151,7 @@ void check_pooling_windows(const ImportState& state, const std::string& path) {
     bool same = true;
     for (int i = 0; i < 2; ++i) {
       axes[i].input = shape[2 + i];
-      same = same && interchange::caffe_has_same_windows(axes[i], layer_pads);
+      same = same && interchange::caffe_has_same_windows(axes[i], layer_pads, check.round_up);
     }
     same = same && (!check.average || same_divisors(check, axes, layer_pads));
     XTRAIN_CHECK(same, "'", path, "': ", check.node, " on a ", shape[2], "x", shape[3],

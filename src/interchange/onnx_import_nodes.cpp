@@ -195,7 +195,10 @@ void import_pad(NodeImport& node) {
 
 // MaxPool / AveragePool (2-d): Caffe pooling with pad = begin pad (+ the
 // Pad in front); whether its windows and divisors are ONNX's is checked
-// once the shapes are known (onnx_import.cpp).
+// once the shapes are known (onnx_import.cpp). ceil_mode 0 with the same
+// pad at both ends (what PyTorch writes) is round_mode FLOOR, the same
+// windows at every input size; other pads (our exports' longer end pad,
+// which keeps Caffe 1.0's windows) and ceil_mode 1 are CEIL.
 void import_pooling(NodeImport& node) {
   check_no_auto_pad(node);
   const bool average = node.node.op_type() == "AveragePool";
@@ -249,6 +252,10 @@ void import_pooling(NodeImport& node) {
     pool->set_stride_h(as_u32(strides[0]));
     pool->set_stride_w(as_u32(strides[1]));
   }
+  const bool floor_rounding =
+      node.int_attribute("ceil_mode", 0) == 0 && pads[0] == pads[2] && pads[1] == pads[3];
+  check.round_up = !floor_rounding;
+  if (floor_rounding) pool->set_round_mode(PoolingParameter::FLOOR);
   const std::int64_t pad_h = pads[0] + pre[0], pad_w = pads[1] + pre[1];
   if (pad_h == pad_w && pad_h != 0) pool->set_pad(as_u32(pad_h));
   if (pad_h != pad_w) {

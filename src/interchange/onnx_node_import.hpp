@@ -44,6 +44,7 @@ struct PoolingCheck {
   std::string layer;
   std::string node;  // "node 'x' (AveragePool)"
   bool average = false;
+  bool round_up = true;     // the layer's round_mode: CEIL, or FLOOR
   OnnxPoolingAxis axes[2];  // .input filled in by the check
   // AVE: a Mul by a constant (rows, columns) right after the AveragePool,
   // folded in: the factors by which the average's divisors differ from

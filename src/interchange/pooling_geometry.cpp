@@ -13,7 +13,8 @@ int floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 }  // namespace
 
 int caffe_pooled_length(const PoolingAxis& axis) {
-  int out = ceil_div(axis.input + 2 * axis.pad - axis.kernel, axis.stride) + 1;
+  const int span = axis.input + 2 * axis.pad - axis.kernel;
+  int out = (axis.round_up ? ceil_div(span, axis.stride) : floor_div(span, axis.stride)) + 1;
   if (axis.layer_pads && (out - 1) * axis.stride >= axis.input + axis.pad) --out;
   return out;
 }
@@ -43,10 +44,10 @@ std::vector<int> caffe_average_divisors(const PoolingAxis& axis) {
   return divisors;
 }
 
-bool caffe_has_same_windows(const OnnxPoolingAxis& axis, bool layer_pads) {
+bool caffe_has_same_windows(const OnnxPoolingAxis& axis, bool layer_pads, bool round_up) {
   const int pad = axis.begin_pad + axis.pre_padding;
   if (pad >= axis.kernel) return false;  // Caffe needs pad < kernel
-  return caffe_pooled_length({axis.input, axis.kernel, axis.stride, pad, layer_pads}) ==
+  return caffe_pooled_length({axis.input, axis.kernel, axis.stride, pad, layer_pads, round_up}) ==
          onnx_pooled_length(axis.input + 2 * axis.pre_padding, axis.kernel, axis.stride,
                             axis.begin_pad, axis.end_pad, axis.ceil_mode);
 }

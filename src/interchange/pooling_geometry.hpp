@@ -1,9 +1,11 @@
 // Caffe's pooling windows along one spatial axis, and the ONNX pooling
 // attributes that give the same windows.
 //
-// Caffe: out = ceil((in + 2 pad - kernel) / stride) + 1, less one when the
-// layer pads and the last window would start in the end padding
-// ((out - 1) stride >= in + pad). Window i covers [i stride - pad,
+// Caffe: out = ceil((in + 2 pad - kernel) / stride) + 1 (round_mode CEIL,
+// Caffe 1.0's only rounding), less one when the layer pads and the last
+// window would start in the end padding ((out - 1) stride >= in + pad); or
+// floor(...) + 1 (round_mode FLOOR, Caffe master's), which is ONNX's
+// ceil_mode 0 with both pads equal to Caffe's pad. Window i covers [i stride - pad,
 // i stride - pad + kernel) clipped to the input; AVE divides its sum by its
 // size clipped to [-pad, in + pad) instead (the padding counts, what lies
 // beyond it does not).
@@ -30,6 +32,7 @@ struct PoolingAxis {
   // Caffe drops a last window starting in the padding when the layer pads
   // either axis (pad_h or pad_w), not only this one.
   bool layer_pads = false;
+  bool round_up = true;  // round_mode CEIL; false: FLOOR
 };
 
 // Caffe's output length along the axis.
@@ -63,9 +66,10 @@ struct OnnxPoolingAxis {
   bool count_include_pad = false;
 };
 
-// Whether Caffe's pooling with pad begin_pad + pre_padding has the same
-// windows (count and places) along this axis.
-bool caffe_has_same_windows(const OnnxPoolingAxis& axis, bool layer_pads);
+// Whether Caffe's pooling with pad begin_pad + pre_padding, rounding up
+// (CEIL) or not (FLOOR), has the same windows (count and places) along this
+// axis.
+bool caffe_has_same_windows(const OnnxPoolingAxis& axis, bool layer_pads, bool round_up);
 
 // ONNX AveragePool's divisor of each window along the axis; empty when a
 // window reaches past the end pad (ceil mode), which runtimes divide

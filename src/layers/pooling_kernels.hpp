@@ -27,12 +27,18 @@ struct PoolingGeometry {
   int pooled_w = 0;
 };
 
-// Caffe's ceil-mode output size along one axis, in float as Caffe computes
-// it. When the layer has padding on either axis, the last window must start
-// before input + pad. (Without any padding Caffe keeps a last window that can
-// start past the input when stride > kernel; it comes out empty: -FLT_MAX for
-// MAX, 0 or NaN for AVE. We keep that too, as trained nets rely on shapes.)
-int pooled_size(int input, int kernel, int pad, int stride, bool any_padding);
+// Caffe's output size along one axis, in float as Caffe computes it:
+// (input + 2 pad - kernel) / stride rounded up (round_mode CEIL, Caffe 1.0's
+// only rounding) or down (FLOOR, Caffe master's round_mode), plus one. When
+// the layer has padding on either axis, the last window must start before
+// input + pad (only a rounded-up window can start there). (Without any
+// padding Caffe keeps a last CEIL window that can start past the input when
+// stride > kernel; it comes out empty: -FLT_MAX for MAX, 0 or NaN for AVE. We
+// keep that too, as trained nets rely on shapes.) The kernels need nothing
+// else: every window is clipped to the input (pooling_window.hpp), and a
+// FLOOR window never reaches past the padding, so AVE divides it by the
+// whole kernel.
+int pooled_size(int input, int kernel, int pad, int stride, bool any_padding, bool round_up);
 
 // MAX: output = the first largest input of each window (-FLT_MAX when none
 // exceeds it) and its index y * width + x within the plane (-1 for none),

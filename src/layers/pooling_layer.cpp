@@ -109,8 +109,9 @@ void PoolingLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
     kernel_w_ = width;
   }
   const bool any_padding = pad_h_ > 0 || pad_w_ > 0;
-  const int pooled_h = pooled_size(height, kernel_h_, pad_h_, stride_h_, any_padding);
-  const int pooled_w = pooled_size(width, kernel_w_, pad_w_, stride_w_, any_padding);
+  const bool round_up = param_.pooling_param().round_mode() == PoolingParameter::CEIL;
+  const int pooled_h = pooled_size(height, kernel_h_, pad_h_, stride_h_, any_padding, round_up);
+  const int pooled_w = pooled_size(width, kernel_w_, pad_w_, stride_w_, any_padding, round_up);
   XTRAIN_CHECK(pooled_h > 0 && pooled_w > 0, where(), ": the kernel ", kernel_h_, "x", kernel_w_,
                " with pad ", pad_h_, "x", pad_w_, " and stride ", stride_h_, "x", stride_w_,
                " does not fit the input ", input.shape_string(),

@@ -2,10 +2,13 @@
 // channel of an (N, C, H, W) input.
 //
 // Window (y, x) covers rows [y*sh - ph, y*sh - ph + kh) and the like for
-// columns. Caffe rounds the output size UP:
+// columns. Caffe 1.0 rounds the output size UP (round_mode CEIL, the
+// default):
 //   pooled = ceil((in + 2*pad - k) / stride) + 1,
 // and, with padding, drops the last window if it would start at or past
 // in + pad (every window must start inside the image or its left padding).
+// round_mode FLOOR (Caffe master; PyTorch's and ONNX's default) rounds down
+// instead: only windows that fit the padded input.
 //   MAX: top = the largest input in the window (clipped to the image); an
 //        optional second top holds its index y*W + x within the channel, and
 //        backward routes each top gradient to that input.

@@ -8,9 +8,11 @@
 
 namespace xtrain {
 
-int pooled_size(int input, int kernel, int pad, int stride, bool any_padding) {
-  int pooled =
-      static_cast<int>(std::ceil(static_cast<float>(input + 2 * pad - kernel) / stride)) + 1;
+int pooled_size(int input, int kernel, int pad, int stride, bool any_padding, bool round_up) {
+  const float windows_after_first = static_cast<float>(input + 2 * pad - kernel) / stride;
+  int pooled = static_cast<int>(round_up ? std::ceil(windows_after_first)
+                                         : std::floor(windows_after_first)) +
+               1;
   if (any_padding && (pooled - 1) * stride >= input + pad) --pooled;
   return pooled;
 }
