@@ -2,7 +2,8 @@
 //
 // Graph inputs become Input layers (a symbolic dimension, such as a dynamic
 // batch, becomes 1: the prototxt's batch is changed like any other); each
-// node becomes the layers of its importer (onnx_node_import.hpp). The
+// node becomes the layers of its importer (onnx_node_import.hpp), or
+// constants when its outputs are known at import (onnx_constant_folding.cpp). The
 // windows of imported pooling layers are checked against ONNX's once a Net
 // built from the result gives the blob shapes.
 #include <cmath>
@@ -94,6 +95,10 @@ void import_node(ImportState& state, const onnx::NodeProto& node, int index) {
   XTRAIN_CHECK(node.domain().empty() || node.domain() == "ai.onnx", "node '", node.name(), "' (",
                node.op_type(), ") is from operator set '", node.domain(),
                "', which xtrain does not import");
+  NodeImport context{
+      node, state, node.name().empty() ? node.op_type() + "_" + std::to_string(index) : node.name(),
+      index};
+  if (interchange::fold_constant_node(context)) return;
   const interchange::NodeImporter importer = interchange::find_node_importer(node.op_type());
   XTRAIN_CHECK(importer != nullptr, "node '", node.name(), "' (", node.op_type(),
                ") has no xtrain layer; docs/onnx.md lists the operators xtrain imports");
@@ -103,9 +108,6 @@ void import_node(ImportState& state, const onnx::NodeProto& node, int index) {
       if (rank != state.ranks.end()) state.ranks[output] = rank->second;
     }
   }
-  NodeImport context{
-      node, state, node.name().empty() ? node.op_type() + "_" + std::to_string(index) : node.name(),
-      index};
   importer(context);
 }
 

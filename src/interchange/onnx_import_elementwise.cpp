@@ -157,6 +157,55 @@ bool import_second_bottom(NodeImport& node) {
   return false;
 }
 
+// Mul or Add of x and a value f of x's rank whose dims are x's on the
+// leading axes and 1 after (a squeeze-and-excitation gate, (N, C, 1, 1)
+// against (N, C, H, W)): Caffe's Scale or Bias of x by f reshaped to those
+// leading axes (Reshape with 0s, which copy the axes, so any batch size
+// works), along axis 0. The shapes are the layers' (onnx_import_shapes.cpp).
+// False when both have one shape (Eltwise's case) or neither is such an f.
+bool import_broadcast_between_values(NodeImport& node) {
+  const std::string& op = node.node.op_type();
+  if (op != "Mul" && op != "Add") return false;
+  const std::vector<int> shapes[2] = {imported_blob_shape(node.state, node.node.input(0)),
+                                      imported_blob_shape(node.state, node.node.input(1))};
+  if (shapes[0] == shapes[1]) return false;
+  for (int factor = 1; factor >= 0; --factor) {
+    const std::vector<int>& f = shapes[factor];
+    const std::vector<int>& x = shapes[1 - factor];
+    if (f.size() != x.size()) continue;
+    std::size_t leading = 0;
+    while (leading < f.size() && f[leading] == x[leading]) ++leading;
+    const bool ones_after =
+        std::all_of(f.begin() + leading, f.end(), [](int dim) { return dim == 1; });
+    if (leading == 0 || leading == f.size() || !ones_after) continue;
+    const std::string squeezed = unused_blob_name(node.state, node.node.output(0) + "/squeezed");
+    LayerParameter& reshape =
+        node.add_layer("Reshape", {node.node.input(factor)}, {squeezed}, node.name + "/reshape");
+    for (std::size_t i = 0; i < leading; ++i)
+      reshape.mutable_reshape_param()->mutable_shape()->add_dim(0);
+    LayerParameter& layer =
+        node.add_layer(op == "Mul" ? "Scale" : "Bias", {node.node.input(1 - factor), squeezed},
+                       {node.node.output(0)});
+    if (op == "Mul") {
+      layer.mutable_scale_param()->set_axis(0);
+    } else {
+      layer.mutable_bias_param()->set_axis(0);
+    }
+    node.state.ranks[node.node.output(0)] = static_cast<int>(x.size());
+    return true;
+  }
+  auto text = [](const std::vector<int>& shape) {
+    std::string out;
+    for (int dim : shape) out += (out.empty() ? "" : "x") + std::to_string(dim);
+    return out;
+  };
+  XTRAIN_CHECK(false, node.where(), ": its inputs' shapes ", text(shapes[0]), " and ",
+               text(shapes[1]),
+               " differ, and neither is the other's on the leading axes and 1 after (what "
+               "Caffe's Scale and Bias broadcast)");
+  return false;
+}
+
 // Add, Sub, Mul, Div with a constant: Power for one value, else Scale or
 // Bias over the axes the constant covers. Between values: Eltwise (SUM,
 // SUM with coefficients 1 and -1, PROD).
@@ -167,7 +216,10 @@ void import_arithmetic(NodeImport& node) {
   if (fold_divisor_factors(node)) return;
   const bool constant_first = node.constant(0) != nullptr;
   const onnx::TensorProto* constant = constant_first ? node.constant(0) : node.constant(1);
-  if (constant == nullptr && import_second_bottom(node)) return;
+  if (constant == nullptr &&
+      (import_second_bottom(node) || import_broadcast_between_values(node))) {
+    return;
+  }
   if (constant == nullptr) {
     XTRAIN_CHECK(op != "Div", node.where(), ": division of two computed values is not imported");
     LayerParameter& layer =
@@ -368,6 +420,25 @@ void import_reshape(NodeImport& node) {
   node.state.reshape_dims[node.node.output(0)] = shape;
 }
 
+// Transpose: SSD's Permute, whose order is ONNX's perm (the default, the
+// axes reversed, needs the rank).
+void import_transpose(NodeImport& node) {
+  std::vector<std::int64_t> perm = node.ints_attribute("perm");
+  const int rank = node.input_rank(0);
+  if (perm.empty()) {
+    XTRAIN_CHECK(rank > 0, node.where(),
+                 ": without perm it reverses the axes of an input of unknown rank; give perm");
+    for (int axis = rank - 1; axis >= 0; --axis) perm.push_back(axis);
+  }
+  PermuteParameter* permute = one_to_one(node, "Permute").mutable_permute_param();
+  for (std::int64_t axis : perm) {
+    XTRAIN_CHECK(axis >= 0 && axis < static_cast<std::int64_t>(perm.size()), node.where(),
+                 ": perm names axis ", axis, " of ", perm.size());
+    permute->add_order(static_cast<std::uint32_t>(axis));
+  }
+  node.state.ranks[node.node.output(0)] = static_cast<int>(perm.size());
+}
+
 // ArgMax with keepdims: Caffe's ArgMax along the axis, top_k 1 (the indices
 // come out as floats).
 void import_argmax(NodeImport& node) {
@@ -397,10 +468,10 @@ NodeImporter find_elementwise_importer(const std::string& op_type) {
       {"Reshape", import_reshape},   {"Dropout", import_dropout},
       {"Identity", import_identity}, {"ArgMax", import_argmax},
       {"Greater", import_greater},   {"Cast", import_cast},
-      {"TopK", import_top_k},
+      {"TopK", import_top_k},        {"Transpose", import_transpose},
   };
   const auto found = kImporters.find(op_type);
-  return found == kImporters.end() ? nullptr : found->second;
+  return found == kImporters.end() ? find_activation_importer(op_type) : found->second;
 }
 
 }  // namespace xtrain::interchange

@@ -7,7 +7,6 @@
 #include "interchange/onnx_node_import.hpp"
 #include "interchange/onnx_tensor.hpp"
 #include "xtrain/error.hpp"
-#include "xtrain/net.hpp"
 
 namespace xtrain::interchange {
 namespace {
@@ -126,20 +125,6 @@ bool import_mvn_pattern(NodeImport& node) {
   return true;
 }
 
-namespace {
-
-// The shape of `blob`, from a Net built of the layers imported so far.
-std::vector<int> blob_shape(const ImportState& state, const std::string& blob) {
-  NetParameter param = state.net;
-  param.mutable_state()->set_phase(TEST);
-  NetOptions options;
-  options.verbose = false;
-  const Net net(param, options);
-  return net.blob_by_name(blob)->shape();
-}
-
-}  // namespace
-
 // Slice with constant starts, ends, axes and steps of 1: along each axis it
 // cuts, a Caffe Slice at the start and end whose middle top goes on and
 // whose other parts a Silence takes (Caffe's Crop needs a second bottom of
@@ -164,7 +149,7 @@ void import_slice(NodeImport& node) {
   }
   XTRAIN_CHECK(computed, node.where(), ": its input '", input,
                "' is computed by no earlier node (a constant, or missing)");
-  const std::vector<int> shape = blob_shape(node.state, input);
+  const std::vector<int> shape = imported_blob_shape(node.state, input);
   const int rank = static_cast<int>(shape.size());
   if (axes.empty()) {
     for (std::size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<std::int64_t>(i));

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <set>
 #include <string>
@@ -75,6 +76,12 @@ struct ImportState {
   // Reshape outputs by their constant shapes (a Scale's or Bias's second
   // bottom is written reshaped to broadcast).
   std::map<std::string, std::vector<std::int64_t>> reshape_dims;
+  // The shapes of the blobs imported so far that were asked for
+  // (imported_blob_shape).
+  std::map<std::string, std::vector<int>> blob_shapes;
+  // The constants computed at import (onnx_constant_folding.cpp), which
+  // `constants` points into (a deque: its elements never move).
+  std::deque<onnx::TensorProto> folded_constants;
 };
 
 struct NodeImport {
@@ -112,10 +119,22 @@ struct NodeImport {
 
 using NodeImporter = void (*)(NodeImport& node);
 
+// The shape of `blob`, which the layers imported so far compute
+// (onnx_import_shapes.cpp); throws naming it when none does.
+std::vector<int> imported_blob_shape(ImportState& state, const std::string& blob);
+
+// A node whose outputs are known at import (an alias of a constant, shape
+// arithmetic, any operator of constants it computes): records them as
+// constants and returns true; false for a node that needs layers
+// (onnx_constant_folding.cpp).
+bool fold_constant_node(NodeImport& node);
+
 // The importer of an ONNX operator, or nullptr when xtrain has no layer for it.
 NodeImporter find_node_importer(const std::string& op_type);
 // The arithmetic and shape operators (onnx_import_elementwise.cpp).
 NodeImporter find_elementwise_importer(const std::string& op_type);
+// Clip, HardSigmoid, HardSwish (onnx_import_activations.cpp).
+NodeImporter find_activation_importer(const std::string& op_type);
 
 // MVN's pattern as our exports write it (onnx_export_shapes.cpp), from its
 // first ReduceMean: imports it and returns true, or returns false when the

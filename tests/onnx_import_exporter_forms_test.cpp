@@ -1,0 +1,254 @@
+// What torch.onnx.export writes around its layers, read as Caffe layers
+// (src/interchange): Identity aliases of initializers, shape arithmetic
+// (Shape -> Gather -> Unsqueeze -> Concat -> Reshape, a chunk's Slice
+// bounds) folded into constants, Clip, HardSigmoid, HardSwish, Transpose
+// and a squeeze-and-excitation Mul of (N, C, 1, 1) by (N, C, H, W). Each
+// imported net is run and its numbers compared with a hand computation;
+// tests/onnx/test_torchvision.py runs whole torchvision models.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "error_message.hpp"
+#include "interchange/onnx.pb.h"
+#include "xtrain/net.hpp"
+#include "xtrain/onnx.hpp"
+
+namespace xtrain {
+namespace {
+
+class OnnxImportExporterForms : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("xtrain_onnx_forms_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+    model_.set_ir_version(7);
+    model_.add_opset_import()->set_version(13);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  void input(const std::string& name, const std::vector<std::int64_t>& dims) {
+    onnx::ValueInfoProto* value = model_.mutable_graph()->add_input();
+    value->set_name(name);
+    value->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    for (std::int64_t dim : dims) {
+      value->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(dim);
+    }
+  }
+  void floats(const std::string& name, const std::vector<std::int64_t>& dims,
+              const std::vector<float>& values) {
+    onnx::TensorProto* tensor = model_.mutable_graph()->add_initializer();
+    tensor->set_name(name);
+    tensor->set_data_type(onnx::TensorProto::FLOAT);
+    for (std::int64_t dim : dims) tensor->add_dims(dim);
+    for (float value : values) tensor->add_float_data(value);
+  }
+  void ints(const std::string& name, const std::vector<std::int64_t>& values, bool scalar = false) {
+    onnx::TensorProto* tensor = model_.mutable_graph()->add_initializer();
+    tensor->set_name(name);
+    tensor->set_data_type(onnx::TensorProto::INT64);
+    if (!scalar) tensor->add_dims(static_cast<std::int64_t>(values.size()));
+    for (std::int64_t value : values) tensor->add_int64_data(value);
+  }
+  onnx::NodeProto& node(const std::string& op, const std::vector<std::string>& inputs,
+                        const std::string& output) {
+    onnx::NodeProto* n = model_.mutable_graph()->add_node();
+    n->set_name(output + "_node");
+    n->set_op_type(op);
+    for (const std::string& name : inputs) n->add_input(name);
+    n->add_output(output);
+    return *n;
+  }
+  static void attribute(onnx::NodeProto& n, const std::string& name,
+                        const std::vector<std::int64_t>& values) {
+    onnx::AttributeProto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (std::int64_t v : values) a->add_ints(v);
+  }
+  static void int_attribute(onnx::NodeProto& n, const std::string& name, std::int64_t value) {
+    onnx::AttributeProto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(value);
+  }
+  static void attribute(onnx::NodeProto& n, const std::string& name, float value) {
+    onnx::AttributeProto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(value);
+  }
+  void output(const std::string& name) { model_.mutable_graph()->add_output()->set_name(name); }
+
+  ImportedNet import() {
+    const std::string path = (dir_ / "model.onnx").string();
+    std::ofstream(path, std::ios::binary) << model_.SerializeAsString();
+    return import_onnx(path);
+  }
+  // The imported net run on `x`: {output blob: values, shape}.
+  struct Result {
+    std::vector<float> values;
+    std::vector<int> shape;
+  };
+  Result run(const ImportedNet& imported, const std::vector<float>& x, const std::string& top) {
+    Net net(imported.net);
+    net.copy_trained_layers_from(imported.weights);
+    Blob& data = *net.input_blobs()[0];
+    EXPECT_EQ(data.count(), x.size());
+    std::copy(x.begin(), x.end(), data.mutable_cpu_data());
+    net.forward();
+    const Blob& out = *net.blob_by_name(top);
+    return {std::vector<float>(out.cpu_data(), out.cpu_data() + out.count()), out.shape()};
+  }
+  static int count_of(const NetParameter& net, const std::string& type) {
+    int count = 0;
+    for (const LayerParameter& layer : net.layer()) count += layer.type() == type;
+    return count;
+  }
+
+  std::filesystem::path dir_;
+  onnx::ModelProto model_;
+};
+
+void expect_near(const std::vector<float>& actual, const std::vector<float>& expected) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_NEAR(actual[i], expected[i], 1e-6f) << "element " << i;
+  }
+}
+
+TEST_F(OnnxImportExporterForms, IdentityOfAnInitializerIsThatConstant) {
+  // A 1x1 convolution whose bias PyTorch stored once and names through an
+  // Identity (zero biases shared, say): the Conv needs it as a constant.
+  input("x", {1, 2, 1, 2});
+  floats("w", {2, 2, 1, 1}, {1, 0, 0, 2});
+  floats("b", {2}, {0.5f, -1});
+  node("Identity", {"b"}, "b_alias");
+  node("Conv", {"x", "w", "b_alias"}, "y");
+  output("y");
+  const ImportedNet imported = import();
+  EXPECT_EQ(count_of(imported.net, "Split"), 0);
+  // y[0] = x[0] + 0.5, y[1] = 2 x[1] - 1.
+  expect_near(run(imported, {1, 2, 3, 4}, "y").values, {1.5f, 2.5f, 5, 7});
+}
+
+TEST_F(OnnxImportExporterForms, ShapeArithmeticBeforeAReshapeFoldsToItsShape) {
+  // torch.flatten as newer exporters write it: Reshape(r, Concat(Unsqueeze(
+  // Gather(Shape(r), 0)), [-1])), r a computed 1x2x3x2 value.
+  input("x", {1, 2, 3, 2});
+  node("Relu", {"x"}, "r");
+  node("Shape", {"r"}, "shape");
+  ints("zero", {0}, true);
+  node("Gather", {"shape", "zero"}, "batch");
+  ints("axes", {0});
+  node("Unsqueeze", {"batch", "axes"}, "batch_1d");
+  ints("rest", {-1});
+  int_attribute(node("Concat", {"batch_1d", "rest"}, "flat_shape"), "axis", 0);
+  node("Reshape", {"r", "flat_shape"}, "y");
+  output("y");
+  const ImportedNet imported = import();
+  ASSERT_EQ(count_of(imported.net, "Reshape"), 1);
+  std::vector<float> x(12);
+  for (int i = 0; i < 12; ++i) x[i] = static_cast<float>(i) - 6;
+  const Result y = run(imported, x, "y");
+  EXPECT_EQ(y.shape, (std::vector<int>{1, 12}));
+  for (float& v : x) v = std::max(v, 0.0f);
+  expect_near(y.values, x);
+}
+
+TEST_F(OnnxImportExporterForms, ChunkBoundsFromTheShapeFoldIntoTheSlice) {
+  // torch.chunk(x, 2, dim=1) on 4 channels: the second half starts at
+  // (C + 1) / 2 * 1 and ends at (C + 1) / 2 * 2.
+  input("x", {1, 4, 1, 1});
+  node("Shape", {"x"}, "shape");
+  ints("one", {1}, true);
+  node("Gather", {"shape", "one"}, "channels");
+  node("Add", {"channels", "one"}, "rounded_up");
+  ints("two", {2}, true);
+  node("Div", {"rounded_up", "two"}, "half");
+  node("Mul", {"half", "two"}, "end");
+  node("Unsqueeze", {"half", "axes"}, "starts");
+  node("Unsqueeze", {"end", "axes"}, "ends");
+  ints("axes", {0});
+  ints("axis1", {1});
+  node("Slice", {"x", "starts", "ends", "axis1"}, "y");
+  output("y");
+  const ImportedNet imported = import();
+  const Result y = run(imported, {1, 2, 3, 4}, "y");
+  EXPECT_EQ(y.shape, (std::vector<int>{1, 2, 1, 1}));
+  expect_near(y.values, {3, 4});
+}
+
+TEST_F(OnnxImportExporterForms, ClipIsCaffesClipOrAReLU) {
+  input("x", {1, 5});
+  floats("zero", {}, {0});
+  floats("six", {}, {6});
+  node("Clip", {"x", "zero", "six"}, "relu6");
+  node("Clip", {"x", "zero"}, "relu");
+  output("relu6");
+  output("relu");
+  const ImportedNet imported = import();
+  EXPECT_EQ(count_of(imported.net, "Clip"), 1);
+  EXPECT_EQ(count_of(imported.net, "ReLU"), 1);
+  expect_near(run(imported, {-2, 0.5f, 5, 6.5f, 9}, "relu6").values, {0, 0.5f, 5, 6, 6});
+  expect_near(run(imported, {-2, 0.5f, 5, 6.5f, 9}, "relu").values, {0, 0.5f, 5, 6.5f, 9});
+}
+
+TEST_F(OnnxImportExporterForms, HardSigmoidAndHardSwishAreALineClippedToZeroAndOne) {
+  model_.mutable_opset_import(0)->set_version(14);
+  input("x", {1, 5});
+  node("HardSigmoid", {"x"}, "gate");  // ONNX's defaults: alpha 0.2, beta 0.5
+  attribute(node("HardSigmoid", {"x"}, "torch_gate"), "alpha", 1.0f / 6);
+  node("HardSwish", {"x"}, "swish");
+  output("gate");
+  output("torch_gate");
+  output("swish");
+  const ImportedNet imported = import();
+  const std::vector<float> x = {-4, -1, 0, 1, 4};
+  expect_near(run(imported, x, "gate").values, {0, 0.3f, 0.5f, 0.7f, 1});
+  expect_near(run(imported, x, "torch_gate").values, {0, 1.0f / 3, 0.5f, 2.0f / 3, 1});
+  // x relu6(x + 3) / 6.
+  expect_near(run(imported, x, "swish").values, {0, -1.0f / 3, 0, 2.0f / 3, 4});
+}
+
+TEST_F(OnnxImportExporterForms, TransposeIsPermute) {
+  input("x", {1, 2, 3});
+  attribute(node("Transpose", {"x"}, "y"), "perm", std::vector<std::int64_t>{0, 2, 1});
+  output("y");
+  const Result y = run(import(), {1, 2, 3, 4, 5, 6}, "y");
+  EXPECT_EQ(y.shape, (std::vector<int>{1, 3, 2}));
+  expect_near(y.values, {1, 4, 2, 5, 3, 6});
+}
+
+TEST_F(OnnxImportExporterForms, GateOfOneValuePerChannelScalesTheMaps) {
+  // Squeeze-and-excitation: x times its own per-channel mean, the gate first
+  // as torchvision writes it.
+  input("x", {1, 2, 2, 2});
+  node("GlobalAveragePool", {"x"}, "mean");
+  node("Mul", {"mean", "x"}, "y");
+  output("y");
+  const ImportedNet imported = import();
+  EXPECT_EQ(count_of(imported.net, "Scale"), 1);
+  // Channel means 2.5 and 1.
+  expect_near(run(imported, {1, 2, 3, 4, 1, 1, 1, 1}, "y").values, {2.5f, 5, 7.5f, 10, 1, 1, 1, 1});
+}
+
+TEST_F(OnnxImportExporterForms, AMulOfShapesCaffeCannotBroadcastIsRefusedNamingTheNode) {
+  input("x", {1, 2, 2, 2});
+  node("GlobalAveragePool", {"x"}, "mean");
+  attribute(node("Transpose", {"mean"}, "mean_last"), "perm",
+            std::vector<std::int64_t>{0, 2, 3, 1});
+  node("Mul", {"x", "mean_last"}, "y");
+  output("y");
+  testing::expect_error([&] { import(); },
+                        {"node 'y_node' (Mul)", "1x2x2x2 and 1x1x1x2", "Scale and Bias"});
+}
+
+}  // namespace
+}  // namespace xtrain
