@@ -7,16 +7,20 @@
 
 #include <cmath>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "device_test_support.hpp"
 #include "test_net_text.hpp"
 #include "xtrain/blob.hpp"
+#include "xtrain/error.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 #include "xtrain/proto_io.hpp"
 #include "xtrain/solver.hpp"
 #include "xtrain/synced_memory.hpp"
 
 #ifdef XTRAIN_USE_CUDA
+#include "core/device_memory.hpp"
 #include "cuda/math_gpu.hpp"
 #endif
 
@@ -136,6 +140,46 @@ XTRAIN_GPU_TEST(AsyncUpload, AHostWriteAfterAnUploadNeverReachesTheDevicesCopy) 
   for (std::size_t i = 0; i < count; ++i) wrong += arrived[i] != static_cast<float>(i % 1000);
   EXPECT_EQ(wrong, 0u) << "values the host wrote after the upload reached the device";
   EXPECT_FLOAT_EQ(uploaded.cpu_data()[7], -1.0f);
+}
+
+// A marker belongs to the GPU whose stream it first marked: recording it
+// for another GPU's stream is refused (before any call on that GPU, so one
+// GPU shows it).
+XTRAIN_GPU_TEST(AsyncUpload, AStreamMarkerRefusesAnotherGpusStream) {
+  use_device(Device::gpu(0));
+  device_memory::StreamMarker marker;
+  marker.record(0);
+  try {
+    marker.record(1);
+    FAIL() << "a marker of GPU 0 recorded GPU 1's stream";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("of GPU 0 cannot mark the stream of GPU 1"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
+// One thread, two GPUs: a blob of GPU 1 uploaded while the thread's current
+// device is GPU 0 (a program driving nets on both). The upload is queued on
+// GPU 1's stream, so its marker must be too: the host write that follows
+// then waits for the copy, and GPU 1 holds the values from before it.
+XTRAIN_GPU_TEST(AsyncUpload, AnUploadToAGpuNotTheThreadsIsWaitedForToo) {
+  if (cuda_device_count() < 2) GTEST_SKIP() << "needs two GPUs";
+  const std::size_t count = std::size_t{16} << 20;
+  use_device(Device::gpu(1));
+  Blob uploaded({static_cast<int>(count)});
+  const void* on_gpu1 = uploaded.mutable_gpu_data();  // the blob's GPU: 1
+  float* host = uploaded.mutable_cpu_data();
+  for (std::size_t i = 0; i < count; ++i) host[i] = static_cast<float>(i % 1000);
+  use_device(Device::gpu(0));
+  ASSERT_EQ(uploaded.gpu_data(), on_gpu1);
+  float* rewritten = uploaded.mutable_cpu_data();
+  for (std::size_t i = 0; i < count; ++i) rewritten[i] = -1.0f;
+  std::vector<float> arrived(count);
+  device_memory::copy_to_host(arrived.data(), on_gpu1, count * sizeof(float), 1);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < count; ++i) wrong += arrived[i] != static_cast<float>(i % 1000);
+  EXPECT_EQ(wrong, 0u) << "values the host wrote after the upload reached GPU 1";
 }
 #endif
 

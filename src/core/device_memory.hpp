@@ -35,12 +35,19 @@ void copy_to_device_async(void* device_ptr, const void* pinned_host, std::size_t
 void* allocate_host(std::size_t size, bool* pinned);
 void free_host(void* ptr, bool pinned) noexcept;
 
-// Orders GPU work between threads, and the host after it: record() marks
-// the current point of the calling thread's stream; make_this_thread_wait()
-// makes the calling thread's stream (another thread's, usually) wait until
-// that point has run, without blocking the host; wait_on_host() blocks the
-// calling thread until it has run. Before the first record() there is
-// nothing to wait for. No-ops in a CPU-only build.
+// Orders GPU work between threads, and the host after it: record(device)
+// marks the current point of the calling thread's stream on GPU `device`;
+// make_this_thread_wait() makes the calling thread's stream on that GPU
+// (another thread's, usually) wait until that point has run, without
+// blocking the host; wait_on_host() blocks the calling thread until it has
+// run. The device is named, not taken from the thread's current one: what a
+// marker orders (a blob's upload) was queued on the blob's GPU, and a thread
+// may have switched to another since (the Python API, one thread driving
+// nets on two GPUs), where a marker would order nothing -- or its event,
+// made on one GPU, could not be recorded on another's stream. A marker
+// belongs to the GPU of its first record(); recording it for another is
+// refused with an error. Before the first record() there is nothing to wait
+// for. No-ops in a CPU-only build.
 class StreamMarker {
  public:
   StreamMarker() = default;
@@ -48,7 +55,7 @@ class StreamMarker {
   StreamMarker(const StreamMarker&) = delete;
   StreamMarker& operator=(const StreamMarker&) = delete;
 
-  void record();
+  void record(int device);
   void make_this_thread_wait() const;
   void wait_on_host() const;
 

@@ -29,7 +29,7 @@ void* allocate_host(std::size_t size, bool* pinned) {
 void free_host(void* ptr, bool) noexcept { free_aligned_host(ptr); }
 
 StreamMarker::~StreamMarker() = default;
-void StreamMarker::record() {}
+void StreamMarker::record(int) {}
 void StreamMarker::make_this_thread_wait() const {}
 void StreamMarker::wait_on_host() const {}
 

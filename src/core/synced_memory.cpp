@@ -91,7 +91,7 @@ void SyncedMemory::to_gpu() {
         // the next host write waits for it (finish_upload).
         device_memory::copy_to_device_async(gpu_ptr_, cpu_ptr_, size_, gpu_device_);
         if (!upload_done_) upload_done_ = std::make_unique<device_memory::StreamMarker>();
-        upload_done_->record();
+        upload_done_->record(gpu_device_);
         upload_pending_ = true;
       } else {
         // Pageable memory (given by set_cpu_data, or pinning failed): the

@@ -156,12 +156,16 @@ StreamMarker::~StreamMarker() {
   if (event_) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
 }
 
-void StreamMarker::record() {
+void StreamMarker::record(int device) {
+  XTRAIN_CHECK(event_ == nullptr || device == device_, "a stream marker of GPU ", device_,
+               " cannot mark the stream of GPU ", device,
+               ": the work it orders was queued on GPU ", device_);
+  cuda::DeviceGuard guard(device);
   if (!event_) {
     cudaEvent_t event = nullptr;
     XTRAIN_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
     event_ = event;
-    XTRAIN_CUDA_CHECK(cudaGetDevice(&device_));
+    device_ = device;
   }
   XTRAIN_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event_), cuda::stream()));
 }

@@ -120,7 +120,7 @@ void PrefetchingDataLayer::recycle(Batch* batch) {
   // Kernels queued on this thread's stream may still read the batch's device
   // copy (conv1's weight gradient reads its bottom): the next upload into it
   // waits for this point of the stream.
-  if (device().is_gpu()) batch->released_by_net.record();
+  if (device().is_gpu()) batch->released_by_net.record(device().id);
   batch->data_ptr = batch->data.mutable_cpu_data();
   batch->label_ptr =
       output_labels_ && label_row_values_ == 0 ? batch->labels.mutable_cpu_data() : nullptr;
@@ -307,7 +307,7 @@ void PrefetchingDataLayer::copy_to_device(Batch& batch) const {
     batch.released_by_net.make_this_thread_wait();
     batch.data.gpu_data();
     if (output_labels_ && label_row_values_ == 0) batch.labels.gpu_data();
-    batch.uploaded.record();
+    batch.uploaded.record(device().id);
   } catch (const std::exception& caught) {
     batch.error = where() + ": copying a batch to " + device().to_string() + ": " + caught.what();
   }
