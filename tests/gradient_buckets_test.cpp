@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -182,6 +183,25 @@ TEST(GradientBuckets, TwoReplicasGetTheMeanOfTheirGradientsAndLosses) {
       ASSERT_EQ(nets[1]->learnable_params()[i]->cpu_diff()[k],
                 nets[0]->learnable_params()[i]->cpu_diff()[k]);
     }
+  }
+}
+
+// The buffer holds every gradient of the net: past 2^31 - 1 values (a
+// Blob's dimension is an int) it is shaped in rows, never smaller than
+// asked and never wrapping.
+TEST(GradientBuckets, BufferShapesHoldAnySizeWithoutWrapping) {
+  constexpr std::size_t kInt = std::numeric_limits<int>::max();
+  EXPECT_EQ(gradient_buffer_shape(10), std::vector<int>({10}));
+  EXPECT_EQ(gradient_buffer_shape(kInt), std::vector<int>({static_cast<int>(kInt)}));
+  for (const std::size_t values : {kInt + 1, std::size_t{5'000'000'003}, std::size_t{1} << 40}) {
+    const std::vector<int> shape = gradient_buffer_shape(values);
+    std::size_t count = 1;
+    for (int dimension : shape) {
+      ASSERT_GT(dimension, 0) << values;
+      count *= static_cast<std::size_t>(dimension);
+    }
+    EXPECT_GE(count, values);
+    EXPECT_LT(count - values, std::size_t{1} << 16) << values;
   }
 }
 

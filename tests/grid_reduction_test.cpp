@@ -22,6 +22,7 @@
 #include "layer_test_support.hpp"
 #include "layers/batch_norm_math.hpp"
 #include "layers/loss_ops.hpp"
+#include "layers/reduction_ops.hpp"
 #include "xtrain/blob.hpp"
 
 namespace xtrain {
@@ -230,6 +231,24 @@ TEST(GridReductionPlan, CursorStepsLikeDivisionAndModulo) {
       }
     }
   }
+}
+
+// reduce_rows (Reduction, MVN on a GPU): its grid stays within a launch's
+// limit for any number of rows (the count of 2^32 rows once wrapped to 0
+// blocks), and its blocks' row loops, walked as the kernel walks them, sum
+// every row once.
+TEST(GridReductionPlan, RowReductionsCoverAnyNumberOfRowsOnce) {
+  EXPECT_EQ(ops::row_blocks(0), 0u);
+  EXPECT_EQ(ops::row_blocks(7), 7u);
+  EXPECT_EQ(ops::row_blocks(std::size_t{1} << 32), ops::kMaxRowBlocks);
+  EXPECT_EQ(ops::row_blocks((std::size_t{1} << 31) + 5), ops::kMaxRowBlocks);
+  const std::size_t rows = 3 * ops::kMaxRowBlocks + 17;
+  const std::size_t grid = ops::row_blocks(rows);
+  std::vector<int> visits(rows, 0);
+  for (std::size_t block = 0; block < grid; ++block) {
+    for (std::size_t row = block; row < rows; row += grid) ++visits[row];
+  }
+  EXPECT_EQ(std::count(visits.begin(), visits.end(), 1), static_cast<std::ptrdiff_t>(rows));
 }
 
 // Beyond 2^31 (and 2^32) values: sizes in size_t, the grid within its limit.

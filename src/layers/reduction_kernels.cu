@@ -6,24 +6,28 @@
 namespace xtrain::cuda {
 namespace {
 
-// One block per row: the threads stride over the row, then add up their
-// partial sums in shared memory.
-__global__ void reduce_rows_kernel(std::size_t row_size, ops::ReductionTerm term, float coeff,
-                                   const float* x, float* y) {
+// A block per row (row_blocks: rows block, block + grid, ... when there are
+// more rows than blocks): the threads stride over the row, then add up
+// their partial sums in shared memory.
+__global__ void reduce_rows_kernel(std::size_t rows, std::size_t row_size,
+                                   ops::ReductionTerm term, float coeff, const float* x,
+                                   float* y) {
   __shared__ double partial[kThreadsPerBlock];
-  const std::size_t row = blockIdx.x;
-  const float* values = x + row * row_size;
-  double sum = 0;
-  for (std::size_t j = threadIdx.x; j < row_size; j += blockDim.x) sum += term(values[j]);
-  partial[threadIdx.x] = sum;
-  __syncthreads();
-  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+  for (std::size_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const float* values = x + row * row_size;
+    double sum = 0;
+    for (std::size_t j = threadIdx.x; j < row_size; j += blockDim.x) sum += term(values[j]);
+    partial[threadIdx.x] = sum;
     __syncthreads();
-  }
-  if (threadIdx.x == 0) {
-    const float total = static_cast<float>(partial[0]);
-    y[row] = coeff == 1.0f ? total : coeff * total;
+    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+      if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+      const float total = static_cast<float>(partial[0]);
+      y[row] = coeff == 1.0f ? total : coeff * total;
+    }
+    __syncthreads();  // partial[0] read before the next row's sums overwrite it
   }
 }
 
@@ -107,8 +111,8 @@ __global__ void argmax_kernel(std::size_t searches, std::size_t candidates, std:
 void reduce_rows(const float* x, std::size_t rows, std::size_t row_size, ops::ReductionKind kind,
                  float coeff, float* y) {
   if (rows == 0) return;
-  reduce_rows_kernel<<<static_cast<unsigned>(rows), kThreadsPerBlock, 0, stream()>>>(
-      row_size, ops::ReductionTerm{kind}, coeff, x, y);
+  reduce_rows_kernel<<<ops::row_blocks(rows), kThreadsPerBlock, 0, stream()>>>(
+      rows, row_size, ops::ReductionTerm{kind}, coeff, x, y);
   check_launch();
 }
 

@@ -14,12 +14,21 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 
 #include "core/elementwise_ops.hpp"
 
 namespace xtrain::ops {
 
 enum class ReductionKind { kSum, kAbsoluteSum, kSumOfSquares };  // MEAN is kSum, scaled
+
+// reduce_rows' grid: a block per row up to kMaxRowBlocks, each block then
+// summing rows block, block + grid, ... (a launch takes at most 2^31 - 1
+// blocks, and the unsigned count of a larger size_t would wrap).
+constexpr std::size_t kMaxRowBlocks = 65535;
+XTRAIN_HOST_DEVICE inline unsigned row_blocks(std::size_t rows) {
+  return static_cast<unsigned>(rows < kMaxRowBlocks ? rows : kMaxRowBlocks);
+}
 
 struct ReductionTerm {
   ReductionKind kind;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 #include "core/device_apply.hpp"
@@ -106,7 +107,17 @@ void GradientBuckets::plan(std::size_t bucket_bytes) {
         .push_back(id);
   }
   buckets_.back().end = offset;
-  buffer_.reshape({static_cast<int>(offset)});
+  buffer_.reshape(gradient_buffer_shape(offset));
+}
+
+std::vector<int> gradient_buffer_shape(std::size_t values) {
+  constexpr std::size_t kLargestDimension = std::numeric_limits<int>::max();
+  if (values <= kLargestDimension) return {static_cast<int>(values)};
+  constexpr std::size_t kRow = std::size_t{1} << 16;
+  const std::size_t rows = (values + kRow - 1) / kRow;
+  XTRAIN_CHECK(rows <= kLargestDimension, "a net of ", values,
+               " parameter values is past what one gradient buffer can hold");
+  return {static_cast<int>(rows), static_cast<int>(kRow)};
 }
 
 void GradientBuckets::begin(Communicator& exchange, const Device& where, float loss) {

@@ -29,6 +29,12 @@ namespace xtrain {
 constexpr std::size_t kDefaultGradientBucketBytes = 25u << 20;
 constexpr std::size_t kFirstGradientBucketBytes = 1u << 20;
 
+// The shape of a buffer of `values` floats: a Blob's dimensions are ints,
+// and a net may hold more than 2^31 - 1 parameter values in all, so past
+// that it is rows of 65,536, rounded up (the count is at least `values`,
+// the surplus under 65,536, and no dimension wraps).
+std::vector<int> gradient_buffer_shape(std::size_t values);
+
 class GradientBuckets {
  public:
   // Plans the buckets of `net`'s learnable parameters. The net must outlive
