@@ -5,7 +5,8 @@
  *
  * It pretends to have FAKE_CUDA_DEVICE_COUNT GPUs and appends one line per
  * call to the file FAKE_CUDART_LOG:
- *   count                   cudaGetDeviceCount (creates no context)
+ *   count                   cudaGetDeviceCount (creates no context), then
+ *   module_loading <value>  CUDA_MODULE_LOADING as that call sees it
  *   select <gpu>            cudaSetDevice (CUDA 12+ creates the context here)
  *   touch <gpu> <call>      a call that needs the current GPU's context
  * The calls it does not define go to the real runtime. At the N-th stream
@@ -44,7 +45,9 @@ static int touch(const char* call) {
 }
 
 int cudaGetDeviceCount(int* count) {
+  const char* loading = getenv("CUDA_MODULE_LOADING");
   log_line("count%.0d%s", 0, "");
+  log_line("module_loading%.0d %s", 0, loading ? loading : "unset");
   *count = device_count();
   return kSuccess;
 }

@@ -25,7 +25,7 @@ namespace {
 const char* kClearedEnvironment =
     "env -u OMPI_COMM_WORLD_RANK -u OMPI_COMM_WORLD_SIZE -u OMPI_COMM_WORLD_LOCAL_RANK "
     "-u PMI_RANK -u PMI_SIZE -u MPI_LOCALRANKID -u SLURM_PROCID -u SLURM_NTASKS "
-    "-u SLURM_LOCALID -u CUDA_VISIBLE_DEVICES ";
+    "-u SLURM_LOCALID -u CUDA_VISIBLE_DEVICES -u CUDA_MODULE_LOADING ";
 
 class GpuBinding : public ::testing::Test {
  protected:
@@ -150,6 +150,26 @@ TEST_F(GpuBinding, SeveralGpusInOneProcessTouchOnlyThoseNamed) {
   EXPECT_EQ(gpus.front(), 2) << joined(calls);
   EXPECT_EQ(gpus.back(), 3) << joined(calls);
   for (const int gpu : gpus) EXPECT_TRUE(gpu == 2 || gpu == 3) << joined(calls);
+}
+
+// Data-parallel runs (several GPUs in one process, or GPU ranks) load CUDA's
+// modules eagerly, set before the runtime's first call; one GPU keeps the
+// driver's default, and a user's own setting always stays.
+TEST_F(GpuBinding, DataParallelRunsLoadCudaModulesEagerly) {
+  const auto loading_at_first_call = [](const std::vector<std::string>& calls) {
+    for (const std::string& call : calls) {
+      if (call.rfind("module_loading ", 0) == 0) return call.substr(15);
+    }
+    return std::string("(no call)");
+  };
+  EXPECT_EQ(loading_at_first_call(calls_of("", 4, "--gpu=2,3", 2)), "EAGER");
+  EXPECT_EQ(loading_at_first_call(calls_of(
+                "OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_LOCAL_RANK=1", 2,
+                "--gpu=0")),
+            "EAGER");
+  EXPECT_EQ(loading_at_first_call(calls_of("", 4, "--gpu=1")), "unset");
+  EXPECT_EQ(loading_at_first_call(calls_of("CUDA_MODULE_LOADING=LAZY", 4, "--gpu=2,3", 2)),
+            "LAZY");
 }
 
 // A rank whose local rank has no GPU says so, naming the rank, before any

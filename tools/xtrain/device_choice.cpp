@@ -13,6 +13,7 @@
 #include "command.hpp"
 #include "xtrain/device.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/logging.hpp"
 
 namespace xtrain::cli {
 namespace {
@@ -78,12 +79,32 @@ std::vector<int> parse_gpu_ids(const std::string& gpu_flag, int available) {
   return request.ids;
 }
 
+namespace {
+
+// Data-parallel runs load every CUDA module at start (docs/cuda.md, "Several
+// GPUs"): a kernel first launched in a later iteration (after a reshape)
+// would be loaded while an NCCL sum spins on the device, and loading can
+// wait for that sum, which waits for this GPU. The driver reads the variable
+// once, at its first call, so it is set before any; a user's own setting
+// stays.
+void load_cuda_modules_eagerly() {
+  if (std::getenv("CUDA_MODULE_LOADING") != nullptr) return;
+  ::setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+  XLOG(INFO) << "CUDA_MODULE_LOADING=EAGER for data-parallel training: every kernel is loaded "
+                "at start (set CUDA_MODULE_LOADING yourself to choose otherwise)";
+}
+
+}  // namespace
+
 std::vector<Device> choose_devices(const std::string& gpu_flag, bool solver_wants_gpu,
                                    int solver_device_id, const ProcessGroup* job) {
   if (gpu_flag.empty() && !solver_wants_gpu) return {Device::cpu()};
   const std::string asked = gpu_flag.empty() ? "solver_mode: GPU" : "--gpu=" + gpu_flag;
   const std::string ids_asked = gpu_flag.empty() ? std::to_string(solver_device_id) : gpu_flag;
   const GpuRequest request = parse_gpu_request(ids_asked);
+  if (request.all || request.ids.size() > 1 || (job != nullptr && job->size > 1)) {
+    load_cuda_modules_eagerly();
+  }
   // Counting the GPUs creates no context on any of them.
   std::string why_none;
   const int available = cuda_device_count(&why_none);
