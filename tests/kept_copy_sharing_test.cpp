@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -178,16 +179,18 @@ const std::string kNet = R"(
   layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
 )";
 
-std::unique_ptr<Net> make_net(bool share, bool blocked) {
+std::unique_ptr<Net> make_net(bool share, bool blocked,
+                              std::optional<NumberType> precision = std::nullopt) {
   NetOptions options;
   options.share_kept_copies = share;
   options.channel_blocked_activations = blocked;
+  options.precision = precision;
   return testing::make_quiet_net(kNet, TRAIN, options);
 }
 
-void expect_shared_net_matches(bool blocked) {
-  auto own = make_net(false, blocked);
-  auto shared = make_net(true, blocked);
+void expect_shared_net_matches(bool blocked, std::optional<NumberType> precision = std::nullopt) {
+  auto own = make_net(false, blocked, precision);
+  auto shared = make_net(true, blocked, precision);
   for (int iteration = 0; iteration < 2; ++iteration) {
     own->forward_backward();
     shared->forward_backward();
@@ -202,12 +205,26 @@ void expect_shared_net_matches(bool blocked) {
   EXPECT_EQ(count_net_memory(*own).layer_buffers.at("Scale") -
                 count_net_memory(*shared).layer_buffers.at("Scale"),
             2 * 16 * 8 * 8 * sizeof(float));
+  // BatchNorm keeps its output in the type the net stores it in.
+  const std::size_t value_bytes = precision ? 2 : sizeof(float);
+  EXPECT_EQ(engine_hooks(*shared->layer_by_name("bn1")).buffer_bytes(),
+            2 * 16 * 8 * 8 * value_bytes);
 }
 
 TEST(KeptCopySharing, NetIsBitIdentical) { expect_shared_net_matches(false); }
 TEST(KeptCopySharing, NetWithBlockedActivationsIsBitIdentical) {
   testing::ScopedConvImpl onednn("onednn");
   expect_shared_net_matches(true);
+}
+// In 16 bits BatchNorm holds its copy in 16 bits: the Scale that reads it
+// (and recomputes its top from it) gets the values its own copy of the
+// stored top would hold, so the nets still agree bit for bit.
+TEST(KeptCopySharing, Bfloat16NetIsBitIdentical) {
+  expect_shared_net_matches(false, NumberType::kBfloat16);
+}
+TEST(KeptCopySharing, Float16NetWithBlockedActivationsIsBitIdentical) {
+  testing::ScopedConvImpl onednn("onednn");
+  expect_shared_net_matches(true, NumberType::kFloat16);
 }
 
 }  // namespace

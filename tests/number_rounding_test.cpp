@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/cpu_isa.hpp"
+#include "core/sixteen_bit_packing.hpp"
 #include "xtrain/random.hpp"
 
 namespace xtrain {
@@ -160,6 +161,72 @@ TEST(RoundInto, CopiesRounded) {
   EXPECT_EQ(out[1], 1.0f);  // below half of fp16's step of 2^-10 at 1
   EXPECT_TRUE(std::isinf(out[2]));
   EXPECT_EQ(in[2], 70000.0f);
+}
+
+// Packing holds a value of the type in 16 bits (core/sixteen_bit_packing.hpp):
+// at every instruction set unpack(pack(x)) is x rounded, the functors'
+// result bit for bit, and the packed bits are the portable reference's.
+TEST(SixteenBitPacking, HoldsTheRoundedValueExactlyAtEveryInstructionSet) {
+  const std::vector<float> inputs = floats_of_every_kind();
+  for (NumberType type : {NumberType::kBfloat16, NumberType::kFloat16}) {
+    const bool is_bf16 = type == NumberType::kBfloat16;
+    std::vector<float> expected(inputs.size());
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      expected[i] = is_bf16 ? bf16(inputs[i]) : fp16(inputs[i]);
+    }
+    for (CpuIsa cap : {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+      if (cap > detected_cpu_isa()) continue;
+      SCOPED_TRACE(std::string(number_type_name(type)) + " at " + cpu_isa_name(cap));
+      set_cpu_isa_cap_for_testing(cap);
+      std::vector<std::uint16_t> packed(inputs.size());
+      std::vector<float> unpacked(inputs.size());
+      pack_to_16_bits(type, inputs.data(), packed.data(), inputs.size());
+      unpack_16_bits(type, packed.data(), unpacked.data(), inputs.size());
+      set_cpu_isa_cap_for_testing(std::nullopt);
+      expect_same_bits(expected, unpacked, inputs);
+      int mismatches = 0;
+      for (std::size_t i = 0; i < inputs.size() && mismatches < 5; ++i) {
+        if (std::isnan(inputs[i])) continue;  // nan payloads may differ
+        const std::uint16_t reference =
+            is_bf16 ? bfloat16_bits_of(inputs[i]) : float16_bits_of(inputs[i]);
+        if (packed[i] == reference) continue;
+        ++mismatches;
+        ADD_FAILURE() << "input " << inputs[i] << ": bits " << packed[i] << ", expected "
+                      << reference;
+      }
+    }
+  }
+}
+
+// Every 16-bit pattern but a nan's is one value, which packs back to it.
+TEST(SixteenBitPacking, EveryPatternButNansComesBackAsItWent) {
+  std::vector<std::uint16_t> patterns(1 << 16);
+  for (std::size_t i = 0; i < patterns.size(); ++i) patterns[i] = static_cast<std::uint16_t>(i);
+  for (NumberType type : {NumberType::kBfloat16, NumberType::kFloat16}) {
+    for (CpuIsa cap : {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+      if (cap > detected_cpu_isa()) continue;
+      SCOPED_TRACE(std::string(number_type_name(type)) + " at " + cpu_isa_name(cap));
+      set_cpu_isa_cap_for_testing(cap);
+      std::vector<float> values(patterns.size());
+      std::vector<std::uint16_t> again(patterns.size());
+      unpack_16_bits(type, patterns.data(), values.data(), patterns.size());
+      pack_to_16_bits(type, values.data(), again.data(), values.size());
+      set_cpu_isa_cap_for_testing(std::nullopt);
+      int mismatches = 0;
+      for (std::size_t i = 0; i < patterns.size() && mismatches < 5; ++i) {
+        if (std::isnan(values[i])) continue;
+        const float portable = type == NumberType::kBfloat16
+                                   ? float_of_bfloat16_bits(patterns[i])
+                                   : float_of_float16_bits(patterns[i]);
+        if (again[i] == patterns[i] && std::memcmp(&portable, &values[i], sizeof(float)) == 0) {
+          continue;
+        }
+        ++mismatches;
+        ADD_FAILURE() << "pattern " << i << ": value " << values[i] << " (portable " << portable
+                      << ") packs to " << again[i];
+      }
+    }
+  }
 }
 
 }  // namespace

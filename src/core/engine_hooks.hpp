@@ -20,17 +20,11 @@
 #include <utility>
 #include <vector>
 
+#include "core/kept_activation.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/layer.hpp"
 
 namespace xtrain {
-
-// An activation's values that a layer keeps from forward for backward, in
-// the layout they were written in (see EngineHooks::kept_top_copy).
-struct KeptActivation {
-  std::vector<float> values;
-  MemoryLayout layout = MemoryLayout::kPlain;
-};
 
 class EngineHooks {
  public:

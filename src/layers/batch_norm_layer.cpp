@@ -31,7 +31,7 @@
 // Backward, with y the normalised values and the sums over a channel's values:
 //   batch stats:  dbottom = (dtop - sum(dtop) / m - y * sum(dtop * y) / m) / sqrt(var + eps)
 //   global stats: dbottom = dtop / sqrt(var + eps)
-// Works in place (with batch statistics y is kept in x_norm_, which later
+// Works in place (with batch statistics y is kept in kept_, which later
 // in-place layers cannot clobber).
 //
 // A 4-axis input can be channel-blocked (core/channel_blocked_layout.hpp):
@@ -178,7 +178,7 @@ class BatchNormLayer : public PerChannelLayer {
     num_ = input.shape(0);
     spatial_ =
         num_ * channels_ == 0 ? 0 : input.count() / (static_cast<std::size_t>(num_) * channels_);
-    x_norm_.resize(!keeps_normalised() || device().is_gpu() ? 0 : input.count());
+    kept_->resize(!keeps_normalised() || device().is_gpu() ? 0 : input.count());
 #ifdef XTRAIN_USE_CUDA
     if (device().is_gpu()) reshape_gpu(input.count());
 #endif
@@ -192,15 +192,15 @@ class BatchNormLayer : public PerChannelLayer {
   }
 
   std::size_t buffer_bytes() const override {
-    return (x_norm_.capacity() + scratch_.capacity()) * sizeof(float);
+    return kept_->bytes_held();
   }
-  // Backward reads x_norm_ (batch statistics, scale_bias) or std_, never the blobs' values.
+  // Backward reads kept_ (batch statistics, scale_bias) or std_, never the blobs' values.
   bool backward_touches_bottom_data(int) const override { return false; }
   bool backward_touches_top_data(int) const override { return false; }
-  // x_norm_ is the top as forward wrote it (not with scale_bias: then it is
+  // kept_ is the top as forward wrote it (not with scale_bias: then it is
   // y, before the scale and bias), read by backward only.
   std::shared_ptr<KeptActivation> kept_top_copy() override {
-    return x_norm_.empty() || scale_bias_ ? nullptr : kept_;
+    return kept_->empty() || scale_bias_ ? nullptr : kept_;
   }
 
  protected:
@@ -214,14 +214,15 @@ class BatchNormLayer : public PerChannelLayer {
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
     forward_layout_ = per_channel_forward_layout(blocked_supported_, in_place_, *bottom[0], *top[0],
                                                  writes_channel_blocked_top(0));
-    kept_layout_ = forward_layout_;
+    kept_->set_type(kept_type());
+    kept_->layout = forward_layout_;
     if (forward_layout_ == MemoryLayout::kChannelBlocked) {
       forward_blocked(*bottom[0], *top[0]);
       return;
     }
     const float* input = bottom[0]->cpu_data();
     float* output = top[0]->mutable_cpu_data();
-    float* kept = keeps_normalised() ? x_norm_.data() : nullptr;
+    const bool kept = keeps_normalised();
     if (use_global_stats_) {
       stored_statistics();
     } else {
@@ -241,7 +242,7 @@ class BatchNormLayer : public PerChannelLayer {
       const float* x = input + offset;
       float* y = output + offset;
       if (scale) {
-        float* y_kept = kept + offset;
+        float* y_kept = kept_->write(offset, spatial_);
         const float channel_scale = scale[c];
         const float channel_bias = bias[c];
         for (std::size_t s = 0; s < spatial_; ++s) {
@@ -249,13 +250,15 @@ class BatchNormLayer : public PerChannelLayer {
           y_kept[s] = normalised;
           y[s] = batch_norm::scale_and_shift(normalised, channel_scale, channel_bias);
         }
+        kept_->finish_write(offset, spatial_, y_kept);
       } else if (kept) {
-        float* y_kept = kept + offset;
+        float* y_kept = kept_->write(offset, spatial_);
         for (std::size_t s = 0; s < spatial_; ++s) {
           const float normalised = batch_norm::normalize(x[s], mean, deviation);
           y[s] = normalised;
           y_kept[s] = normalised;
         }
+        kept_->finish_write(offset, spatial_, y_kept);
       } else {
         for (std::size_t s = 0; s < spatial_; ++s)
           y[s] = batch_norm::normalize(x[s], mean, deviation);
@@ -270,7 +273,7 @@ class BatchNormLayer : public PerChannelLayer {
     if (!propagate_down[0] && !scale_diff && !bias_diff) return;
     const MemoryLayout layout =
         per_channel_backward_layout(blocked_supported_, in_place_, *top[0], forward_layout_);
-    convert_kept_copy(blocked_shape(), layout, &x_norm_, &kept_layout_, &scratch_);
+    kept_->convert_layout(blocked_shape(), layout);
     if (layout == MemoryLayout::kChannelBlocked) {
       backward_blocked(*top[0], propagate_down[0], *bottom[0], scale_diff, bias_diff);
       return;
@@ -278,13 +281,12 @@ class BatchNormLayer : public PerChannelLayer {
     // In place, output_diff and input_diff are one array: every value is read
     // (the sums included) before it is written below.
     const float* output_diff = top[0]->cpu_diff();
-    const float* normalised = x_norm_.data();
     const float* scale = scale_bias_ ? blobs_[kScaleBlob]->cpu_data() : nullptr;
     if (!use_global_stats_ || scale_diff || bias_diff) {
       for_each_plane(4, [&](std::size_t plane, int) {
         const std::size_t offset = plane * spatial_;
-        const auto sums =
-            channel_statistics::sum_and_dot(output_diff + offset, normalised + offset, spatial_);
+        const auto sums = channel_statistics::sum_and_dot(output_diff + offset,
+                                                          kept_->read(offset, spatial_), spatial_);
         plane_sums_[plane] = sums.sum;
         plane_second_sums_[plane] = sums.dot;
       });
@@ -317,7 +319,7 @@ class BatchNormLayer : public PerChannelLayer {
       const float dot_mean = diff_dot_y_mean[c];
       const float deviation = std_[c];
       const float* dy = output_diff + offset;
-      const float* y = normalised + offset;
+      const float* y = kept_->read(offset, spatial_);
       float* dx = input_diff + offset;
       if (scale) {
         const float channel_scale = scale[c];
@@ -532,6 +534,10 @@ class BatchNormLayer : public PerChannelLayer {
   // Whether forward keeps y for backward: with batch statistics (their
   // gradient reads it) and with scale_bias (the scale's gradient does).
   bool keeps_normalised() const { return !use_global_stats_ || scale_bias_; }
+  // The type kept_ holds them in: the top's storage type when they are the
+  // top (the Net rounds the top to it, so 16 bits hold the same values),
+  // fp32 with scale_bias (the values before the scale are not the top).
+  NumberType kept_type() const { return scale_bias_ ? NumberType::kFloat32 : top_storage(0); }
 
   // The diff of scale_bias's blob `index` when backward should add to it, else null.
   float* learned_diff(int index) {
@@ -549,7 +555,7 @@ class BatchNormLayer : public PerChannelLayer {
     const float* input = bottom.cpu_data_in(MemoryLayout::kChannelBlocked);
     float* output = in_place_ ? top.mutable_cpu_data_in(MemoryLayout::kChannelBlocked)
                               : top.overwrite_cpu_data_in(MemoryLayout::kChannelBlocked);
-    float* kept = keeps_normalised() ? x_norm_.data() : nullptr;
+    const bool kept = keeps_normalised();
     if (use_global_stats_) {
       stored_statistics();
     } else {
@@ -588,23 +594,27 @@ class BatchNormLayer : public PerChannelLayer {
           scale[l] = scale_data[first_channel + l];
           bias[l] = bias_data[first_channel + l];
         }
+        float* run = kept_->write(offset, spatial_ * B);  // from `offset` on
         for (std::size_t at = offset; at < end; at += B) {
 #pragma omp simd
           for (int l = 0; l < B; ++l) {
             const float normalised = batch_norm::normalize(input[at + l], mean[l], deviation[l]);
-            kept[at + l] = normalised;
+            run[at - offset + l] = normalised;
             output[at + l] = batch_norm::scale_and_shift(normalised, scale[l], bias[l]);
           }
         }
+        kept_->finish_write(offset, spatial_ * B, run);
       } else if (kept) {
+        float* run = kept_->write(offset, spatial_ * B);
         for (std::size_t at = offset; at < end; at += B) {
 #pragma omp simd
           for (int l = 0; l < B; ++l) {
             const float normalised = batch_norm::normalize(input[at + l], mean[l], deviation[l]);
             output[at + l] = normalised;
-            kept[at + l] = normalised;
+            run[at - offset + l] = normalised;
           }
         }
+        kept_->finish_write(offset, spatial_ * B, run);
       } else {
         for (std::size_t at = offset; at < end; at += B) {
 #pragma omp simd
@@ -616,7 +626,7 @@ class BatchNormLayer : public PerChannelLayer {
     });
   }
 
-  // The backward pass on channel-blocked gradients (and x_norm_, already
+  // The backward pass on channel-blocked gradients (and kept_, already
   // in that layout); the bottom's gradient when `input_gradient`, the
   // scale's and bias's into the diffs given (not null).
   void backward_blocked(Blob& top, bool input_gradient, Blob& bottom, float* scale_diff,
@@ -624,13 +634,14 @@ class BatchNormLayer : public PerChannelLayer {
     const ChannelBlockedShape shape = blocked_shape();
     const float* output_diff = top.cpu_diff_in(MemoryLayout::kChannelBlocked);
     const bool batch = !use_global_stats_;
-    const float* normalised = keeps_normalised() ? x_norm_.data() : nullptr;
+    const bool kept = keeps_normalised();
     if (batch || scale_diff || bias_diff) {
       for_each_channel_block(shape, 4,
                              [&](auto lanes, int n, int first_channel, std::size_t offset) {
                                constexpr int B = decltype(lanes)::value;
                                channel_statistics::blocked::sum_and_dot<B>(
-                                   output_diff + offset, normalised + offset, spatial_,
+                                   output_diff + offset, kept_->read(offset, spatial_ * B),
+                                   spatial_,
                                    plane_sums_.data() + plane_index(n, first_channel),
                                    plane_second_sums_.data() + plane_index(n, first_channel));
                              });
@@ -653,22 +664,25 @@ class BatchNormLayer : public PerChannelLayer {
         scale[l] = scale_data ? scale_data[first_channel + l] : 1.0f;
       }
       const std::size_t end = offset + spatial_ * B;
+      // The kept values of this run, from `offset` on (batch statistics, or
+      // scale_bias: the only cases that keep them).
+      const float* normalised = kept ? kept_->read(offset, spatial_ * B) : nullptr;
       if (batch && scale_data) {
         for (std::size_t at = offset; at < end; at += B) {
 #pragma omp simd
           for (int l = 0; l < B; ++l) {
             input_diff[at + l] = batch_norm::scaled_batch_gradient(
-                output_diff[at + l], normalised[at + l], diff_mean[l], diff_dot_y_mean[l],
-                deviation[l], scale[l]);
+                output_diff[at + l], normalised[at - offset + l], diff_mean[l],
+                diff_dot_y_mean[l], deviation[l], scale[l]);
           }
         }
       } else if (batch) {
         for (std::size_t at = offset; at < end; at += B) {
 #pragma omp simd
           for (int l = 0; l < B; ++l) {
-            input_diff[at + l] =
-                batch_norm::batch_gradient(output_diff[at + l], normalised[at + l], diff_mean[l],
-                                           diff_dot_y_mean[l], deviation[l]);
+            input_diff[at + l] = batch_norm::batch_gradient(
+                output_diff[at + l], normalised[at - offset + l], diff_mean[l],
+                diff_dot_y_mean[l], deviation[l]);
           }
         }
       } else if (scale_data) {
@@ -713,9 +727,6 @@ class BatchNormLayer : public PerChannelLayer {
   // The output, kept for backward (batch statistics only), which an in-place
   // Scale after this layer may read too (EngineHooks::kept_top_copy).
   std::shared_ptr<KeptActivation> kept_ = std::make_shared<KeptActivation>();
-  std::vector<float>& x_norm_ = kept_->values;
-  MemoryLayout& kept_layout_ = kept_->layout;  // of x_norm_
-  std::vector<float> scratch_;                 // for converting x_norm_, rarely
 
   int num_ = 0;
   std::size_t spatial_ = 0;

@@ -73,23 +73,6 @@ inline MemoryLayout per_channel_backward_layout(bool supported, bool in_place, c
   return in_place ? top.diff_layout() : forward_layout;
 }
 
-// Rearranges a layer's private copy of an activation (kept by forward for
-// backward, in *layout) into `wanted`: rare, only when an in-place layer's
-// gradient arrives in another layout than its forward ran in.
-inline void convert_kept_copy(const ChannelBlockedShape& shape, MemoryLayout wanted,
-                              std::vector<float>* values, MemoryLayout* layout,
-                              std::vector<float>* scratch) {
-  if (*layout == wanted || values->empty()) return;
-  scratch->resize(values->size());
-  if (wanted == MemoryLayout::kChannelBlocked) {
-    plain_to_channel_blocked(shape, values->data(), scratch->data());
-  } else {
-    channel_blocked_to_plain(shape, values->data(), scratch->data());
-  }
-  std::swap(*values, *scratch);
-  *layout = wanted;
-}
-
 // The blocked geometry of a 4-axis blob (channels a multiple of
 // channel_block()).
 inline ChannelBlockedShape channel_blocked_shape(const Blob& blob) {

@@ -123,8 +123,7 @@ class ScaleLayer : public PerChannelLayer {
 
 
   std::size_t buffer_bytes() const override {
-    const std::size_t own = saved_is_borrowed_ ? 0 : saved_->values.capacity();
-    return (own + scratch_.capacity()) * sizeof(float);
+    return saved_is_borrowed_ ? 0 : saved_->bytes_held();
   }
   // Backward reads x from its saved copy in place (the bottom out of place)
   // and the top only to mask by an absorbed ReLU.
@@ -165,7 +164,7 @@ class ScaleLayer : public PerChannelLayer {
   // each row's sums and adds them up by d over o in order, so the gradients
   // do not depend on the thread count.
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    if (in_place_ && !saved_is_borrowed_) saved_->values.resize(bottom[0]->count());
+    if (in_place_ && !saved_is_borrowed_) saved_->resize(bottom[0]->count());
     // Recomputing, the blob's storage has served others since forward: its
     // layout is theirs, and the copy's is the one forward computed in.
     forward_layout_ = recomputing_ ? saved_->layout
@@ -174,8 +173,7 @@ class ScaleLayer : public PerChannelLayer {
                                                                 writes_channel_blocked_top(0));
     if (saved_is_borrowed_) {
       // The lender wrote the copy in this blob's layout: a bug if not.
-      XTRAIN_ASSERT(saved_->layout == forward_layout_ &&
-                    saved_->values.size() == bottom[0]->count());
+      XTRAIN_ASSERT(saved_->layout == forward_layout_ && saved_->size() == bottom[0]->count());
     } else {
       saved_->layout = forward_layout_;
     }
@@ -183,11 +181,12 @@ class ScaleLayer : public PerChannelLayer {
       forward_blocked(*bottom[0], *top[0]);
       return;
     }
-    const float* input = recomputing_ ? saved_->values.data() : bottom[0]->cpu_data();
+    // Recomputing, the input is the saved copy (read row by row).
+    const float* input = recomputing_ ? nullptr : bottom[0]->cpu_data();
     float* output = recomputing_ ? top[0]->overwrite_cpu_data_in(MemoryLayout::kPlain)
                                  : top[0]->mutable_cpu_data();
     // In place, the input is copied for backward in the same sweep.
-    float* saved = in_place_ && !saved_is_borrowed_ ? saved_->values.data() : nullptr;
+    const bool save = in_place_ && !saved_is_borrowed_;
     const float* scale = scale_blob(bottom)->cpu_data();
     const float* bias = bias_term_ ? blobs_.back()->cpu_data() : nullptr;
     const std::size_t inner = axes_.inner;
@@ -198,15 +197,16 @@ class ScaleLayer : public PerChannelLayer {
                    const float factor = scale[d];
                    const float shift = bias ? bias[d] : 0.0f;
                    const ops::ScaleShift scale_shift;
-                   const float* x = input + offset;
+                   const float* x = recomputing_ ? saved_->read(offset, inner) : input + offset;
                    float* y = output + offset;
-                   if (saved) {
-                     float* kept = saved + offset;
+                   if (save) {
+                     float* kept = saved_->write(offset, inner);
                      for (std::size_t i = 0; i < inner; ++i) {
                        const float value = x[i];
                        kept[i] = value;
                        y[i] = scale_shift(value, factor, shift);
                      }
+                     saved_->finish_write(offset, inner, kept);
                    } else {
                      for (std::size_t i = 0; i < inner; ++i)
                        y[i] = scale_shift(x[i], factor, shift);
@@ -227,8 +227,7 @@ class ScaleLayer : public PerChannelLayer {
     const MemoryLayout layout =
         per_channel_backward_layout(blocked_supported_, in_place_, *top[0], forward_layout_);
     if (in_place_ && blocked_supported_) {
-      convert_kept_copy(channel_blocked_shape(*bottom[0]), layout, &saved_->values, &saved_->layout,
-                        &scratch_);
+      saved_->convert_layout(channel_blocked_shape(*bottom[0]), layout);
     }
     if (layout == MemoryLayout::kChannelBlocked) {
       backward_blocked(*top[0], propagate_down[0], *bottom[0]);
@@ -257,7 +256,8 @@ class ScaleLayer : public PerChannelLayer {
     if (scale_diff && !learned_scale_) std::fill(scale_diff, scale_diff + axes_.dim, 0.0f);
     const float* scale = scale_blob(bottom)->cpu_data();
     float* input_diff = propagate_down[0] ? bottom[0]->mutable_cpu_diff() : nullptr;
-    const float* input = in_place_ ? saved_->values.data() : bottom[0]->cpu_data();
+    // In place, x is the saved copy (read row by row where needed).
+    const float* input = in_place_ ? nullptr : bottom[0]->cpu_data();
     const std::size_t inner = axes_.inner;
     if (!bias_diff && !scale_diff) {
       if (!input_diff) return;
@@ -281,7 +281,8 @@ class ScaleLayer : public PerChannelLayer {
                    mask_row(offset, inner);
                    const float* dy = output_diff + offset;
                    if (scale_diff) {
-                     const auto sums = channel_statistics::sum_and_dot(dy, input + offset, inner);
+                     const float* x = in_place_ ? saved_->read(offset, inner) : input + offset;
+                     const auto sums = channel_statistics::sum_and_dot(dy, x, inner);
                      row_sums_[row] = sums.sum;
                      row_dots_[row] = sums.dot;
                    } else {
@@ -309,12 +310,13 @@ class ScaleLayer : public PerChannelLayer {
   // The forward pass on channel-blocked values (a learned per-channel scale;
   // in place, top is bottom).
   void forward_blocked(Blob& bottom, Blob& top) {
-    const float* input = recomputing_ ? saved_->values.data()
-                                      : bottom.cpu_data_in(MemoryLayout::kChannelBlocked);
+    // Recomputing, the input is the saved copy (read block by block).
+    const float* input =
+        recomputing_ ? nullptr : bottom.cpu_data_in(MemoryLayout::kChannelBlocked);
     float* output = in_place_ && !recomputing_
                         ? top.mutable_cpu_data_in(MemoryLayout::kChannelBlocked)
                               : top.overwrite_cpu_data_in(MemoryLayout::kChannelBlocked);
-    float* saved = in_place_ && !saved_is_borrowed_ ? saved_->values.data() : nullptr;
+    const bool save = in_place_ && !saved_is_borrowed_;
     const float* scale = blobs_[0]->cpu_data();
     const float* bias = bias_term_ ? blobs_.back()->cpu_data() : nullptr;
     const ChannelBlockedShape shape = channel_blocked_shape(bottom);
@@ -326,7 +328,11 @@ class ScaleLayer : public PerChannelLayer {
         factor[l] = scale[first_channel + l];
         shift[l] = bias ? bias[first_channel + l] : 0.0f;
       }
-      const std::size_t end = offset + static_cast<std::size_t>(shape.spatial) * B;
+      const std::size_t values = static_cast<std::size_t>(shape.spatial) * B;
+      const std::size_t end = offset + values;
+      // This block's input and saved copy, from `offset` on.
+      const float* x = recomputing_ ? saved_->read(offset, values) : input + offset;
+      float* saved = save ? saved_->write(offset, values) : nullptr;
       // The absorbed ReLU in the same sweep (relu(x * f + b), the bits of
       // the plain path's two).
       const ops::ReluForward relu{0.0f};
@@ -335,12 +341,13 @@ class ScaleLayer : public PerChannelLayer {
         float y[B];
 #pragma omp simd
         for (int l = 0; l < B; ++l) {
-          const float value = input[at + l];
-          if (saved) saved[at + l] = value;
+          const float value = x[at - offset + l];
+          if (saved) saved[at - offset + l] = value;
           y[l] = ops::ScaleShift{}(value, factor[l], shift[l]);
           output[at + l] = fused_relu ? relu(y[l]) : y[l];
         }
       }
+      if (saved) saved_->finish_write(offset, values, saved);
     });
   }
 
@@ -363,8 +370,8 @@ class ScaleLayer : public PerChannelLayer {
       input_diff = in_place_ ? bottom.mutable_cpu_diff_in(MemoryLayout::kChannelBlocked)
                              : bottom.overwrite_cpu_diff_in(MemoryLayout::kChannelBlocked);
     }
-    const float* input =
-        in_place_ ? saved_->values.data() : bottom.cpu_data_in(MemoryLayout::kChannelBlocked);
+    // In place, x is the saved copy (read block by block).
+    const float* input = in_place_ ? nullptr : bottom.cpu_data_in(MemoryLayout::kChannelBlocked);
     if (!input_diff && !bias_diff && !scale_diff) return;
     const ChannelBlockedShape shape = channel_blocked_shape(bottom);
     const auto spatial = static_cast<std::size_t>(shape.spatial);
@@ -379,6 +386,9 @@ class ScaleLayer : public PerChannelLayer {
       constexpr int B = decltype(lanes)::value;
       float factor[B];
       for (int l = 0; l < B; ++l) factor[l] = scale[first_channel + l];
+      const float* x = !(scale_diff || bias_diff) ? nullptr
+                       : in_place_                ? saved_->read(offset, spatial * B)
+                                                  : input + offset;
       channel_statistics::blocked::SumAndDotAccumulator<B> sums;
       for (std::size_t first = 0; first < spatial; first += kPiecePositions) {
         const std::size_t last = std::min(spatial, first + kPiecePositions);
@@ -391,7 +401,7 @@ class ScaleLayer : public PerChannelLayer {
             masked_diff[i] = relu(relu_output[i], masked_diff[i]);
           }
         }
-        if (scale_diff || bias_diff) sums.add(output_diff + offset, input + offset, first, last);
+        if (x) sums.add(output_diff + offset, x, first, last);
         if (input_diff) {
           for (std::size_t at = begin; at < end; at += B) {
 #pragma omp simd
@@ -468,7 +478,6 @@ class ScaleLayer : public PerChannelLayer {
   bool recomputing_ = false;  // forward_cpu called by recompute_top
   bool fused_relu_ = false;  // an in-place ReLU after this layer is done here
   MemoryLayout forward_layout_ = MemoryLayout::kPlain;
-  std::vector<float> scratch_;  // for converting the saved input, rarely
   FillerParameter scale_filler_;
   BroadcastAxes axes_;
   // bottom[0] when in place: our own copy, or one the layer before kept
