@@ -24,6 +24,8 @@
 
 namespace xtrain {
 
+class ActivationPacking;  // core/activation_packing.hpp
+
 struct XTRAIN_API NetOptions {
   // Seed of every random stream in the net (each layer gets its own, derived
   // from this seed and the layer's position).
@@ -189,6 +191,8 @@ class XTRAIN_API Net {
   // Per layer: the layers whose tops are written again just before its
   // backward, because the memory plan lent their storage out in between.
   std::vector<std::vector<int>> recompute_before_backward_;
+  // 16-bit values the memory plan packs between the passes (null: none).
+  std::shared_ptr<ActivationPacking> activation_packing_;
   std::vector<std::shared_ptr<Blob>> blobs_;
   std::vector<std::string> blob_names_;
   std::map<std::string, int> blob_names_index_;

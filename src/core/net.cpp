@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "core/activation_packing.hpp"
 #include "core/device_memory.hpp"
 #include "core/engine_hooks.hpp"
 #include "core/nan_settings.hpp"
@@ -395,6 +396,7 @@ float Net::forward() {
   float loss = 0;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     loss += layers_[i]->forward(bottom_vecs_[i], top_vecs_[i]);
+    if (activation_packing_) activation_packing_->after_forward(static_cast<int>(i));
   }
   return loss;
 }
@@ -425,6 +427,7 @@ void Net::backward(const std::function<void(int layer)>& layer_done) {
     }
   } restore{set_loss_diffs, loss_scale_ != 1.0f};
   for (int i = static_cast<int>(layers_.size()) - 1; i >= 0; --i) {
+    if (activation_packing_) activation_packing_->before_backward(i);
     if (!recompute_before_backward_.empty()) {
       for (int layer : recompute_before_backward_[i]) {
         mutable_engine_hooks(*layers_[layer])->recompute_top(bottom_vecs_[layer], top_vecs_[layer]);

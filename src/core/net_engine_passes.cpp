@@ -6,6 +6,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "core/activation_packing.hpp"
 #include "core/channel_blocked_layout.hpp"
 #include "core/channel_blocked_plan.hpp"
 #include "core/engine_hooks.hpp"
@@ -90,7 +91,10 @@ void Net::share_activation_memory() {
                  "' to keep out of the memory plan (NetOptions::keep_blobs)");
   }
   const NetMemoryPlan plan = plan_net_memory(*this, options_.keep_blobs);
-  apply_net_memory_plan(*this, plan);
+  const AppliedNetMemoryPlan applied = apply_net_memory_plan(*this, plan);
+  activation_packing_ = plan.packs.empty()
+                            ? nullptr
+                            : std::make_shared<ActivationPacking>(*this, plan, applied);
   recompute_before_backward_.assign(layers_.size(), {});
   for (const NetMemoryPlan::Recompute& recompute : plan.recomputes) {
     recompute_before_backward_[recompute.before_backward_of].push_back(recompute.layer);
@@ -120,7 +124,10 @@ void Net::share_activation_memory() {
                << (plan.recomputes.empty()
                        ? std::string()
                        : ", " + std::to_string(plan.recomputes.size()) +
-                             " layer output(s) recomputed in backward instead of kept");
+                             " layer output(s) recomputed in backward instead of kept")
+               << (plan.packs.empty() ? std::string()
+                                      : ", " + std::to_string(plan.packs.size()) +
+                                            " kept in 16 bits between the passes");
   }
 }
 

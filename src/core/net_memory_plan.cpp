@@ -1,6 +1,7 @@
 #include "core/net_memory_plan.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <set>
@@ -35,6 +36,10 @@ struct StorageUnit {
   bool may_share = true;
   int recomputed_by = -1;  // layer, when the unit lives twice (see the header)
   int recompute_step = -1;  // from which step of backward it holds them again
+  // Packed into 16 bits between the passes (see the header): the type, and
+  // the step of backward from which it holds its values again.
+  NumberType packed_type = NumberType::kFloat32;
+  int unpack_step = -1;
 };
 
 struct Units {
@@ -302,7 +307,55 @@ class RecomputePlanner {
   Units& units_;
 };
 
+// The type of the values unit `u` holds after forward: its last forward
+// writer's storage type for the top that is the unit (fp32 when the net
+// computes in fp32, or the top stays exact).
+NumberType stored_type(const Net& net, const Units& units, int u) {
+  const int writer = units.units[u].last_forward_writer;
+  if (writer < 0) return NumberType::kFloat32;
+  const auto& tops = net.top_id_vecs()[writer];
+  for (std::size_t t = 0; t < tops.size(); ++t) {
+    if (units.unit_of_blob[tops[t]] == u) {
+      return net.layers()[writer]->top_storage(static_cast<int>(t));
+    }
+  }
+  return NumberType::kFloat32;
+}
+
+// Packing (see the header): a unit of 16-bit values that lends its storage
+// between its last forward use and its first backward use, with at least
+// one step between them. Units a recomputation reads are left alone (the
+// recomputation may run before the unit's own first use).
+void plan_packing(const Net& net, Units* units) {
+  std::vector<bool> read_by_recomputation(units->units.size(), false);
+  for (const StorageUnit& unit : units->units) {
+    if (unit.recomputed_by < 0) continue;
+    for (int blob : net.bottom_id_vecs()[unit.recomputed_by]) {
+      const int bottom = units->unit_of_blob[blob];
+      if (bottom >= 0) read_by_recomputation[bottom] = true;
+    }
+  }
+  for (std::size_t u = 0; u < units->units.size(); ++u) {
+    StorageUnit& unit = units->units[u];
+    if (!unit.may_share || unit.recomputed_by >= 0 || read_by_recomputation[u] ||
+        unit.backward_life.first < 0 || unit.forward_life.last < 0) {
+      continue;
+    }
+    const int first_use = unit.first_backward_involvement >= 0
+                              ? std::min(unit.first_backward_involvement, unit.backward_life.first)
+                              : unit.backward_life.first;
+    if (first_use - unit.forward_life.last < 2) continue;
+    const NumberType type = stored_type(net, *units, static_cast<int>(u));
+    if (type != NumberType::kBfloat16 && type != NumberType::kFloat16) continue;
+    unit.packed_type = type;
+    unit.unpack_step = first_use;
+  }
+}
+
 Lifetime lifetime_of(const StorageUnit& unit) {
+  if (unit.unpack_step >= 0) {
+    return {unit.forward_life, {unit.unpack_step, unit.life.last}};
+  }
   if (unit.recomputed_by < 0) return {unit.life, {}};
   // A unit recomputed only for another's sake holds its values for that step.
   return {unit.forward_life,
@@ -322,15 +375,17 @@ bool ranges_overlap(std::ptrdiff_t a, std::size_t a_bytes, std::ptrdiff_t b, std
   return a < b + static_cast<std::ptrdiff_t>(b_bytes) && b < a + static_cast<std::ptrdiff_t>(a_bytes);
 }
 
+// Units marked in `must_place` (packed values) get their arena place even
+// when they share it with nobody.
 Placement place_in_arena(const std::vector<Lifetime>& lives, const std::vector<std::size_t>& bytes,
-                         const std::vector<bool>& eligible) {
+                         const std::vector<bool>& eligible, const std::vector<bool>& must_place) {
   std::size_t arena_bytes = 0;
   const std::vector<std::ptrdiff_t> offsets = assign_arena_offsets(lives, bytes, eligible, &arena_bytes);
   Placement placement;
   placement.slot.assign(lives.size(), -1);
   for (std::size_t u = 0; u < lives.size(); ++u) {
     if (offsets[u] < 0) continue;
-    bool shares = false;
+    bool shares = must_place[u];
     for (std::size_t other = 0; other < lives.size() && !shares; ++other) {
       shares = other != u && offsets[other] >= 0 &&
                ranges_overlap(offsets[u], bytes[u], offsets[other], bytes[other]);
@@ -381,7 +436,9 @@ void plan_part(const Net& net, Part part, const std::vector<bool>& pinned, bool 
     walk_forward_then_backward(net, &units);
   }
   decide_sharing(net, part, pinned, &units);
-  if (part == Part::kData && net.phase() != TEST) RecomputePlanner(net, &units).plan();
+  const bool training_data = part == Part::kData && net.phase() != TEST;
+  if (training_data) RecomputePlanner(net, &units).plan();
+  if (training_data && arena) plan_packing(net, &units);
 
   std::vector<Lifetime> lives;
   std::vector<std::size_t> bytes;
@@ -391,8 +448,22 @@ void plan_part(const Net& net, Part part, const std::vector<bool>& pinned, bool 
     bytes.push_back(unit.memory->size());
     eligible.push_back(unit.may_share);
   }
-  const Placement placement =
-      arena ? place_in_arena(lives, bytes, eligible) : place_in_buffers(lives, bytes, eligible);
+  // The packed copies: places of their own in the arena, live from the
+  // last forward use to the first backward use.
+  std::vector<bool> must_place(units.units.size(), false);
+  std::vector<int> packed_place_of(units.units.size(), -1);
+  for (std::size_t u = 0; u < units.units.size(); ++u) {
+    const StorageUnit& unit = units.units[u];
+    if (unit.unpack_step < 0) continue;
+    packed_place_of[u] = static_cast<int>(lives.size());
+    lives.push_back({{unit.forward_life.last, unit.unpack_step}, {}});
+    bytes.push_back(unit.memory->size() / sizeof(float) * sizeof(std::uint16_t));
+    eligible.push_back(true);
+    must_place.push_back(true);
+  }
+  must_place.resize(lives.size(), false);
+  const Placement placement = arena ? place_in_arena(lives, bytes, eligible, must_place)
+                                    : place_in_buffers(lives, bytes, eligible);
   const std::size_t first = buffers->size();
   for (std::size_t b = 0; b < placement.slot_bytes.size(); ++b) {
     buffers->push_back({placement.slot_bytes[b], {}, placement.offsets[b]});
@@ -403,6 +474,14 @@ void plan_part(const Net& net, Part part, const std::vector<bool>& pinned, bool 
   for (std::size_t u = 0; u < units.units.size(); ++u) {
     if (placement.slot[u] < 0) continue;
     const StorageUnit& unit = units.units[u];
+    if (unit.unpack_step >= 0) {
+      const int packed_place = placement.slot[static_cast<std::size_t>(packed_place_of[u])];
+      plan->packs.push_back({unit.blobs.front(), unit.packed_type,
+                             unit.memory->size() / sizeof(float),
+                             placement.offsets[static_cast<std::size_t>(packed_place)],
+                             unit.forward_life.last,
+                             units.layer_at_backward_step.at(unit.unpack_step)});
+    }
     auto& blobs = (*buffers)[first + placement.slot[u]].blobs;
     blobs.insert(blobs.end(), unit.blobs.begin(), unit.blobs.end());
     plan->unshared_bytes += bytes[u];
@@ -462,11 +541,12 @@ struct Arena {
   std::vector<std::unique_ptr<SyncedMemory>> views;
 };
 
-void apply_part(const Net& net, const std::vector<NetMemoryPlan::Buffer>& buffers,
-                std::size_t arena_bytes, Part part) {
+std::shared_ptr<Arena> apply_part(const Net& net, const std::vector<NetMemoryPlan::Buffer>& buffers,
+                                  std::size_t arena_bytes, Part part) {
   std::shared_ptr<Arena> arena;
   if (arena_bytes > 0) arena = std::make_shared<Arena>(arena_bytes);
   for (const NetMemoryPlan::Buffer& buffer : buffers) {
+    if (buffer.blobs.empty()) continue;  // a place for packed values
     std::shared_ptr<SyncedMemory> memory;
     if (buffer.offset >= 0) {
       XTRAIN_ASSERT(arena && static_cast<std::size_t>(buffer.offset) + buffer.bytes <= arena_bytes);
@@ -484,13 +564,19 @@ void apply_part(const Net& net, const std::vector<NetMemoryPlan::Buffer>& buffer
       }
     }
   }
+  return arena;
 }
 
 }  // namespace
 
-void apply_net_memory_plan(const Net& net, const NetMemoryPlan& plan) {
+AppliedNetMemoryPlan apply_net_memory_plan(const Net& net, const NetMemoryPlan& plan) {
   apply_part(net, plan.diff_buffers, plan.diff_arena_bytes, Part::kDiff);
-  apply_part(net, plan.data_buffers, plan.data_arena_bytes, Part::kData);
+  std::shared_ptr<Arena> data_arena =
+      apply_part(net, plan.data_buffers, plan.data_arena_bytes, Part::kData);
+  AppliedNetMemoryPlan applied;
+  if (data_arena) applied.data_arena_host = static_cast<char*>(data_arena->host);
+  applied.data_arena = std::move(data_arena);
+  return applied;
 }
 
 }  // namespace xtrain

@@ -48,13 +48,23 @@
 //     top of a Split that feeds a layer which does not propagate down).
 // Blobs that share storage already (in-place tops, a Split's tops and its
 // bottom's data, Flatten and Reshape) form one unit and stay together.
+//
+// In a net that stores its activations in bf16 or fp16 (xtrain/precision.hpp),
+// a training net's values that wait from forward to backward -- neither
+// recomputed nor read by a recomputation -- wait in 16 bits: the Net packs
+// them after their last forward reader into a place of the arena half their
+// size, their own place serves others meanwhile, and it unpacks them before
+// their first backward use (NetMemoryPlan::packs). They are of the type
+// already, so packing loses nothing: the iteration computes the same bits.
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/net_memory_placement.hpp"
+#include "xtrain/precision.hpp"
 
 namespace xtrain {
 
@@ -84,11 +94,31 @@ struct NetMemoryPlan {
     int before_backward_of = -1;
   };
   std::vector<Recompute> recomputes;
+  // A unit of 16-bit values packed between the passes (see above): `values`
+  // floats of blob `blob`'s storage, packed after the forward of layer
+  // `after_forward_of` to `packed_offset` in the data arena and unpacked
+  // before the backward of layer `before_backward_of`.
+  struct Pack {
+    int blob = -1;
+    NumberType type = NumberType::kFloat32;
+    std::size_t values = 0;
+    std::ptrdiff_t packed_offset = -1;
+    int after_forward_of = -1;
+    int before_backward_of = -1;
+  };
+  std::vector<Pack> packs;
+};
+
+// What applying a plan made that the Net needs later: the data arena (the
+// packed values' home), kept alive by this too.
+struct AppliedNetMemoryPlan {
+  std::shared_ptr<void> data_arena;
+  char* data_arena_host = nullptr;
 };
 
 // The plan for `net` as it is after setup; touches nothing.
 NetMemoryPlan plan_net_memory(const Net& net, const std::vector<std::string>& keep_blobs);
 // Gives the blobs of each buffer one fresh (lazily allocated) storage.
-void apply_net_memory_plan(const Net& net, const NetMemoryPlan& plan);
+AppliedNetMemoryPlan apply_net_memory_plan(const Net& net, const NetMemoryPlan& plan);
 
 }  // namespace xtrain
