@@ -154,6 +154,13 @@ TEST_F(OnnxImportExporterForms, ShapeArithmeticBeforeAReshapeFoldsToItsShape) {
   output("y");
   const ImportedNet imported = import();
   ASSERT_EQ(count_of(imported.net, "Reshape"), 1);
+  // The batch of the file (1) becomes Caffe's 0: any batch when fine-tuned.
+  for (const LayerParameter& layer : imported.net.layer()) {
+    if (layer.type() != "Reshape") continue;
+    const BlobShape& shape = layer.reshape_param().shape();
+    EXPECT_EQ(std::vector<std::int64_t>(shape.dim().begin(), shape.dim().end()),
+              (std::vector<std::int64_t>{0, -1}));
+  }
   std::vector<float> x(12);
   for (int i = 0; i < 12; ++i) x[i] = static_cast<float>(i) - 6;
   const Result y = run(imported, x, "y");

@@ -409,11 +409,18 @@ void import_flatten(NodeImport& node) {
 }
 
 // Reshape to a constant shape: 0 copies the input's axis and -1 is
-// inferred, as in Caffe's Reshape.
+// inferred, as in Caffe's Reshape. A first dim equal to the input's first
+// axis becomes 0: the same at the file's size, and the batch size a traced
+// export froze into the shape (ShuffleNet's channel shuffle, a folded
+// x.view(x.size(0), -1)) follows the net's batch when it is fine-tuned.
 void import_reshape(NodeImport& node) {
   XTRAIN_CHECK(node.int_attribute("allowzero", 0) == 0, node.where(),
                ": allowzero is not imported");
-  const std::vector<std::int64_t> shape = int64_values(node.required_constant(1, "shape"));
+  std::vector<std::int64_t> shape = int64_values(node.required_constant(1, "shape"));
+  if (!shape.empty() && shape[0] > 0 && node.constant(0) == nullptr &&
+      shape[0] == imported_blob_shape(node.state, node.node.input(0)).at(0)) {
+    shape[0] = 0;
+  }
   LayerParameter& layer = one_to_one(node, "Reshape");
   for (std::int64_t dim : shape) layer.mutable_reshape_param()->mutable_shape()->add_dim(dim);
   node.state.ranks[node.node.output(0)] = static_cast<int>(shape.size());
