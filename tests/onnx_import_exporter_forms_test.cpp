@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -83,6 +84,14 @@ class OnnxImportExporterForms : public ::testing::Test {
     a->set_name(name);
     a->set_type(onnx::AttributeProto::FLOAT);
     a->set_f(value);
+  }
+  // A Constant node (not an initializer) of one float, in the node order.
+  void constant_node(const std::string& name, float value) {
+    onnx::AttributeProto* a = node("Constant", {}, name).add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+    a->mutable_t()->add_float_data(value);
   }
   void output(const std::string& name) { model_.mutable_graph()->add_output()->set_name(name); }
 
@@ -244,6 +253,81 @@ TEST_F(OnnxImportExporterForms, GateOfOneValuePerChannelScalesTheMaps) {
   EXPECT_EQ(count_of(imported.net, "Scale"), 1);
   // Channel means 2.5 and 1.
   expect_near(run(imported, {1, 2, 3, 4, 1, 1, 1, 1}, "y").values, {2.5f, 5, 7.5f, 10, 1, 1, 1, 1});
+}
+
+// LayerNorm over the last axis of x (1, 2, 3): per row of 3, (x - mean) /
+// sqrt(var + eps) * gamma + beta.
+std::vector<float> layer_norm(const std::vector<float>& x, const std::vector<float>& gamma,
+                              const std::vector<float>& beta, float eps) {
+  std::vector<float> y;
+  for (std::size_t row = 0; row < x.size(); row += 3) {
+    double mean = 0, variance = 0;
+    for (int i = 0; i < 3; ++i) mean += x[row + i] / 3.0;
+    for (int i = 0; i < 3; ++i) variance += (x[row + i] - mean) * (x[row + i] - mean) / 3.0;
+    for (int i = 0; i < 3; ++i) {
+      y.push_back(
+          static_cast<float>((x[row + i] - mean) / std::sqrt(variance + eps) * gamma[i] + beta[i]));
+    }
+  }
+  return y;
+}
+
+const std::vector<float> kRows = {1, 2, 4, -3, 0, 0.5f};
+
+TEST_F(OnnxImportExporterForms, LayerNormalizationOverTheLastAxis) {
+  model_.mutable_opset_import(0)->set_version(17);
+  input("x", {1, 2, 3});
+  floats("gamma", {3}, {1, 2, 0.5f});
+  floats("beta", {3}, {0, 1, -1});
+  onnx::NodeProto& norm = node("LayerNormalization", {"x", "gamma", "beta"}, "y");
+  int_attribute(norm, "axis", -1);
+  attribute(norm, "epsilon", 0.01f);
+  output("y");
+  expect_near(run(import(), kRows, "y").values, layer_norm(kRows, {1, 2, 0.5f}, {0, 1, -1}, 0.01f));
+}
+
+TEST_F(OnnxImportExporterForms, LayerNormAsEarlierOpsetsWriteIt) {
+  // ReduceMean (keepdims), Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add:
+  // the per-row statistics, shaped (1, 2, 1), broadcast over the rows.
+  input("x", {1, 2, 3});
+  attribute(node("ReduceMean", {"x"}, "mean"), "axes", std::vector<std::int64_t>{-1});
+  node("Sub", {"x", "mean"}, "centred");
+  floats("two", {}, {2});
+  node("Pow", {"centred", "two"}, "squared");
+  attribute(node("ReduceMean", {"squared"}, "variance"), "axes", std::vector<std::int64_t>{-1});
+  floats("eps", {}, {0.01f});
+  node("Add", {"variance", "eps"}, "shifted");
+  node("Sqrt", {"shifted"}, "deviation");
+  node("Div", {"centred", "deviation"}, "normalised");
+  floats("gamma", {3}, {1, 2, 0.5f});
+  node("Mul", {"normalised", "gamma"}, "scaled");
+  floats("beta", {3}, {0, 1, -1});
+  node("Add", {"scaled", "beta"}, "y");
+  output("y");
+  expect_near(run(import(), kRows, "y").values, layer_norm(kRows, {1, 2, 0.5f}, {0, 1, -1}, 0.01f));
+}
+
+TEST_F(OnnxImportExporterForms, GelusFiveNodesAreOneGeluLayer) {
+  // nn.GELU() as torch.onnx.export writes it: the Add's and the last Mul's
+  // constants are Constant nodes after the Div that starts the pattern.
+  input("x", {1, 4});
+  floats("sqrt2", {}, {1.41421356f});
+  node("Div", {"x", "sqrt2"}, "d");
+  node("Erf", {"d"}, "e");
+  constant_node("one", 1);
+  node("Add", {"e", "one"}, "a");
+  node("Mul", {"x", "a"}, "m");
+  constant_node("half", 0.5f);
+  node("Mul", {"m", "half"}, "y");
+  output("y");
+  const ImportedNet imported = import();
+  EXPECT_EQ(count_of(imported.net, "GELU"), 1);
+  EXPECT_EQ(imported.net.layer_size(), 2);  // the Input and the GELU
+  std::vector<float> expected;
+  for (double x : {-2.0, -0.5, 0.0, 1.5}) {
+    expected.push_back(static_cast<float>(0.5 * x * (1 + std::erf(x / std::sqrt(2.0)))));
+  }
+  expect_near(run(imported, {-2, -0.5f, 0, 1.5f}, "y").values, expected);
 }
 
 TEST_F(OnnxImportExporterForms, AMulOfShapesCaffeCannotBroadcastIsRefusedNamingTheNode) {

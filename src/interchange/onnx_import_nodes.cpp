@@ -297,23 +297,30 @@ void import_reduce(NodeImport& node) {
     }
     return;
   }
-  bool trailing = rank > 0 && !keep && !axes.empty();
+  bool trailing = rank > 0 && !axes.empty() && (!keep || axes.front() > 0);
   for (std::size_t i = 0; trailing && i < axes.size(); ++i) {
     trailing = axes[i] == rank - static_cast<std::int64_t>(axes.size() - i);
   }
   XTRAIN_CHECK(trailing, node.where(),
-               ": only a reduction over the last axes of a value of "
-               "known rank with keepdims 0 (Caffe's Reduction), or a mean over the spatial "
-               "axes of a 4-d value, is imported");
+               ": only a reduction over the last axes (not the first) of a value of known rank "
+               "(Caffe's Reduction), or a mean over the spatial axes of a 4-d value, is imported");
   static const std::map<std::string, ReductionParameter::ReductionOp> kOperations = {
       {"ReduceSum", ReductionParameter::SUM},
       {"ReduceL1", ReductionParameter::ASUM},
       {"ReduceSumSquare", ReductionParameter::SUMSQ},
       {"ReduceMean", ReductionParameter::MEAN}};
-  LayerParameter& layer = node.add_layer("Reduction", {node.node.input(0)}, {top});
+  // keepdims 1 (LayerNorm's statistics): the reduced axes come back as 1s
+  // through a Reshape (0 keeps an axis).
+  const std::string reduced = keep ? top + "/reduced" : top;
+  LayerParameter& layer = node.add_layer("Reduction", {node.node.input(0)}, {reduced});
   layer.mutable_reduction_param()->set_operation(kOperations.at(op));
   layer.mutable_reduction_param()->set_axis(static_cast<int>(axes.front()));
-  node.state.ranks[top] = static_cast<int>(axes.front());
+  node.state.ranks[top] = keep ? rank : static_cast<int>(axes.front());
+  if (!keep) return;
+  BlobShape* shape = node.add_layer("Reshape", {reduced}, {top}, node.name + "/keepdims")
+                         .mutable_reshape_param()
+                         ->mutable_shape();
+  for (int axis = 0; axis < rank; ++axis) shape->add_dim(axis < axes.front() ? 0 : 1);
 }
 
 // Tile along one axis: Caffe's Tile.
@@ -434,6 +441,7 @@ NodeImporter find_node_importer(const std::string& op_type) {
       {"Gemm", import_gemm},
       {"MatMul", import_matmul},
       {"LRN", import_lrn},
+      {"LayerNormalization", import_layer_normalization},
   };
   const auto found = kImporters.find(op_type);
   return found != kImporters.end() ? found->second : find_elementwise_importer(op_type);

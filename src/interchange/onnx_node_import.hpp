@@ -140,6 +140,12 @@ NodeImporter find_activation_importer(const std::string& op_type);
 // first ReduceMean: imports it and returns true, or returns false when the
 // nodes after it are not that pattern (onnx_import_patterns.cpp).
 bool import_mvn_pattern(NodeImport& node);
+// GELU's five nodes as torch.onnx.export writes them, from the Div: imports
+// them as one GELU layer and returns true, or returns false when the nodes
+// are not that pattern (onnx_import_patterns.cpp).
+bool import_gelu_pattern(NodeImport& node);
+// LayerNormalization as Caffe layers (onnx_import_layer_norm.cpp).
+void import_layer_normalization(NodeImport& node);
 // Slice (our exports' Crop): Caffe Slice layers, one per axis it cuts.
 void import_slice(NodeImport& node);
 
