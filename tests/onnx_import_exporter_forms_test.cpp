@@ -79,6 +79,13 @@ class OnnxImportExporterForms : public ::testing::Test {
     a->set_type(onnx::AttributeProto::INT);
     a->set_i(value);
   }
+  static void string_attribute(onnx::NodeProto& n, const std::string& name,
+                               const std::string& value) {
+    onnx::AttributeProto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(value);
+  }
   static void attribute(onnx::NodeProto& n, const std::string& name, float value) {
     onnx::AttributeProto* a = n.add_attribute();
     a->set_name(name);
@@ -328,6 +335,45 @@ TEST_F(OnnxImportExporterForms, GelusFiveNodesAreOneGeluLayer) {
     expected.push_back(static_cast<float>(0.5 * x * (1 + std::erf(x / std::sqrt(2.0)))));
   }
   expect_near(run(imported, {-2, -0.5f, 0, 1.5f}, "y").values, expected);
+}
+
+TEST_F(OnnxImportExporterForms, AZeroPadInFrontOfAConvIsItsPad) {
+  input("x", {1, 1, 2, 2});
+  ints("pads", {0, 0, 1, 1, 0, 0, 1, 1});
+  node("Pad", {"x", "pads"}, "padded");
+  floats("w", {1, 1, 1, 1}, {2});
+  node("Conv", {"padded", "w"}, "y");
+  output("y");
+  const ImportedNet imported = import();
+  ASSERT_EQ(imported.net.layer_size(), 2);
+  const Result y = run(imported, {1, 2, 3, 4}, "y");
+  EXPECT_EQ(y.shape, (std::vector<int>{1, 1, 4, 4}));
+  expect_near(y.values, {0, 0, 0, 0, 0, 2, 4, 0, 0, 6, 8, 0, 0, 0, 0, 0});
+}
+
+TEST_F(OnnxImportExporterForms, NearestResizeByAWholeFactorIsUpsample) {
+  // nn.Upsample(scale_factor=2, mode="nearest") as torch writes it.
+  input("x", {1, 1, 2, 2});
+  floats("roi", {0}, {});
+  floats("scales", {4}, {1, 1, 2, 2});
+  onnx::NodeProto& resize = node("Resize", {"x", "roi", "scales"}, "y");
+  string_attribute(resize, "mode", "nearest");
+  string_attribute(resize, "coordinate_transformation_mode", "asymmetric");
+  string_attribute(resize, "nearest_mode", "floor");
+  output("y");
+  const Result y = run(import(), {1, 2, 3, 4}, "y");
+  EXPECT_EQ(y.shape, (std::vector<int>{1, 1, 4, 4}));
+  expect_near(y.values, {1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4});
+}
+
+TEST_F(OnnxImportExporterForms, AResizeUpsampleCannotComputeIsRefusedNamingTheMode) {
+  input("x", {1, 1, 2, 2});
+  floats("roi", {0}, {});
+  floats("scales", {4}, {1, 1, 2, 2});
+  string_attribute(node("Resize", {"x", "roi", "scales"}, "y"), "mode", "nearest");
+  output("y");
+  testing::expect_error([&] { import(); },
+                        {"node 'y_node' (Resize)", "'half_pixel'", "'asymmetric' with 'floor'"});
 }
 
 TEST_F(OnnxImportExporterForms, AMulOfShapesCaffeCannotBroadcastIsRefusedNamingTheNode) {

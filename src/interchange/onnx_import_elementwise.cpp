@@ -494,7 +494,7 @@ NodeImporter find_elementwise_importer(const std::string& op_type) {
       {"TopK", import_top_k},        {"Transpose", import_transpose},
   };
   const auto found = kImporters.find(op_type);
-  return found == kImporters.end() ? find_activation_importer(op_type) : found->second;
+  return found == kImporters.end() ? nullptr : found->second;
 }
 
 }  // namespace xtrain::interchange

@@ -146,9 +146,20 @@ void import_convolution(NodeImport& node) {
     XTRAIN_CHECK(node.attribute("output_shape") == nullptr, node.where(),
                  ": output_shape is not imported; give pads");
   }
+  // A zero Pad in front (TensorFlow's and others' exports): Caffe's pad.
+  std::string input = node.node.input(0);
+  const auto pending = node.state.pending_pads.find(input);
+  if (!transposed && pending != node.state.pending_pads.end()) {
+    XTRAIN_CHECK(axes == 2, node.where(), ": a Pad in front is folded only into a 2-d Conv");
+    for (int i = 0; i < 2; ++i) {
+      pads[i] += pending->second.pad[i];
+      pads[axes + i] += pending->second.pad[i];
+    }
+    input = pending->second.source;
+  }
   const std::int64_t group = node.int_attribute("group", 1);
-  LayerParameter& layer = node.add_layer(transposed ? "Deconvolution" : "Convolution",
-                                         {node.node.input(0)}, {node.node.output(0)});
+  LayerParameter& layer =
+      node.add_layer(transposed ? "Deconvolution" : "Convolution", {input}, {node.node.output(0)});
   ConvolutionParameter* conv = layer.mutable_convolution_param();
   conv->set_num_output(
       static_cast<std::uint32_t>(transposed ? weights.dims(1) * group : weights.dims(0)));
@@ -171,7 +182,8 @@ void import_convolution(NodeImport& node) {
 }
 
 // Pad (constant zeros of the spatial axes): remembered for the AveragePool
-// that reads it, which becomes one Caffe pooling with the pads added.
+// or Conv that reads it, which becomes one Caffe pooling or convolution
+// with the pads added.
 void import_pad(NodeImport& node) {
   XTRAIN_CHECK(node.string_attribute("mode", "constant") == "constant", node.where(),
                ": only constant padding is imported");
@@ -184,7 +196,8 @@ void import_pad(NodeImport& node) {
                    pads[5] == 0 && pads[2] == pads[6] && pads[3] == pads[7],
                node.where(),
                ": only a zero Pad of the two spatial axes, alike at both ends, in "
-               "front of an AveragePool is imported (Caffe's pooling pad)");
+               "front of an AveragePool or a Conv is imported (Caffe's pooling or "
+               "convolution pad)");
   PendingPad pending;
   pending.source = node.node.input(0);
   pending.pad[0] = static_cast<int>(pads[2]);
@@ -444,7 +457,12 @@ NodeImporter find_node_importer(const std::string& op_type) {
       {"LayerNormalization", import_layer_normalization},
   };
   const auto found = kImporters.find(op_type);
-  return found != kImporters.end() ? found->second : find_elementwise_importer(op_type);
+  if (found != kImporters.end()) return found->second;
+  for (const auto finder :
+       {find_elementwise_importer, find_activation_importer, find_resize_importer}) {
+    if (const NodeImporter importer = finder(op_type)) return importer;
+  }
+  return nullptr;
 }
 
 }  // namespace xtrain::interchange

@@ -135,6 +135,8 @@ NodeImporter find_node_importer(const std::string& op_type);
 NodeImporter find_elementwise_importer(const std::string& op_type);
 // Clip, HardSigmoid, HardSwish (onnx_import_activations.cpp).
 NodeImporter find_activation_importer(const std::string& op_type);
+// Resize and Upsample, nearest (onnx_import_resize.cpp).
+NodeImporter find_resize_importer(const std::string& op_type);
 
 // MVN's pattern as our exports write it (onnx_export_shapes.cpp), from its
 // first ReduceMean: imports it and returns true, or returns false when the
