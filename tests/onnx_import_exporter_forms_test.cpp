@@ -16,6 +16,7 @@
 
 #include "error_message.hpp"
 #include "interchange/onnx.pb.h"
+#include "xtrain/logging.hpp"
 #include "xtrain/net.hpp"
 #include "xtrain/onnx.hpp"
 
@@ -150,6 +151,8 @@ TEST_F(OnnxImportExporterForms, IdentityOfAnInitializerIsThatConstant) {
   output("y");
   const ImportedNet imported = import();
   EXPECT_EQ(count_of(imported.net, "Split"), 0);
+  // The import builds Nets quietly (warnings only), then logs as before.
+  EXPECT_EQ(min_log_severity_of_this_thread(), LogSeverity::kInfo);
   // y[0] = x[0] + 0.5, y[1] = 2 x[1] - 1.
   expect_near(run(imported, {1, 2, 3, 4}, "y").values, {1.5f, 2.5f, 5, 7});
 }

@@ -146,6 +146,7 @@ void check_pooling_windows(const ImportState& state, const std::string& path) {
   param.mutable_state()->set_phase(TEST);
   NetOptions options;
   options.verbose = false;
+  const interchange::QuietLayerSetUp quiet;
   const Net net(param, options);
   for (const interchange::PoolingCheck& check : state.pooling_checks) {
     const LayerParameter& layer = net.layer_by_name(check.layer)->layer_param();

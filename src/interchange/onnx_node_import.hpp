@@ -18,6 +18,7 @@
 
 #include "interchange/onnx.pb.h"
 #include "interchange/pooling_geometry.hpp"
+#include "xtrain/logging.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
 namespace xtrain::interchange {
@@ -118,6 +119,20 @@ struct NodeImport {
 };
 
 using NodeImporter = void (*)(NodeImport& node);
+
+// Warnings and errors only on this thread while it lives, for the Nets the
+// import builds: the layers' own set-up lines (a convolution's engine, say)
+// would repeat for each (onnx_import_shapes.cpp).
+class QuietLayerSetUp {
+ public:
+  QuietLayerSetUp();
+  ~QuietLayerSetUp();
+  QuietLayerSetUp(const QuietLayerSetUp&) = delete;
+  QuietLayerSetUp& operator=(const QuietLayerSetUp&) = delete;
+
+ private:
+  LogSeverity before_;
+};
 
 // The shape of `blob`, which the layers imported so far compute
 // (onnx_import_shapes.cpp); throws naming it when none does.
