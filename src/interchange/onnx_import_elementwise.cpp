@@ -432,15 +432,16 @@ void import_flatten(NodeImport& node) {
 void import_reshape(NodeImport& node) {
   XTRAIN_CHECK(node.int_attribute("allowzero", 0) == 0, node.where(),
                ": allowzero is not imported");
-  std::vector<std::int64_t> shape = int64_values(node.required_constant(1, "shape"));
-  if (!shape.empty() && shape[0] > 0 && node.constant(0) == nullptr &&
-      shape[0] == imported_blob_shape(node.state, node.node.input(0)).at(0)) {
-    shape[0] = 0;
+  const std::vector<std::int64_t> shape = int64_values(node.required_constant(1, "shape"));
+  std::vector<std::int64_t> dims = shape;
+  if (!dims.empty() && dims[0] > 0 && node.constant(0) == nullptr &&
+      dims[0] == imported_blob_shape(node.state, node.node.input(0)).at(0)) {
+    dims[0] = 0;
   }
   LayerParameter& layer = one_to_one(node, "Reshape");
-  for (std::int64_t dim : shape) layer.mutable_reshape_param()->mutable_shape()->add_dim(dim);
+  for (std::int64_t dim : dims) layer.mutable_reshape_param()->mutable_shape()->add_dim(dim);
   node.state.ranks[node.node.output(0)] = static_cast<int>(shape.size());
-  node.state.reshape_dims[node.node.output(0)] = shape;
+  node.state.reshape_dims[node.node.output(0)] = shape;  // ONNX's, for import_second_bottom
 }
 
 // Transpose: SSD's Permute, whose order is ONNX's perm (the default, the
