@@ -379,6 +379,15 @@ TEST_F(OnnxImportExporterForms, AResizeUpsampleCannotComputeIsRefusedNamingTheMo
                         {"node 'y_node' (Resize)", "'half_pixel'", "'asymmetric' with 'floor'"});
 }
 
+TEST_F(OnnxImportExporterForms, AttentionsMatMulOfTwoValuesIsRefusedSayingWhy) {
+  input("q", {1, 2, 3});
+  attribute(node("Transpose", {"q"}, "k"), "perm", std::vector<std::int64_t>{0, 2, 1});
+  node("MatMul", {"q", "k"}, "scores");
+  output("scores");
+  testing::expect_error([&] { import(); },
+                        {"node 'scores_node' (MatMul)", "two computed values", "InnerProduct"});
+}
+
 TEST_F(OnnxImportExporterForms, AMulOfShapesCaffeCannotBroadcastIsRefusedNamingTheNode) {
   input("x", {1, 2, 2, 2});
   node("GlobalAveragePool", {"x"}, "mean");

@@ -409,6 +409,9 @@ void import_gemm(NodeImport& node) {
 
 // MatMul by a constant (K, N): an InnerProduct over the last axis.
 void import_matmul(NodeImport& node) {
+  XTRAIN_CHECK(node.constant(1) != nullptr, node.where(),
+               ": a product of two computed values (attention's queries by keys, say) has no "
+               "Caffe layer; InnerProduct multiplies by learned weights only");
   const onnx::TensorProto& b = node.required_constant(1, "weights");
   const int rank = node.input_rank(0);
   XTRAIN_CHECK(b.dims_size() == 2 && rank >= 2, node.where(),
