@@ -40,9 +40,10 @@ FULL_PACKAGES=(
   python3-dev python3-numpy pybind11-dev python3-pytest
   python3-protobuf  # xtrain.proto (caffe_pb2), net_spec, io, draw
   python3-pil  # xtrain.io.load_image / resize_image (lighter than python3-skimage)
-  # tests/onnx: PyTorch models to import; onnx and onnxruntime come from PyPI
-  # into a virtual environment the test makes (scripts/onnx_test_env.sh).
-  python3-torch python3-venv
+  # tests/onnx: PyTorch models to import (torchvision's classifiers too);
+  # onnx and onnxruntime come from PyPI into a virtual environment the test
+  # makes (scripts/onnx_test_env.sh).
+  python3-torch python3-torchvision python3-venv
   libgtest-dev libgmock-dev
   chromium  # tests render the training report headless (tests/tools/report_render_test.cpp)
   # scripts/fuzz.sh: libFuzzer and the sanitizers come with clang, OpenMP for

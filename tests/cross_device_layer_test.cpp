@@ -208,6 +208,7 @@ std::vector<CrossDeviceCase> neuron_cases() {
                 {uniform(shape)}),
       make_case("Swish", "name: 's' type: 'Swish' swish_param { beta: 1.5 }",
                 {uniform(shape, -4, 4)}),
+      make_case("GELU", "name: 'g' type: 'GELU'", {uniform(shape, -4, 4)}),
       make_case("Sigmoid", "name: 's' type: 'Sigmoid'", {uniform(shape, -5, 5)}),
       make_case("TanH", "name: 't' type: 'TanH'", {uniform(shape, -3, 3)}),
       make_case("AbsVal", "name: 'a' type: 'AbsVal'", {uniform(shape)}),

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -15,6 +16,7 @@
 
 #include "error_message.hpp"
 #include "interchange/onnx.pb.h"
+#include "xtrain/logging.hpp"
 #include "xtrain/net.hpp"
 #include "xtrain/onnx.hpp"
 
@@ -78,11 +80,26 @@ class OnnxImportExporterForms : public ::testing::Test {
     a->set_type(onnx::AttributeProto::INT);
     a->set_i(value);
   }
+  static void string_attribute(onnx::NodeProto& n, const std::string& name,
+                               const std::string& value) {
+    onnx::AttributeProto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(value);
+  }
   static void attribute(onnx::NodeProto& n, const std::string& name, float value) {
     onnx::AttributeProto* a = n.add_attribute();
     a->set_name(name);
     a->set_type(onnx::AttributeProto::FLOAT);
     a->set_f(value);
+  }
+  // A Constant node (not an initializer) of one float, in the node order.
+  void constant_node(const std::string& name, float value) {
+    onnx::AttributeProto* a = node("Constant", {}, name).add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+    a->mutable_t()->add_float_data(value);
   }
   void output(const std::string& name) { model_.mutable_graph()->add_output()->set_name(name); }
 
@@ -134,6 +151,8 @@ TEST_F(OnnxImportExporterForms, IdentityOfAnInitializerIsThatConstant) {
   output("y");
   const ImportedNet imported = import();
   EXPECT_EQ(count_of(imported.net, "Split"), 0);
+  // The import builds Nets quietly (warnings only), then logs as before.
+  EXPECT_EQ(min_log_severity_of_this_thread(), LogSeverity::kInfo);
   // y[0] = x[0] + 0.5, y[1] = 2 x[1] - 1.
   expect_near(run(imported, {1, 2, 3, 4}, "y").values, {1.5f, 2.5f, 5, 7});
 }
@@ -154,6 +173,13 @@ TEST_F(OnnxImportExporterForms, ShapeArithmeticBeforeAReshapeFoldsToItsShape) {
   output("y");
   const ImportedNet imported = import();
   ASSERT_EQ(count_of(imported.net, "Reshape"), 1);
+  // The batch of the file (1) becomes Caffe's 0: any batch when fine-tuned.
+  for (const LayerParameter& layer : imported.net.layer()) {
+    if (layer.type() != "Reshape") continue;
+    const BlobShape& shape = layer.reshape_param().shape();
+    EXPECT_EQ(std::vector<std::int64_t>(shape.dim().begin(), shape.dim().end()),
+              (std::vector<std::int64_t>{0, -1}));
+  }
   std::vector<float> x(12);
   for (int i = 0; i < 12; ++i) x[i] = static_cast<float>(i) - 6;
   const Result y = run(imported, x, "y");
@@ -237,6 +263,129 @@ TEST_F(OnnxImportExporterForms, GateOfOneValuePerChannelScalesTheMaps) {
   EXPECT_EQ(count_of(imported.net, "Scale"), 1);
   // Channel means 2.5 and 1.
   expect_near(run(imported, {1, 2, 3, 4, 1, 1, 1, 1}, "y").values, {2.5f, 5, 7.5f, 10, 1, 1, 1, 1});
+}
+
+// LayerNorm over the last axis of x (1, 2, 3): per row of 3, (x - mean) /
+// sqrt(var + eps) * gamma + beta.
+std::vector<float> layer_norm(const std::vector<float>& x, const std::vector<float>& gamma,
+                              const std::vector<float>& beta, float eps) {
+  std::vector<float> y;
+  for (std::size_t row = 0; row < x.size(); row += 3) {
+    double mean = 0, variance = 0;
+    for (int i = 0; i < 3; ++i) mean += x[row + i] / 3.0;
+    for (int i = 0; i < 3; ++i) variance += (x[row + i] - mean) * (x[row + i] - mean) / 3.0;
+    for (int i = 0; i < 3; ++i) {
+      y.push_back(
+          static_cast<float>((x[row + i] - mean) / std::sqrt(variance + eps) * gamma[i] + beta[i]));
+    }
+  }
+  return y;
+}
+
+const std::vector<float> kRows = {1, 2, 4, -3, 0, 0.5f};
+
+TEST_F(OnnxImportExporterForms, LayerNormalizationOverTheLastAxis) {
+  model_.mutable_opset_import(0)->set_version(17);
+  input("x", {1, 2, 3});
+  floats("gamma", {3}, {1, 2, 0.5f});
+  floats("beta", {3}, {0, 1, -1});
+  onnx::NodeProto& norm = node("LayerNormalization", {"x", "gamma", "beta"}, "y");
+  int_attribute(norm, "axis", -1);
+  attribute(norm, "epsilon", 0.01f);
+  output("y");
+  expect_near(run(import(), kRows, "y").values, layer_norm(kRows, {1, 2, 0.5f}, {0, 1, -1}, 0.01f));
+}
+
+TEST_F(OnnxImportExporterForms, LayerNormAsEarlierOpsetsWriteIt) {
+  // ReduceMean (keepdims), Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add:
+  // the per-row statistics, shaped (1, 2, 1), broadcast over the rows.
+  input("x", {1, 2, 3});
+  attribute(node("ReduceMean", {"x"}, "mean"), "axes", std::vector<std::int64_t>{-1});
+  node("Sub", {"x", "mean"}, "centred");
+  floats("two", {}, {2});
+  node("Pow", {"centred", "two"}, "squared");
+  attribute(node("ReduceMean", {"squared"}, "variance"), "axes", std::vector<std::int64_t>{-1});
+  floats("eps", {}, {0.01f});
+  node("Add", {"variance", "eps"}, "shifted");
+  node("Sqrt", {"shifted"}, "deviation");
+  node("Div", {"centred", "deviation"}, "normalised");
+  floats("gamma", {3}, {1, 2, 0.5f});
+  node("Mul", {"normalised", "gamma"}, "scaled");
+  floats("beta", {3}, {0, 1, -1});
+  node("Add", {"scaled", "beta"}, "y");
+  output("y");
+  expect_near(run(import(), kRows, "y").values, layer_norm(kRows, {1, 2, 0.5f}, {0, 1, -1}, 0.01f));
+}
+
+TEST_F(OnnxImportExporterForms, GelusFiveNodesAreOneGeluLayer) {
+  // nn.GELU() as torch.onnx.export writes it: the Add's and the last Mul's
+  // constants are Constant nodes after the Div that starts the pattern.
+  input("x", {1, 4});
+  floats("sqrt2", {}, {1.41421356f});
+  node("Div", {"x", "sqrt2"}, "d");
+  node("Erf", {"d"}, "e");
+  constant_node("one", 1);
+  node("Add", {"e", "one"}, "a");
+  node("Mul", {"x", "a"}, "m");
+  constant_node("half", 0.5f);
+  node("Mul", {"m", "half"}, "y");
+  output("y");
+  const ImportedNet imported = import();
+  EXPECT_EQ(count_of(imported.net, "GELU"), 1);
+  EXPECT_EQ(imported.net.layer_size(), 2);  // the Input and the GELU
+  std::vector<float> expected;
+  for (double x : {-2.0, -0.5, 0.0, 1.5}) {
+    expected.push_back(static_cast<float>(0.5 * x * (1 + std::erf(x / std::sqrt(2.0)))));
+  }
+  expect_near(run(imported, {-2, -0.5f, 0, 1.5f}, "y").values, expected);
+}
+
+TEST_F(OnnxImportExporterForms, AZeroPadInFrontOfAConvIsItsPad) {
+  input("x", {1, 1, 2, 2});
+  ints("pads", {0, 0, 1, 1, 0, 0, 1, 1});
+  node("Pad", {"x", "pads"}, "padded");
+  floats("w", {1, 1, 1, 1}, {2});
+  node("Conv", {"padded", "w"}, "y");
+  output("y");
+  const ImportedNet imported = import();
+  ASSERT_EQ(imported.net.layer_size(), 2);
+  const Result y = run(imported, {1, 2, 3, 4}, "y");
+  EXPECT_EQ(y.shape, (std::vector<int>{1, 1, 4, 4}));
+  expect_near(y.values, {0, 0, 0, 0, 0, 2, 4, 0, 0, 6, 8, 0, 0, 0, 0, 0});
+}
+
+TEST_F(OnnxImportExporterForms, NearestResizeByAWholeFactorIsUpsample) {
+  // nn.Upsample(scale_factor=2, mode="nearest") as torch writes it.
+  input("x", {1, 1, 2, 2});
+  floats("roi", {0}, {});
+  floats("scales", {4}, {1, 1, 2, 2});
+  onnx::NodeProto& resize = node("Resize", {"x", "roi", "scales"}, "y");
+  string_attribute(resize, "mode", "nearest");
+  string_attribute(resize, "coordinate_transformation_mode", "asymmetric");
+  string_attribute(resize, "nearest_mode", "floor");
+  output("y");
+  const Result y = run(import(), {1, 2, 3, 4}, "y");
+  EXPECT_EQ(y.shape, (std::vector<int>{1, 1, 4, 4}));
+  expect_near(y.values, {1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4});
+}
+
+TEST_F(OnnxImportExporterForms, AResizeUpsampleCannotComputeIsRefusedNamingTheMode) {
+  input("x", {1, 1, 2, 2});
+  floats("roi", {0}, {});
+  floats("scales", {4}, {1, 1, 2, 2});
+  string_attribute(node("Resize", {"x", "roi", "scales"}, "y"), "mode", "nearest");
+  output("y");
+  testing::expect_error([&] { import(); },
+                        {"node 'y_node' (Resize)", "'half_pixel'", "'asymmetric' with 'floor'"});
+}
+
+TEST_F(OnnxImportExporterForms, AttentionsMatMulOfTwoValuesIsRefusedSayingWhy) {
+  input("q", {1, 2, 3});
+  attribute(node("Transpose", {"q"}, "k"), "perm", std::vector<std::int64_t>{0, 2, 1});
+  node("MatMul", {"q", "k"}, "scores");
+  output("scores");
+  testing::expect_error([&] { import(); },
+                        {"node 'scores_node' (MatMul)", "two computed values", "InnerProduct"});
 }
 
 TEST_F(OnnxImportExporterForms, AMulOfShapesCaffeCannotBroadcastIsRefusedNamingTheNode) {

@@ -246,6 +246,51 @@ TEST_F(OnnxInterchange, FloorRoundModeRoundTripsAsOnnxFloorRounding) {
   }
 }
 
+// The layers imports of PyTorch's models produce export again, and their
+// export imports to the same numbers (GELU back as one GELU layer; ONNX
+// Runtime's numbers for them: tests/onnx, the "newer_layers" case).
+TEST_F(OnnxInterchange, NewerLayersRoundTripWithTheirNumbers) {
+  const NetParameter param = read_net_params_from_text(R"(
+    name: "newer"
+    layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 1 dim: 2 dim: 3 dim: 4 } } }
+    layer { name: "clip" type: "Clip" bottom: "data" top: "clip" clip_param { min: -0.5 max: 1 } }
+    layer { name: "swish" type: "Swish" bottom: "data" top: "swish" swish_param { beta: 1.5 } }
+    layer { name: "gelu" type: "GELU" bottom: "data" top: "gelu" }
+    layer { name: "permute" type: "Permute" bottom: "data" top: "permute"
+            permute_param { order: 0 order: 2 order: 3 } }
+    layer { name: "upsample" type: "Upsample" bottom: "data" top: "upsample"
+            upsample_param { scale: 2 } }
+  )",
+                                                       "newer");
+  export_onnx(param, "", path("newer.onnx"));
+  const onnx::ModelProto model = read_model(path("newer.onnx"));
+  for (const char* op : {"Clip", "Sigmoid", "Erf", "Transpose", "Resize"}) {
+    EXPECT_NE(find_node(model, op), nullptr) << op;
+  }
+  EXPECT_EQ(ints(*find_node(model, "Transpose"), "perm"), (std::vector<std::int64_t>{0, 2, 3, 1}));
+  const ImportedNet imported = import_onnx(path("newer.onnx"));
+  int gelu_layers = 0;
+  for (const LayerParameter& layer : imported.net.layer()) gelu_layers += layer.type() == "GELU";
+  EXPECT_EQ(gelu_layers, 1);
+  Net original(param);
+  Net reread(imported.net);
+  for (Net* net : {&original, &reread}) {
+    float* data = net->input_blobs()[0]->mutable_cpu_data();
+    for (std::size_t i = 0; i < net->input_blobs()[0]->count(); ++i) {
+      data[i] = 0.37f * static_cast<float>(i % 9) - 1.2f;
+    }
+    net->forward();
+  }
+  for (const char* blob : {"clip", "swish", "gelu", "permute", "upsample"}) {
+    const Blob& want = *original.blob_by_name(blob);
+    const Blob& got = *reread.blob_by_name(blob);
+    ASSERT_EQ(got.shape(), want.shape()) << blob;
+    for (std::size_t i = 0; i < want.count(); ++i) {
+      EXPECT_NEAR(got.cpu_data()[i], want.cpu_data()[i], 1e-6f) << blob << " " << i;
+    }
+  }
+}
+
 TEST_F(OnnxInterchange, ALayerWithoutAnOnnxFormIsNamedWithItsType) {
   const NetParameter param = read_net_params_from_text(R"(
     name: "train"

@@ -19,6 +19,7 @@ XTRAIN_API LogSeverity min_log_severity();
 // higher wins): replicas of a training other than the root, each on a
 // thread of its own, log warnings and errors only.
 XTRAIN_API void set_min_log_severity_of_this_thread(LogSeverity severity);
+XTRAIN_API LogSeverity min_log_severity_of_this_thread();
 
 namespace detail {
 // Collects one message and writes it, whole, to stderr when destroyed.

@@ -319,4 +319,26 @@ struct SwishBackward {
   }
 };
 
+// ---------------------------------------------------------------------------
+// GELU (xtrain's, beyond Caffe's layers; Hendrycks and Gimpel, 2016), the
+// exact form PyTorch's nn.GELU() computes, with Phi the standard normal CDF
+// and phi its density:
+//
+//   GeluForward(x)      = x Phi(x) = 0.5 x (1 + erf(x / sqrt(2)))
+//   GeluBackward(x, dy) = dy (Phi(x) + x phi(x)),  phi(x) = e^(-x^2 / 2) / sqrt(2 pi)
+
+struct GeluForward {
+  XTRAIN_HOST_DEVICE float operator()(float x) const {
+    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+  }
+};
+
+struct GeluBackward {
+  XTRAIN_HOST_DEVICE float operator()(float x, float dy) const {
+    const float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+    const float density = 0.39894228040143268f * expf(-0.5f * x * x);
+    return dy * (cdf + x * density);
+  }
+};
+
 }  // namespace xtrain::ops

@@ -45,6 +45,8 @@ void set_min_log_severity_of_this_thread(LogSeverity severity) {
   t_min_severity = static_cast<int>(severity);
 }
 
+LogSeverity min_log_severity_of_this_thread() { return static_cast<LogSeverity>(t_min_severity); }
+
 namespace detail {
 
 LogMessage::LogMessage(LogSeverity severity, const char* file, int line)

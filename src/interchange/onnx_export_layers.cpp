@@ -340,6 +340,7 @@ LayerExporter find_layer_exporter(const std::string& type) {
   const auto found = kExporters.find(type);
   if (found != kExporters.end()) return found->second;
   if (LayerExporter exporter = find_elementwise_exporter(type)) return exporter;
+  if (LayerExporter exporter = find_newer_layer_exporter(type)) return exporter;
   return find_shape_exporter(type);
 }
 

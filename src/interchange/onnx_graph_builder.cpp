@@ -66,6 +66,13 @@ void set_attribute(onnx::NodeProto& node, const std::string& name, float value) 
   attribute->set_f(value);
 }
 
+void set_attribute(onnx::NodeProto& node, const std::string& name, const std::string& value) {
+  onnx::AttributeProto* attribute = node.add_attribute();
+  attribute->set_name(name);
+  attribute->set_type(onnx::AttributeProto::STRING);
+  attribute->set_s(value);
+}
+
 void set_attribute(onnx::NodeProto& node, const std::string& name,
                    const std::vector<std::int64_t>& values) {
   onnx::AttributeProto* attribute = node.add_attribute();

@@ -47,6 +47,7 @@ class OnnxGraphBuilder {
 
 void set_attribute(onnx::NodeProto& node, const std::string& name, std::int64_t value);
 void set_attribute(onnx::NodeProto& node, const std::string& name, float value);
+void set_attribute(onnx::NodeProto& node, const std::string& name, const std::string& value);
 void set_attribute(onnx::NodeProto& node, const std::string& name,
                    const std::vector<std::int64_t>& values);
 

@@ -88,9 +88,12 @@ void import_node(ImportState& state, const onnx::NodeProto& node, int index) {
       interchange::import_top_k_values(state, node.input(i));
     }
     const auto pad = state.pending_pads.find(node.input(i));
-    XTRAIN_CHECK(pad == state.pending_pads.end() || (node.op_type() == "AveragePool" && i == 0),
-                 pad->second.node, " is read by node '", node.name(), "' (", node.op_type(),
-                 "); a Pad is imported only in front of an AveragePool (Caffe's pooling pad)");
+    XTRAIN_CHECK(
+        pad == state.pending_pads.end() ||
+            ((node.op_type() == "AveragePool" || node.op_type() == "Conv") && i == 0),
+        pad->second.node, " is read by node '", node.name(), "' (", node.op_type(),
+        "); a Pad is imported only in front of an AveragePool or a Conv (Caffe's pooling or "
+        "convolution pad)");
   }
   XTRAIN_CHECK(node.domain().empty() || node.domain() == "ai.onnx", "node '", node.name(), "' (",
                node.op_type(), ") is from operator set '", node.domain(),
@@ -143,6 +146,7 @@ void check_pooling_windows(const ImportState& state, const std::string& path) {
   param.mutable_state()->set_phase(TEST);
   NetOptions options;
   options.verbose = false;
+  const interchange::QuietLayerSetUp quiet;
   const Net net(param, options);
   for (const interchange::PoolingCheck& check : state.pooling_checks) {
     const LayerParameter& layer = net.layer_by_name(check.layer)->layer_param();

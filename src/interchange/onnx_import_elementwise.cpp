@@ -157,18 +157,20 @@ bool import_second_bottom(NodeImport& node) {
   return false;
 }
 
-// Mul or Add of x and a value f of x's rank whose dims are x's on the
-// leading axes and 1 after (a squeeze-and-excitation gate, (N, C, 1, 1)
-// against (N, C, H, W)): Caffe's Scale or Bias of x by f reshaped to those
+// Mul, Add, Sub or Div of x and a value f of x's rank whose dims are x's
+// on the leading axes and 1 after (a squeeze-and-excitation gate, (N, C, 1,
+// 1) against (N, C, H, W); LayerNorm's per-position statistics, (N, H, W, 1)
+// against (N, H, W, C)): Caffe's Scale or Bias of x by f reshaped to those
 // leading axes (Reshape with 0s, which copy the axes, so any batch size
-// works), along axis 0. The shapes are the layers' (onnx_import_shapes.cpp).
+// works), along axis 0; for Sub and Div (f second) f goes through a Power
+// first (-f, 1 / f). The shapes are the layers' (onnx_import_shapes.cpp).
 // False when both have one shape (Eltwise's case) or neither is such an f.
 bool import_broadcast_between_values(NodeImport& node) {
   const std::string& op = node.node.op_type();
-  if (op != "Mul" && op != "Add") return false;
   const std::vector<int> shapes[2] = {imported_blob_shape(node.state, node.node.input(0)),
                                       imported_blob_shape(node.state, node.node.input(1))};
   if (shapes[0] == shapes[1]) return false;
+  const bool multiply = op == "Mul" || op == "Div";
   for (int factor = 1; factor >= 0; --factor) {
     const std::vector<int>& f = shapes[factor];
     const std::vector<int>& x = shapes[1 - factor];
@@ -178,15 +180,28 @@ bool import_broadcast_between_values(NodeImport& node) {
     const bool ones_after =
         std::all_of(f.begin() + leading, f.end(), [](int dim) { return dim == 1; });
     if (leading == 0 || leading == f.size() || !ones_after) continue;
-    const std::string squeezed = unused_blob_name(node.state, node.node.output(0) + "/squeezed");
+    if ((op == "Sub" || op == "Div") && factor == 0) continue;
+    std::string squeezed = unused_blob_name(node.state, node.node.output(0) + "/squeezed");
     LayerParameter& reshape =
         node.add_layer("Reshape", {node.node.input(factor)}, {squeezed}, node.name + "/reshape");
-    for (std::size_t i = 0; i < leading; ++i)
+    for (std::size_t i = 0; i < leading; ++i) {
       reshape.mutable_reshape_param()->mutable_shape()->add_dim(0);
+    }
+    if (op == "Sub" || op == "Div") {
+      const std::string inverted = unused_blob_name(node.state, squeezed + "/inverted");
+      PowerParameter* power = node.add_layer("Power", {squeezed}, {inverted}, node.name + "/invert")
+                                  .mutable_power_param();
+      if (op == "Sub") {
+        power->set_scale(-1.0f);
+      } else {
+        power->set_power(-1.0f);
+      }
+      squeezed = inverted;
+    }
     LayerParameter& layer =
-        node.add_layer(op == "Mul" ? "Scale" : "Bias", {node.node.input(1 - factor), squeezed},
+        node.add_layer(multiply ? "Scale" : "Bias", {node.node.input(1 - factor), squeezed},
                        {node.node.output(0)});
-    if (op == "Mul") {
+    if (multiply) {
       layer.mutable_scale_param()->set_axis(0);
     } else {
       layer.mutable_bias_param()->set_axis(0);
@@ -201,8 +216,8 @@ bool import_broadcast_between_values(NodeImport& node) {
   };
   XTRAIN_CHECK(false, node.where(), ": its inputs' shapes ", text(shapes[0]), " and ",
                text(shapes[1]),
-               " differ, and neither is the other's on the leading axes and 1 after (what "
-               "Caffe's Scale and Bias broadcast)");
+               " differ, and the second (or, for Mul and Add, either) is not the other's on "
+               "the leading axes and 1 after (what Caffe's Scale and Bias broadcast)");
   return false;
 }
 
@@ -213,7 +228,7 @@ void import_arithmetic(NodeImport& node) {
   const std::string& op = node.node.op_type();
   XTRAIN_CHECK(node.node.input_size() == 2, node.where(), ": ", node.node.input_size(),
                " inputs where ", op, " takes 2");
-  if (fold_divisor_factors(node)) return;
+  if (fold_divisor_factors(node) || import_gelu_pattern(node)) return;
   const bool constant_first = node.constant(0) != nullptr;
   const onnx::TensorProto* constant = constant_first ? node.constant(0) : node.constant(1);
   if (constant == nullptr &&
@@ -221,7 +236,8 @@ void import_arithmetic(NodeImport& node) {
     return;
   }
   if (constant == nullptr) {
-    XTRAIN_CHECK(op != "Div", node.where(), ": division of two computed values is not imported");
+    XTRAIN_CHECK(op != "Div", node.where(),
+                 ": division of two computed values of one shape is not imported");
     LayerParameter& layer =
         node.add_layer("Eltwise", {node.node.input(0), node.node.input(1)}, {node.node.output(0)});
     EltwiseParameter* eltwise = layer.mutable_eltwise_param();
@@ -409,15 +425,23 @@ void import_flatten(NodeImport& node) {
 }
 
 // Reshape to a constant shape: 0 copies the input's axis and -1 is
-// inferred, as in Caffe's Reshape.
+// inferred, as in Caffe's Reshape. A first dim equal to the input's first
+// axis becomes 0: the same at the file's size, and the batch size a traced
+// export froze into the shape (ShuffleNet's channel shuffle, a folded
+// x.view(x.size(0), -1)) follows the net's batch when it is fine-tuned.
 void import_reshape(NodeImport& node) {
   XTRAIN_CHECK(node.int_attribute("allowzero", 0) == 0, node.where(),
                ": allowzero is not imported");
   const std::vector<std::int64_t> shape = int64_values(node.required_constant(1, "shape"));
+  std::vector<std::int64_t> dims = shape;
+  if (!dims.empty() && dims[0] > 0 && node.constant(0) == nullptr &&
+      dims[0] == imported_blob_shape(node.state, node.node.input(0)).at(0)) {
+    dims[0] = 0;
+  }
   LayerParameter& layer = one_to_one(node, "Reshape");
-  for (std::int64_t dim : shape) layer.mutable_reshape_param()->mutable_shape()->add_dim(dim);
+  for (std::int64_t dim : dims) layer.mutable_reshape_param()->mutable_shape()->add_dim(dim);
   node.state.ranks[node.node.output(0)] = static_cast<int>(shape.size());
-  node.state.reshape_dims[node.node.output(0)] = shape;
+  node.state.reshape_dims[node.node.output(0)] = shape;  // ONNX's, for import_second_bottom
 }
 
 // Transpose: SSD's Permute, whose order is ONNX's perm (the default, the
@@ -471,7 +495,7 @@ NodeImporter find_elementwise_importer(const std::string& op_type) {
       {"TopK", import_top_k},        {"Transpose", import_transpose},
   };
   const auto found = kImporters.find(op_type);
-  return found == kImporters.end() ? find_activation_importer(op_type) : found->second;
+  return found == kImporters.end() ? nullptr : found->second;
 }
 
 }  // namespace xtrain::interchange

@@ -146,9 +146,20 @@ void import_convolution(NodeImport& node) {
     XTRAIN_CHECK(node.attribute("output_shape") == nullptr, node.where(),
                  ": output_shape is not imported; give pads");
   }
+  // A zero Pad in front (TensorFlow's and others' exports): Caffe's pad.
+  std::string input = node.node.input(0);
+  const auto pending = node.state.pending_pads.find(input);
+  if (!transposed && pending != node.state.pending_pads.end()) {
+    XTRAIN_CHECK(axes == 2, node.where(), ": a Pad in front is folded only into a 2-d Conv");
+    for (int i = 0; i < 2; ++i) {
+      pads[i] += pending->second.pad[i];
+      pads[axes + i] += pending->second.pad[i];
+    }
+    input = pending->second.source;
+  }
   const std::int64_t group = node.int_attribute("group", 1);
-  LayerParameter& layer = node.add_layer(transposed ? "Deconvolution" : "Convolution",
-                                         {node.node.input(0)}, {node.node.output(0)});
+  LayerParameter& layer =
+      node.add_layer(transposed ? "Deconvolution" : "Convolution", {input}, {node.node.output(0)});
   ConvolutionParameter* conv = layer.mutable_convolution_param();
   conv->set_num_output(
       static_cast<std::uint32_t>(transposed ? weights.dims(1) * group : weights.dims(0)));
@@ -171,7 +182,8 @@ void import_convolution(NodeImport& node) {
 }
 
 // Pad (constant zeros of the spatial axes): remembered for the AveragePool
-// that reads it, which becomes one Caffe pooling with the pads added.
+// or Conv that reads it, which becomes one Caffe pooling or convolution
+// with the pads added.
 void import_pad(NodeImport& node) {
   XTRAIN_CHECK(node.string_attribute("mode", "constant") == "constant", node.where(),
                ": only constant padding is imported");
@@ -184,7 +196,8 @@ void import_pad(NodeImport& node) {
                    pads[5] == 0 && pads[2] == pads[6] && pads[3] == pads[7],
                node.where(),
                ": only a zero Pad of the two spatial axes, alike at both ends, in "
-               "front of an AveragePool is imported (Caffe's pooling pad)");
+               "front of an AveragePool or a Conv is imported (Caffe's pooling or "
+               "convolution pad)");
   PendingPad pending;
   pending.source = node.node.input(0);
   pending.pad[0] = static_cast<int>(pads[2]);
@@ -297,23 +310,30 @@ void import_reduce(NodeImport& node) {
     }
     return;
   }
-  bool trailing = rank > 0 && !keep && !axes.empty();
+  bool trailing = rank > 0 && !axes.empty() && (!keep || axes.front() > 0);
   for (std::size_t i = 0; trailing && i < axes.size(); ++i) {
     trailing = axes[i] == rank - static_cast<std::int64_t>(axes.size() - i);
   }
   XTRAIN_CHECK(trailing, node.where(),
-               ": only a reduction over the last axes of a value of "
-               "known rank with keepdims 0 (Caffe's Reduction), or a mean over the spatial "
-               "axes of a 4-d value, is imported");
+               ": only a reduction over the last axes (not the first) of a value of known rank "
+               "(Caffe's Reduction), or a mean over the spatial axes of a 4-d value, is imported");
   static const std::map<std::string, ReductionParameter::ReductionOp> kOperations = {
       {"ReduceSum", ReductionParameter::SUM},
       {"ReduceL1", ReductionParameter::ASUM},
       {"ReduceSumSquare", ReductionParameter::SUMSQ},
       {"ReduceMean", ReductionParameter::MEAN}};
-  LayerParameter& layer = node.add_layer("Reduction", {node.node.input(0)}, {top});
+  // keepdims 1 (LayerNorm's statistics): the reduced axes come back as 1s
+  // through a Reshape (0 keeps an axis).
+  const std::string reduced = keep ? top + "/reduced" : top;
+  LayerParameter& layer = node.add_layer("Reduction", {node.node.input(0)}, {reduced});
   layer.mutable_reduction_param()->set_operation(kOperations.at(op));
   layer.mutable_reduction_param()->set_axis(static_cast<int>(axes.front()));
-  node.state.ranks[top] = static_cast<int>(axes.front());
+  node.state.ranks[top] = keep ? rank : static_cast<int>(axes.front());
+  if (!keep) return;
+  BlobShape* shape = node.add_layer("Reshape", {reduced}, {top}, node.name + "/keepdims")
+                         .mutable_reshape_param()
+                         ->mutable_shape();
+  for (int axis = 0; axis < rank; ++axis) shape->add_dim(axis < axes.front() ? 0 : 1);
 }
 
 // Tile along one axis: Caffe's Tile.
@@ -389,6 +409,9 @@ void import_gemm(NodeImport& node) {
 
 // MatMul by a constant (K, N): an InnerProduct over the last axis.
 void import_matmul(NodeImport& node) {
+  XTRAIN_CHECK(node.constant(1) != nullptr, node.where(),
+               ": a product of two computed values (attention's queries by keys, say) has no "
+               "Caffe layer; InnerProduct multiplies by learned weights only");
   const onnx::TensorProto& b = node.required_constant(1, "weights");
   const int rank = node.input_rank(0);
   XTRAIN_CHECK(b.dims_size() == 2 && rank >= 2, node.where(),
@@ -434,9 +457,15 @@ NodeImporter find_node_importer(const std::string& op_type) {
       {"Gemm", import_gemm},
       {"MatMul", import_matmul},
       {"LRN", import_lrn},
+      {"LayerNormalization", import_layer_normalization},
   };
   const auto found = kImporters.find(op_type);
-  return found != kImporters.end() ? found->second : find_elementwise_importer(op_type);
+  if (found != kImporters.end()) return found->second;
+  for (const auto finder :
+       {find_elementwise_importer, find_activation_importer, find_resize_importer}) {
+    if (const NodeImporter importer = finder(op_type)) return importer;
+  }
+  return nullptr;
 }
 
 }  // namespace xtrain::interchange

@@ -1,7 +1,9 @@
 // The layers whose ONNX form is several nodes, or needs the input's shape:
 // MVN (ReduceMean, Sub, and for the variance Mul, ReduceMean, Sqrt, Add,
-// Div) and Slice (our exports' Crop, as Caffe Slice layers).
+// Div), GELU (Div, Erf, Add, Mul, Mul) and Slice (our exports' Crop, as
+// Caffe Slice layers).
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "interchange/onnx_node_import.hpp"
@@ -122,6 +124,74 @@ bool import_mvn_pattern(NodeImport& node) {
   if (normalize_variance) mvn->set_eps(eps);
   node.state.ranks[top] = 4;
   node.state.absorbed.insert(absorbed.begin(), absorbed.end());
+  return true;
+}
+
+namespace {
+
+// Whether `node`'s input `input` is a constant of one value near `value`:
+// an initializer, a constant known so far, or the value of a Constant node
+// not yet imported (a pattern looks ahead of the walk over the nodes).
+bool is_scalar_constant(const onnx::GraphProto& graph, ImportState& state, int node, int input,
+                        double value) {
+  const onnx::NodeProto& reader = graph.node(node);
+  if (input >= reader.input_size()) return false;
+  const onnx::TensorProto* constant = NodeImport{reader, state, "", node}.constant(input);
+  for (int i = 0; constant == nullptr && i < node; ++i) {
+    const onnx::NodeProto& maker = graph.node(i);
+    if (maker.op_type() != "Constant" || maker.output_size() != 1 ||
+        maker.output(0) != reader.input(input)) {
+      continue;
+    }
+    for (const onnx::AttributeProto& attribute : maker.attribute()) {
+      if (attribute.name() == "value" && attribute.has_t()) constant = &attribute.t();
+    }
+  }
+  return constant != nullptr && element_count(*constant) == 1 &&
+         std::abs(float_values(*constant)[0] - value) <= 1e-6 * std::abs(value);
+}
+
+}  // namespace
+
+// GELU as torch.onnx.export writes nn.GELU() (opsets 9 to 19): d = Div(x,
+// sqrt(2)), e = Erf(d), a = Add(e, 1), m = Mul(x, a), y = Mul(m, 0.5), each
+// value read only by the next node (either operand order of the Add and
+// Muls). Imported from the Div as one GELU layer (xtrain's, beyond Caffe's
+// set); false when the nodes after it are not that.
+bool import_gelu_pattern(NodeImport& node) {
+  const onnx::GraphProto& graph = *node.state.graph;
+  if (node.node.op_type() != "Div" || node.node.input_size() != 2 ||
+      !is_scalar_constant(graph, node.state, node.index, 1, std::sqrt(2.0))) {
+    return false;
+  }
+  const std::string& x = node.node.input(0);
+  const int erf = only_reader(graph, node.node.output(0), node.index);
+  if (erf < 0 || !reads(graph.node(erf), "Erf", {node.node.output(0)})) return false;
+  const std::string& e = graph.node(erf).output(0);
+  const int add = only_reader(graph, e, erf);
+  if (add < 0 || graph.node(add).op_type() != "Add" || graph.node(add).input_size() != 2) {
+    return false;
+  }
+  const int one_at = graph.node(add).input(0) == e ? 1 : 0;
+  if (!is_scalar_constant(graph, node.state, add, one_at, 1.0)) return false;
+  const std::string& a = graph.node(add).output(0);
+  const int times_x = only_reader(graph, a, add);
+  if (times_x < 0 ||
+      !(reads(graph.node(times_x), "Mul", {x, a}) || reads(graph.node(times_x), "Mul", {a, x}))) {
+    return false;
+  }
+  const std::string& m = graph.node(times_x).output(0);
+  const int half = only_reader(graph, m, times_x);
+  if (half < 0 || graph.node(half).op_type() != "Mul" || graph.node(half).input_size() != 2) {
+    return false;
+  }
+  const int half_at = graph.node(half).input(0) == m ? 1 : 0;
+  if (!is_scalar_constant(graph, node.state, half, half_at, 0.5)) return false;
+  const std::string& y = graph.node(half).output(0);
+  node.add_layer("GELU", {x}, {y});
+  const int rank = node.input_rank(0);
+  if (rank >= 0) node.state.ranks[y] = rank;
+  node.state.absorbed.insert({erf, add, times_x, half});
   return true;
 }
 

@@ -55,6 +55,8 @@ LayerExporter find_layer_exporter(const std::string& type);
 // (onnx_export_layers.cpp), by type.
 LayerExporter find_elementwise_exporter(const std::string& type);
 LayerExporter find_shape_exporter(const std::string& type);
+// Clip, Swish, GELU, Permute, Upsample (onnx_export_newer_layers.cpp).
+LayerExporter find_newer_layer_exporter(const std::string& type);
 
 // Helpers shared by the exporters.
 std::vector<std::int64_t> to_int64(const std::vector<int>& values);

@@ -18,6 +18,7 @@
 
 #include "interchange/onnx.pb.h"
 #include "interchange/pooling_geometry.hpp"
+#include "xtrain/logging.hpp"
 #include "xtrain/proto/xtrain.pb.h"
 
 namespace xtrain::interchange {
@@ -119,6 +120,20 @@ struct NodeImport {
 
 using NodeImporter = void (*)(NodeImport& node);
 
+// Warnings and errors only on this thread while it lives, for the Nets the
+// import builds: the layers' own set-up lines (a convolution's engine, say)
+// would repeat for each (onnx_import_shapes.cpp).
+class QuietLayerSetUp {
+ public:
+  QuietLayerSetUp();
+  ~QuietLayerSetUp();
+  QuietLayerSetUp(const QuietLayerSetUp&) = delete;
+  QuietLayerSetUp& operator=(const QuietLayerSetUp&) = delete;
+
+ private:
+  LogSeverity before_;
+};
+
 // The shape of `blob`, which the layers imported so far compute
 // (onnx_import_shapes.cpp); throws naming it when none does.
 std::vector<int> imported_blob_shape(ImportState& state, const std::string& blob);
@@ -135,11 +150,19 @@ NodeImporter find_node_importer(const std::string& op_type);
 NodeImporter find_elementwise_importer(const std::string& op_type);
 // Clip, HardSigmoid, HardSwish (onnx_import_activations.cpp).
 NodeImporter find_activation_importer(const std::string& op_type);
+// Resize and Upsample, nearest (onnx_import_resize.cpp).
+NodeImporter find_resize_importer(const std::string& op_type);
 
 // MVN's pattern as our exports write it (onnx_export_shapes.cpp), from its
 // first ReduceMean: imports it and returns true, or returns false when the
 // nodes after it are not that pattern (onnx_import_patterns.cpp).
 bool import_mvn_pattern(NodeImport& node);
+// GELU's five nodes as torch.onnx.export writes them, from the Div: imports
+// them as one GELU layer and returns true, or returns false when the nodes
+// are not that pattern (onnx_import_patterns.cpp).
+bool import_gelu_pattern(NodeImport& node);
+// LayerNormalization as Caffe layers (onnx_import_layer_norm.cpp).
+void import_layer_normalization(NodeImport& node);
 // Slice (our exports' Crop): Caffe Slice layers, one per axis it cuts.
 void import_slice(NodeImport& node);
 

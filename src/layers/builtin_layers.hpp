@@ -45,6 +45,7 @@ class LayerRegistry;
   X(dropout) \
   X(clip) \
   X(swish) \
+  X(gelu) \
   /* normalisation and arithmetic */ \
   X(batch_norm) \
   X(scale) \

@@ -36,6 +36,13 @@ CASES = {
         "pad": "kernel_size: 3 stride: 2 pad: 1",
         "s3": "kernel_size: 3 stride: 3 pad: 1",
         "rect": "kernel_h: 3 kernel_w: 2 stride_h: 2 stride_w: 3 pad_h: 1 pad_w: 0"}),
+    # round_mode FLOOR (Caffe master's): ONNX's own rounding, the pad at both ends.
+    "pooling_floor": pooling_layers("MAX", {
+        "max_pad": "kernel_size: 3 stride: 2 pad: 1 round_mode: FLOOR",
+        "max_k2": "kernel_size: 2 stride: 2 round_mode: FLOOR"}) + pooling_layers("AVE", {
+        "ave_pad": "kernel_size: 3 stride: 2 pad: 1 round_mode: FLOOR",
+        "ave_rect": "kernel_h: 3 kernel_w: 2 stride_h: 2 stride_w: 3 pad_h: 1 pad_w: 0 "
+                    "round_mode: FLOOR"}),
     "pooling_global": """
       layer { name: 'max' type: 'Pooling' bottom: 'data' top: 'max'
         pooling_param { pool: MAX global_pooling: true } }
@@ -154,6 +161,15 @@ CASES = {
         mvn_param { across_channels: true } }
       layer { name: 'mvn_mean' type: 'MVN' bottom: 'data' top: 'mvn_mean'
         mvn_param { normalize_variance: false } }""",
+    # Newer than Caffe 1.0's zoo: what imports of PyTorch's models produce.
+    "newer_layers": """
+      layer { name: 'clip' type: 'Clip' bottom: 'data' top: 'clip' clip_param { min: -0.5 max: 1 } }
+      layer { name: 'swish' type: 'Swish' bottom: 'data' top: 'swish' swish_param { beta: 1.5 } }
+      layer { name: 'gelu' type: 'GELU' bottom: 'data' top: 'gelu' }
+      layer { name: 'permute' type: 'Permute' bottom: 'data' top: 'permute'
+        permute_param { order: 0 order: 2 order: 3 order: 1 } }
+      layer { name: 'upsample' type: 'Upsample' bottom: 'data' top: 'upsample'
+        upsample_param { scale: 2 } }""",
 }
 
 

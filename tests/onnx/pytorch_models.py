@@ -54,7 +54,7 @@ def _replace_lrn(module):
             _replace_lrn(child)
 
 
-def _randomize_batch_norm(model, generator):
+def randomize_batch_norm(model, generator):
     """Running statistics and affine parameters away from 0 and 1, so that
     the import of each is tested (an untrained net's are trivial)."""
     for module in model.modules():
@@ -75,7 +75,7 @@ def export(name, onnx_path, seed=0):
     model = module.build().eval()
     _replace_lrn(model)
     with torch.no_grad():
-        _randomize_batch_norm(model, generator)
+        randomize_batch_norm(model, generator)
         x = torch.randn(1, *module.IMAGE_SHAPE, generator=generator)
         outputs = model(x)
     outputs = outputs if isinstance(outputs, tuple) else (outputs,)
