@@ -84,6 +84,7 @@ PUBLIC_HEADER_MODULES = {
     "solver.hpp": "solvers",
     "training_observer.hpp": "solvers",
     "training_report.hpp": "reporting",
+    "tensorboard.hpp": "reporting",
     "weights_coverage.hpp": "solvers",
     "comm.hpp": "comm",
     "classifier.hpp": "inference",
