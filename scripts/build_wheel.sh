@@ -20,7 +20,10 @@
 # HDF5, GLX, LAPACK) are replaced by the small stand-ins that
 # scripts/gpu_bundle_libs.py builds for the GPU bundle (a call into one says
 # which library was left out, then aborts): they are most of the closure.
-# libxtrain_python (Python layers in the tools) is left out: it would bundle
+# libevent too: only Open MPI's run-time calls it, when a job runs under
+# mpirun (the one library that needs glibc 2.36: without it the wheel is
+# manylinux_2_34, for Ubuntu 22.04 as well; multi-process training needs the
+# build from source). libxtrain_python (Python layers in the tools) is left out: it would bundle
 # libpython; in Python, Python layers work as ever.
 #
 # Prints the wheel's path, size and what it holds; the exit status is 0 when
@@ -58,7 +61,7 @@ TOOLS=(xtrain convert_imageset convert_annoset compute_mean convert_mnist_data i
 for tool in "${TOOLS[@]}"; do
   [ -x "$BUILD/bin/$tool" ] || { say "no $BUILD/bin/$tool: build the tree with the tools first"; exit 1; }
 done
-if readelf -d "$BUILD/libxtrain.so" | grep -q 'libcudart'; then
+if readelf -d "$BUILD/lib/libxtrain.so" | grep -q 'libcudart'; then
   say "$BUILD is a CUDA build: this script makes the CPU wheel; give a tree built with -DXTRAIN_USE_CUDA=OFF"
   exit 1
 fi
@@ -79,11 +82,13 @@ STAGE=$OUT/stage
 rm -rf "$STAGE" "$OUT/raw"
 mkdir -p "$STAGE"
 cp -rL "$BUILD/python/xtrain" "$STAGE/xtrain"
+# The Python files from the source tree (the build copies them at configure time).
+cp python/xtrain/*.py "$STAGE/xtrain/"
 find "$STAGE/xtrain" -name __pycache__ -prune -exec rm -rf {} +
 rm -f "$STAGE"/xtrain/lib*.so*
 mkdir -p "$STAGE/xtrain/lib" "$STAGE/xtrain/bin"
 for library in libxtrain.so libxtrain_reporting.so; do
-  real=$(readlink -f "$BUILD/$library")
+  real=$(readlink -f "$BUILD/lib/$library")
   name=$(readelf -d "$real" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
   cp "$real" "$STAGE/xtrain/lib/$name"
   patchelf --set-rpath '$ORIGIN' "$STAGE/xtrain/lib/$name"
@@ -94,11 +99,12 @@ for tool in "${TOOLS[@]}"; do
   patchelf --set-rpath '$ORIGIN/../lib' "$STAGE/xtrain/bin/$tool"
 done
 
-# The stand-ins, built against the build tree's own binaries (ldd resolves
-# their libraries as they run here).
+# The stand-ins, built against the build tree's tools (ldd resolves their
+# libraries as they run here; the module needs no library they do not, and
+# its Python symbols would count as missing).
 CLOSURE=$OUT/closure
 rm -rf "$CLOSURE"
-python3 scripts/gpu_bundle_libs.py "$CLOSURE" "${TOOLS[@]/#/$BUILD/bin/}" "$module" \
+XTRAIN_EXTRA_STAND_INS='event(_core|_pthreads)?-2\.1' python3 scripts/gpu_bundle_libs.py "$CLOSURE" "${TOOLS[@]/#/$BUILD/bin/}" \
   >"$OUT/closure.txt" || { say "the closure check failed: $OUT/closure.txt"; exit 1; }
 STAND_INS=$OUT/stand-ins
 rm -rf "$STAND_INS"

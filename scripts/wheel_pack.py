@@ -19,7 +19,8 @@ import zipfile
 # What the module imports at run time. protobuf: the Python code of the
 # protoc the build ran (3.21 on Debian 12) needs 3.20 or later (and loads
 # with PyPI's newest, 7.36, checked 2026-12).
-REQUIRES = ["numpy", "protobuf>=3.20"]
+# Pillow: xtrain.io's images (Classifier, Detector, load_image).
+REQUIRES = ["numpy", "protobuf>=3.20", "Pillow"]
 CONSOLE_SCRIPTS = ["xtrain", "convert_imageset", "convert_annoset", "compute_mean",
                    "compute_image_mean", "convert_mnist_data", "idx_to_images"]
 
