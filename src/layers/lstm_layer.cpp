@@ -28,6 +28,8 @@ class LstmLayer : public RecurrentLayer {
   }
   std::string output_name() const override { return "h"; }
 
+  std::unique_ptr<FusedRecurrence> make_fused() const override { return make_fused_lstm(); }
+
   void add_unrolled_layers(NetParameter* net) const override {
     const int gates = 4 * num_output();
     const int steps = time_steps();

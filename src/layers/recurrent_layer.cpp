@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 
 #include "core/device_apply.hpp"
 #include "core/device_memory.hpp"
@@ -150,6 +152,17 @@ void RecurrentLayer::check_shapes(const BlobVec& bottom) const {
   }
 }
 
+bool recurrent_fused_from_environment() {
+  const char* value = std::getenv("XTRAIN_RECURRENT");
+  if (value == nullptr || *value == '\0') return true;
+  const std::string choice(value);
+  if (choice == "fused") return true;
+  if (choice == "unrolled") return false;
+  throw Error("XTRAIN_RECURRENT=" + choice +
+              " is not an implementation of the recurrent layers; use 'fused' (the default: all "
+              "steps inside the layer) or 'unrolled' (Caffe's unrolled net, the reference)");
+}
+
 NetParameter RecurrentLayer::unrolled_net_param(const BlobVec& bottom) const {
   NetParameter net;
   net.set_name(name());
@@ -216,6 +229,51 @@ void RecurrentLayer::layer_setup(const BlobVec& bottom, const BlobVec& top) {
   time_steps_ = bottom[0]->shape(0);
   streams_ = bottom[0]->shape(1);
 
+  const bool fused = recurrent_fused_from_environment() && precision().is_float32() &&
+                     !param_.recurrent_param().debug_info();
+  if (fused) {
+    setup_fused(bottom);
+  } else {
+    setup_unrolled(bottom);
+  }
+}
+
+// The parameters are those of the unrolled net, built and dropped (its
+// blobs' memory is allocated on first use, so this costs little), so the
+// same seed gives the same initial weights as the unrolled implementation
+// (the layers' seeds follow their index in the net, which Splits shift).
+void RecurrentLayer::setup_fused(const BlobVec& bottom) {
+  NetOptions options;
+  options.device = device();
+  options.random_seed = derive_seed(random().engine()(), "unrolled net", 0);
+  options.fuse_layers = false;
+  options.share_kept_copies = false;
+  options.channel_blocked_activations = false;
+  std::unique_ptr<Net> unrolled;
+  try {
+    unrolled = std::make_unique<Net>(unrolled_net_param(bottom), options);
+  } catch (const Error& error) {
+    throw Error(where() + ": in its unrolled net: " + error.what());
+  }
+  unrolled_.reset();
+  blobs_.clear();
+  const auto& params = unrolled->params();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    if (unrolled->param_owners()[i] < 0) blobs_.push_back(params[i]);
+  }
+  param_propagate_down_.assign(blobs_.size(), true);
+  fused_ = make_fused();
+  fused_initial_.clear();
+  fused_final_.clear();
+  for (std::size_t k = 0; k < state_input_names().size(); ++k) {
+    fused_initial_.push_back(std::make_unique<Blob>(std::vector<int>{1, streams_, num_output()}));
+    fused_final_.push_back(std::make_unique<Blob>(std::vector<int>{1, streams_, num_output()}));
+    fill_zero(device(), *fused_final_.back(), /*data=*/true);
+  }
+}
+
+void RecurrentLayer::setup_unrolled(const BlobVec& bottom) {
+  fused_.reset();
   NetOptions options;
   options.device = device();
   options.verbose = param_.recurrent_param().debug_info();
@@ -268,6 +326,17 @@ void RecurrentLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
                " time steps; the unrolled net cannot change T (rebuild the net)");
   const bool streams_changed = bottom[0]->shape(1) != streams_;
   streams_ = bottom[0]->shape(1);
+  if (fused_) {
+    top[0]->reshape({time_steps_, streams_, num_output()});
+    for (int k = 0; k < exposed_state_count(); ++k) top[1 + k]->reshape({1, streams_, num_output()});
+    for (std::size_t k = 0; k < fused_final_.size(); ++k) {
+      fused_initial_[k]->reshape({1, streams_, num_output()});
+      fused_final_[k]->reshape({1, streams_, num_output()});
+      // A state of other streams means nothing to these: start from zero.
+      if (streams_changed) fill_zero(device(), *fused_final_[k], /*data=*/true);
+    }
+    return;
+  }
   x_->reshape_like(*bottom[0]);
   cont_->reshape_like(*bottom[1]);
   if (static_input_) x_static_->reshape_like(*bottom[2]);
@@ -313,7 +382,79 @@ void RecurrentLayer::zero_state_outputs(bool data) const {
   for (Blob* state : state_outputs_) fill_zero(device(), *state, data);
 }
 
+RecurrentPass RecurrentLayer::fused_pass(const BlobVec& bottom) const {
+  RecurrentPass pass;
+  pass.steps = time_steps_;
+  pass.streams = streams_;
+  pass.hidden = num_output();
+  const int rows = time_steps_ * streams_;
+  pass.input_size = rows == 0 ? 0 : bottom[0]->count() / rows;
+  pass.static_size = static_input_ && streams_ > 0 ? bottom[2]->count() / streams_ : 0;
+  pass.params = &blobs_;
+  for (std::size_t i = 0; i < blobs_.size(); ++i) {
+    pass.param_propagate_down.push_back(param_propagate_down(static_cast<int>(i)));
+  }
+  return pass;
+}
+
+void RecurrentLayer::forward_fused(const BlobVec& bottom, const BlobVec& top) {
+  const Device& on = device();
+  RecurrentPass pass = fused_pass(bottom);
+  if (pass.steps == 0 || pass.streams == 0) return;
+  pass.x = ops::data_on(on, *bottom[0]);
+  pass.cont = ops::data_on(on, *bottom[1]);
+  if (static_input_) pass.x_static = ops::data_on(on, *bottom[2]);
+  pass.output = ops::mutable_data_on(on, *top[0]);
+  for (std::size_t k = 0; k < fused_final_.size(); ++k) {
+    if (expose_hidden_) {
+      pass.initial_states.push_back(ops::data_on(on, *bottom[first_state_bottom() + k]));
+      pass.final_states.push_back(ops::mutable_data_on(on, *top[1 + k]));
+    } else {
+      // Continue from where the previous forward ended.
+      float* initial = ops::mutable_data_on(on, *fused_initial_[k]);
+      copy_on(on, fused_initial_[k]->count(), ops::data_on(on, *fused_final_[k]), initial);
+      pass.initial_states.push_back(initial);
+      pass.final_states.push_back(ops::mutable_data_on(on, *fused_final_[k]));
+    }
+  }
+  fused_->forward(on, pass);
+}
+
+void RecurrentLayer::backward_fused(const BlobVec& top, const std::vector<bool>& propagate_down,
+                                    const BlobVec& bottom) {
+  const Device& on = device();
+  RecurrentPass pass = fused_pass(bottom);
+  if (pass.steps == 0 || pass.streams == 0) return;
+  pass.x = ops::data_on(on, *bottom[0]);
+  pass.cont = ops::data_on(on, *bottom[1]);
+  if (static_input_) pass.x_static = ops::data_on(on, *bottom[2]);
+  pass.output = ops::mutable_data_on(on, *top[0]);
+  pass.output_diff = ops::diff_on(on, *top[0]);
+  if (propagate_down[0]) pass.x_diff = ops::mutable_diff_on(on, *bottom[0]);
+  if (static_input_ && propagate_down[2]) pass.x_static_diff = ops::mutable_diff_on(on, *bottom[2]);
+  for (std::size_t k = 0; k < fused_final_.size(); ++k) {
+    const int b = first_state_bottom() + static_cast<int>(k);
+    if (expose_hidden_) {
+      pass.initial_states.push_back(ops::data_on(on, *bottom[b]));
+      pass.final_state_diffs.push_back(ops::diff_on(on, *top[1 + k]));
+      pass.initial_state_diffs.push_back(propagate_down[b] ? ops::mutable_diff_on(on, *bottom[b])
+                                                           : nullptr);
+    } else {
+      // No gradient crosses from the next forward into this one, nor into
+      // the previous.
+      pass.initial_states.push_back(ops::data_on(on, *fused_initial_[k]));
+      pass.final_state_diffs.push_back(nullptr);
+      pass.initial_state_diffs.push_back(nullptr);
+    }
+  }
+  fused_->backward(on, pass);
+}
+
 void RecurrentLayer::forward_on(const BlobVec& bottom, const BlobVec& top) {
+  if (fused_) {
+    forward_fused(bottom, top);
+    return;
+  }
   connect_blobs(bottom, top);
   if (!expose_hidden_) {
     // Continue from where the previous forward ended.
@@ -331,6 +472,10 @@ void RecurrentLayer::backward_on(const BlobVec& top, const std::vector<bool>& pr
                                  const BlobVec& bottom) {
   XTRAIN_CHECK(!propagate_down[1], where(),
                ": cont (bottom[1]) takes no gradient; set propagate_down: false for it");
+  if (fused_) {
+    backward_fused(top, propagate_down, bottom);
+    return;
+  }
   connect_blobs(bottom, top);
   // Each input's gradient goes to its bottom if the outer net asked for it,
   // else to a scratch blob: an unasked bottom's diff may be storage that

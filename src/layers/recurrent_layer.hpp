@@ -20,6 +20,14 @@
 //
 // The learnable blobs are the unrolled net's parameters in the order its
 // layers first use them, Caffe's order, so Caffe-trained weights load.
+//
+// Two implementations compute the same function (tests compare them):
+//   fused     (the default) all T steps inside the layer, per step one
+//             recurrent GEMM and one gate kernel (fused_recurrence.hpp);
+//   unrolled  Caffe's unrolled net, the reference: chosen by the environment
+//             variable XTRAIN_RECURRENT=unrolled, and always for layers that
+//             compute in fp16/bf16 or set recurrent_param.debug_info (which
+//             reports the unrolled net's layers).
 #pragma once
 
 #include <memory>
@@ -27,6 +35,7 @@
 #include <vector>
 
 #include "layers/any_device_layer.hpp"
+#include "layers/fused_recurrence.hpp"
 #include "xtrain/layer.hpp"
 #include "xtrain/net.hpp"
 
@@ -47,6 +56,10 @@ LayerParameter* add_shared_inner_product(NetParameter* net, const RecurrentParam
 // The Concat along the time axis that gathers the steps' outputs (the caller
 // adds them as bottoms) into `output`, named output + "_concat".
 LayerParameter steps_concat(const std::string& output);
+
+// Which implementation XTRAIN_RECURRENT asks for: true for "fused" or unset,
+// false for "unrolled"; anything else is an error naming both.
+bool recurrent_fused_from_environment();
 
 class RecurrentLayer : public AnyDeviceLayer<Layer> {
  public:
@@ -70,6 +83,8 @@ class RecurrentLayer : public AnyDeviceLayer<Layer> {
   virtual std::vector<std::string> state_output_names() const = 0;
   virtual std::string output_name() const = 0;
   virtual void add_unrolled_layers(NetParameter* net) const = 0;
+  // The same layer computed without the unrolled net.
+  virtual std::unique_ptr<FusedRecurrence> make_fused() const = 0;
 
   // The layers every unrolled net starts with, for the gate input or state
   // `g` ("c" for LSTM, "h" for RNN) of `width` values: "cont" and W_xg x + b_g
@@ -98,6 +113,12 @@ class RecurrentLayer : public AnyDeviceLayer<Layer> {
 
   int time_steps() const { return time_steps_; }
   bool static_input() const { return static_input_; }
+
+ public:
+  // Whether this layer runs fused (see above); for tests and logs.
+  bool fused() const { return fused_ != nullptr; }
+
+ protected:
   int num_output() const { return static_cast<int>(param_.recurrent_param().num_output()); }
 
  private:
@@ -109,6 +130,12 @@ class RecurrentLayer : public AnyDeviceLayer<Layer> {
   int first_state_bottom() const { return 2 + (static_input_ ? 1 : 0); }
   void check_shapes(const BlobVec& bottom) const;
   NetParameter unrolled_net_param(const BlobVec& bottom) const;
+  void setup_unrolled(const BlobVec& bottom);
+  void setup_fused(const BlobVec& bottom);
+  RecurrentPass fused_pass(const BlobVec& bottom) const;
+  void forward_fused(const BlobVec& bottom, const BlobVec& top);
+  void backward_fused(const BlobVec& top, const std::vector<bool>& propagate_down,
+                      const BlobVec& bottom);
   void connect_blobs(const BlobVec& bottom, const BlobVec& top);
   void zero_state_outputs(bool data) const;
   void log_debug_info(bool backward) const;
@@ -118,6 +145,11 @@ class RecurrentLayer : public AnyDeviceLayer<Layer> {
   bool static_input_ = false;
   bool expose_hidden_ = false;
   std::unique_ptr<Net> unrolled_;
+  // The fused implementation (null when unrolled) and, without
+  // expose_hidden, the states it starts from and ends with (1 x N x H).
+  std::unique_ptr<FusedRecurrence> fused_;
+  std::vector<std::unique_ptr<Blob>> fused_initial_;
+  std::vector<std::unique_ptr<Blob>> fused_final_;
   // In the unrolled net: x, cont, x_static (or null), the states before the
   // first step and after the last, the exposed copies of the latter, and the
   // output.

@@ -26,6 +26,8 @@ class RnnLayer : public RecurrentLayer {
   }
   std::string output_name() const override { return "o"; }
 
+  std::unique_ptr<FusedRecurrence> make_fused() const override { return make_fused_rnn(); }
+
   void add_unrolled_layers(NetParameter* net) const override {
     const RecurrentParameter& recurrent = param_.recurrent_param();
     const int hidden = num_output();
