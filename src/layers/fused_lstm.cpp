@@ -24,9 +24,11 @@ class FusedLstm : public FusedRecurrence {
     gates_.reshape({steps, streams, gates_width});
     cells_.reshape({steps, streams, hidden});
     conted_.reshape({steps, streams, hidden});
+    squashed_cells_.reshape({steps, streams, hidden});
     float* gates = ops::mutable_data_on(device, gates_);
     float* cells = ops::mutable_data_on(device, cells_);
     float* conted = ops::mutable_data_on(device, conted_);
+    float* tanh_c = ops::mutable_data_on(device, squashed_cells_);
     const float* w_h = ops::data_on(device, *(*pass.params)[recurrent_weight_index(pass)]);
     const math::On blas = math::on(device);
 
@@ -39,11 +41,15 @@ class FusedLstm : public FusedRecurrence {
       blas.gemm(Transpose::kNo, Transpose::kYes, streams, gates_width, hidden, 1.0f,
                 conted + t * state, w_h, 1.0f, step);
       const bool last = t + 1 == steps;
-      const ops::LstmStepForward op{
-          {hidden, t == 0 ? pass.initial_states[1] : cells + (t - 1) * state, step,
-           pass.cont + t * streams, cells + t * state, pass.output + t * state},
-          last ? nullptr : pass.cont + (t + 1) * streams,
-          last ? nullptr : conted + (t + 1) * state};
+      const ops::LstmStepForward op{hidden,
+                                    t == 0 ? pass.initial_states[1] : cells + (t - 1) * state,
+                                    step,
+                                    pass.cont + t * streams,
+                                    cells + t * state,
+                                    tanh_c + t * state,
+                                    pass.output + t * state,
+                                    last ? nullptr : pass.cont + (t + 1) * streams,
+                                    last ? nullptr : conted + (t + 1) * state};
       ops::for_each_index_on(device, state, op);
     }
     if (pass.final_states[0] != nullptr) {
@@ -62,14 +68,13 @@ class FusedLstm : public FusedRecurrence {
     const std::int64_t state = static_cast<std::int64_t>(streams) * hidden;
     const std::int64_t step_gates = static_cast<std::int64_t>(streams) * gates_width;
     step_.reshape({streams, hidden});
-    hidden_diff_.reshape({streams, hidden});
-    const float* gates = ops::data_on(device, gates_);
+    const float* activations = ops::data_on(device, gates_);
+    const float* tanh_c = ops::data_on(device, squashed_cells_);
     const float* cells = ops::data_on(device, cells_);
     float* gates_diff = ops::mutable_diff_on(device, gates_);
     // W_hc^T dA_{t+1} per stream, and dc_t carried from step t + 1 to t.
     float* recurrent = ops::mutable_data_on(device, step_);
     float* cell_diff = ops::mutable_diff_on(device, step_);
-    float* h_diff = ops::mutable_data_on(device, hidden_diff_);
     const float* w_h = ops::data_on(device, *(*pass.params)[recurrent_weight_index(pass)]);
     const float* ones = scratch_.streams.on(device, static_cast<std::size_t>(streams));
     const math::On blas = math::on(device);
@@ -83,14 +88,16 @@ class FusedLstm : public FusedRecurrence {
       const bool last = t + 1 == steps;
       float* step_diff = gates_diff + t * step_gates;
       // The last step's h_T takes the exposed state's gradient, if any.
-      const ops::LstmStepBackward op{
-          {hidden, t == 0 ? pass.initial_states[1] : cells + (t - 1) * state,
-           gates + t * step_gates, pass.cont + t * streams, cells + t * state, cell_diff, h_diff,
-           cell_diff, step_diff},
-          pass.output_diff + t * state,
-          last ? pass.final_state_diffs[0] : recurrent,
-          last ? ones : pass.cont + (t + 1) * streams,
-          h_diff};
+      const ops::LstmStepBackward op{hidden,
+                                     t == 0 ? pass.initial_states[1] : cells + (t - 1) * state,
+                                     activations + t * step_gates,
+                                     pass.cont + t * streams,
+                                     tanh_c + t * state,
+                                     cell_diff,
+                                     pass.output_diff + t * state,
+                                     last ? pass.final_state_diffs[0] : recurrent,
+                                     last ? ones : pass.cont + (t + 1) * streams,
+                                     step_diff};
       ops::for_each_index_on(device, state, op);
       if (t == 0 && pass.initial_state_diffs[0] == nullptr) break;
       // W_hc^T dA_t: dA_t (N x 4H) W_hc (4H x H)
@@ -109,11 +116,11 @@ class FusedLstm : public FusedRecurrence {
   }
 
  private:
-  Blob gates_;   // T x N x 4H: the gate inputs A (data) and dA (diff)
+  Blob gates_;   // T x N x 4H: the gates' activations (data) and dA (diff)
   Blob cells_;   // T x N x H: c_t
+  Blob squashed_cells_;  // T x N x H: tanh(c_t)
   Blob conted_;  // T x N x H: step t's cont_t h_{t-1}
   Blob step_;    // N x H: see backward
-  Blob hidden_diff_;
   RecurrentScratch scratch_;
 };
 

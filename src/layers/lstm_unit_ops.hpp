@@ -27,6 +27,47 @@
 
 namespace xtrain::ops {
 
+// The activated gates of one hidden unit (s = sigmoid(x_f), f = cont s).
+struct LstmGates {
+  float i, s, f, o, g;
+};
+
+// The gates from the gate input x (x[0], x[H], x[2H], x[3H]: i, f, o, g).
+XTRAIN_HOST_DEVICE inline LstmGates lstm_gates(const float* x, std::int64_t hidden, float cont) {
+  LstmGates gate;
+  gate.i = SigmoidForward{}(x[0]);
+  gate.s = SigmoidForward{}(x[hidden]);
+  gate.f = cont == 0.0f ? 0.0f : cont * gate.s;
+  gate.o = SigmoidForward{}(x[2 * hidden]);
+  gate.g = tanhf(x[3 * hidden]);
+  return gate;
+}
+
+// The gates from their stored activations (a[0], a[H], a[2H], a[3H]: i, s, o, g).
+XTRAIN_HOST_DEVICE inline LstmGates lstm_gates_from_activations(const float* a,
+                                                                 std::int64_t hidden,
+                                                                 float cont) {
+  return {a[0], a[hidden], cont == 0.0f ? 0.0f : cont * a[hidden], a[2 * hidden], a[3 * hidden]};
+}
+
+// c = f c_prev + i g (h = o tanh(c) by the caller).
+XTRAIN_HOST_DEVICE inline float lstm_cell(const LstmGates& gate, float c_prev) {
+  return gate.f * c_prev + gate.i * gate.g;
+}
+
+// The backward of one cell (the formulas above): writes the gate input's
+// gradient to dx[0], dx[H], dx[2H], dx[3H] and returns dc_prev.
+XTRAIN_HOST_DEVICE inline float lstm_cell_backward(const LstmGates& gate, float tanh_c,
+                                                   float c_prev, float cont, float c_diff,
+                                                   float h_diff, std::int64_t hidden, float* dx) {
+  const float dc = c_diff + h_diff * gate.o * (1.0f - tanh_c * tanh_c);
+  dx[0] = dc * gate.g * gate.i * (1.0f - gate.i);
+  dx[hidden] = dc * c_prev * cont * gate.s * (1.0f - gate.s);
+  dx[2 * hidden] = h_diff * tanh_c * gate.o * (1.0f - gate.o);
+  dx[3 * hidden] = dc * gate.i * (1.0f - gate.g * gate.g);
+  return dc * gate.f;
+}
+
 // Index = n * H + d: one thread per (stream, hidden unit).
 struct LstmUnitForward {
   static constexpr std::size_t kWorkPerIndex = 40;
@@ -40,14 +81,10 @@ struct LstmUnitForward {
   XTRAIN_HOST_DEVICE void operator()(std::int64_t index) const {
     const std::int64_t n = index / hidden;
     const std::int64_t d = index - n * hidden;
-    const float* x = gates + 4 * hidden * n + d;
-    const float i = SigmoidForward{}(x[0]);
-    const float f = cont[n] == 0.0f ? 0.0f : cont[n] * SigmoidForward{}(x[hidden]);
-    const float o = SigmoidForward{}(x[2 * hidden]);
-    const float g = tanhf(x[3 * hidden]);
-    const float cell = f * c_prev[index] + i * g;
+    const LstmGates gate = lstm_gates(gates + 4 * hidden * n + d, hidden, cont[n]);
+    const float cell = lstm_cell(gate, c_prev[index]);
     c[index] = cell;
-    h[index] = o * tanhf(cell);
+    h[index] = gate.o * tanhf(cell);
   }
 };
 
@@ -67,22 +104,12 @@ struct LstmUnitBackward {
 
   XTRAIN_HOST_DEVICE void operator()(std::int64_t index) const {
     const std::int64_t n = index / hidden;
-    const std::int64_t d = index - n * hidden;
-    const std::int64_t offset = 4 * hidden * n + d;
-    const float* x = gates + offset;
-    const float i = SigmoidForward{}(x[0]);
-    const float s = SigmoidForward{}(x[hidden]);
-    const float f = cont[n] == 0.0f ? 0.0f : cont[n] * s;
-    const float o = SigmoidForward{}(x[2 * hidden]);
-    const float g = tanhf(x[3 * hidden]);
-    const float tanh_c = tanhf(c[index]);
-    const float dc = c_diff[index] + h_diff[index] * o * (1.0f - tanh_c * tanh_c);
-    if (c_prev_diff != nullptr) c_prev_diff[index] = dc * f;
-    float* dx = gates_diff + offset;
-    dx[0] = dc * g * i * (1.0f - i);
-    dx[hidden] = dc * c_prev[index] * cont[n] * s * (1.0f - s);
-    dx[2 * hidden] = h_diff[index] * tanh_c * o * (1.0f - o);
-    dx[3 * hidden] = dc * i * (1.0f - g * g);
+    const std::int64_t offset = 4 * hidden * n + (index - n * hidden);
+    const LstmGates gate = lstm_gates(gates + offset, hidden, cont[n]);
+    const float c_prev_grad = lstm_cell_backward(gate, tanhf(c[index]), c_prev[index], cont[n],
+                                                 c_diff[index], h_diff[index], hidden,
+                                                 gates_diff + offset);
+    if (c_prev_diff != nullptr) c_prev_diff[index] = c_prev_grad;
   }
 };
 

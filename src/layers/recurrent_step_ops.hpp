@@ -32,38 +32,62 @@ XTRAIN_HOST_DEVICE inline float hidden_diff(std::int64_t index, std::int64_t n,
   return next_diff != nullptr ? from_top + cont_next[n] * next_diff[index] : from_top;
 }
 
-// LSTMUnit's forward (lstm_unit_ops.hpp) for step t, then
-// h_conted_next = cont_{t+1} h_t unless cont_next is null (the last step).
+// LSTMUnit's math (lstm_unit_ops.hpp) for step t. Forward keeps what
+// backward needs so that backward computes no transcendental: the gates'
+// activations (i, sigmoid(x_f), o, g, written over their inputs) and tanh(c).
+// Then h_conted_next = cont_{t+1} h_t unless cont_next is null (the last step).
 struct LstmStepForward {
   static constexpr std::size_t kWorkPerIndex = 42;
-  LstmUnitForward unit;
+  std::int64_t hidden;     // H
+  const float* c_prev;     // N x H
+  float* gates;            // N x 4H: the gate input in, the activations out
+  const float* cont;       // N
+  float* c;                // N x H
+  float* tanh_c;           // N x H
+  float* h;                // N x H
   const float* cont_next;  // N, or null
   float* h_conted_next;    // N x H, or null
 
   XTRAIN_HOST_DEVICE void operator()(std::int64_t index) const {
-    unit(index);
-    if (cont_next != nullptr) {
-      h_conted_next[index] = cont_next[index / unit.hidden] * unit.h[index];
-    }
+    const std::int64_t n = index / hidden;
+    float* x = gates + 4 * hidden * n + (index - n * hidden);
+    const LstmGates gate = lstm_gates(x, hidden, cont[n]);
+    x[0] = gate.i;
+    x[hidden] = gate.s;
+    x[2 * hidden] = gate.o;
+    x[3 * hidden] = gate.g;
+    const float cell = lstm_cell(gate, c_prev[index]);
+    const float squashed = tanhf(cell);
+    c[index] = cell;
+    tanh_c[index] = squashed;
+    const float value = gate.o * squashed;
+    h[index] = value;
+    if (cont_next != nullptr) h_conted_next[index] = cont_next[n] * value;
   }
 };
 
-// LSTMUnit's backward for step t with dh_t from hidden_diff above written to
-// h_diff first (unit.h_diff must point at it). unit.c_diff and
-// unit.c_prev_diff may be the same array: each index reads its dc before it
-// writes dc_prev.
+// The backward of step t from what forward kept: dh_t by hidden_diff above,
+// then the gate input's gradient, and dc_{t-1} written over dc_t.
 struct LstmStepBackward {
-  static constexpr std::size_t kWorkPerIndex = 64;
-  LstmUnitBackward unit;
-  const float* top_diff;   // N x H: the top's gradient of h_t, or null
-  const float* next_diff;  // N x H: W_hc^T dgates_{t+1}, or null at the last step
-  const float* cont_next;  // N
-  float* h_diff;           // N x H: receives dh_t (== unit.h_diff)
+  static constexpr std::size_t kWorkPerIndex = 30;
+  std::int64_t hidden;
+  const float* c_prev;       // N x H
+  const float* activations;  // N x 4H: i, sigmoid(x_f), o, g
+  const float* cont;         // N
+  const float* tanh_c;       // N x H
+  float* c_diff;             // N x H: dc_t in, dc_{t-1} out
+  const float* top_diff;     // N x H: the top's gradient of h_t, or null
+  const float* next_diff;    // N x H: W_hc^T dgates_{t+1}, or null
+  const float* cont_next;    // N
+  float* gates_diff;         // N x 4H
 
   XTRAIN_HOST_DEVICE void operator()(std::int64_t index) const {
-    const std::int64_t n = index / unit.hidden;
-    h_diff[index] = hidden_diff(index, n, top_diff, next_diff, cont_next);
-    unit(index);
+    const std::int64_t n = index / hidden;
+    const std::int64_t offset = 4 * hidden * n + (index - n * hidden);
+    const LstmGates gate = lstm_gates_from_activations(activations + offset, hidden, cont[n]);
+    const float dh = hidden_diff(index, n, top_diff, next_diff, cont_next);
+    c_diff[index] = lstm_cell_backward(gate, tanh_c[index], c_prev[index], cont[n], c_diff[index],
+                                       dh, hidden, gates_diff + offset);
   }
 };
 
