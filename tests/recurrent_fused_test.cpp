@@ -9,7 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "blocked_layout_test_support.hpp"
 #include "device_test_support.hpp"
 #include "layer_test_support.hpp"
+#include "layers/cell_tanh.hpp"
 #include "layers/recurrent_layer.hpp"
 #include "recurrent_layer_test_support.hpp"
 
@@ -191,6 +194,31 @@ XTRAIN_DEVICE_TEST(RecurrentFusedTest, OneStepOneStreamMatchesTheUnrolledNet) {
     c.expose_hidden = true;
     expect_fused_matches_unrolled(c);
   }
+}
+
+// The LSTM cell's vectorisable tanh and sigmoid against the standard library
+// on a fine grid (both branches of cell_tanh and the cap), and at the edges.
+TEST(RecurrentFusedTest, CellTanhAndSigmoidAreWithinAFewUlps) {
+  double worst_tanh = 0.0;
+  double worst_sigmoid = 0.0;
+  for (int k = -240000; k <= 240000; ++k) {
+    const float x = static_cast<float>(k) * 5e-5f;
+    const double exact = std::tanh(static_cast<double>(x));
+    const double error = std::fabs(ops::cell_tanh(x) - exact) /
+                         std::max(std::fabs(exact), static_cast<double>(FLT_MIN));
+    worst_tanh = std::max(worst_tanh, error);
+    const double sigmoid = 1.0 / (1.0 + std::exp(-static_cast<double>(x)));
+    // Absolute: the tanh form, like ops::SigmoidForward, loses the relative
+    // precision of values near 0.
+    worst_sigmoid = std::max(worst_sigmoid, std::fabs(ops::cell_sigmoid(x) - sigmoid));
+  }
+  EXPECT_LT(worst_tanh, 4 * FLT_EPSILON);
+  EXPECT_LT(worst_sigmoid, FLT_EPSILON);
+  EXPECT_EQ(ops::cell_tanh(0.0f), 0.0f);
+  EXPECT_EQ(ops::cell_tanh(1e-30f), 1e-30f);
+  EXPECT_EQ(ops::cell_tanh(100.0f), 1.0f);
+  EXPECT_EQ(ops::cell_tanh(-std::numeric_limits<float>::infinity()), -1.0f);
+  EXPECT_TRUE(std::isnan(ops::cell_tanh(std::numeric_limits<float>::quiet_NaN())));
 }
 
 TEST(RecurrentFusedTest, AnUnknownImplementationIsAnErrorNamingBoth) {

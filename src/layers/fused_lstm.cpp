@@ -23,13 +23,14 @@ class FusedLstm : public FusedRecurrence {
     const std::int64_t step_gates = static_cast<std::int64_t>(streams) * gates_width;
     gates_.reshape({steps, streams, gates_width});
     cells_.reshape({steps, streams, hidden});
-    conted_.reshape({steps, streams, hidden});
+    conted_.reshape({steps + 1, streams, hidden});  // + the last step's unused output
     squashed_cells_.reshape({steps, streams, hidden});
     float* gates = ops::mutable_data_on(device, gates_);
     float* cells = ops::mutable_data_on(device, cells_);
     float* conted = ops::mutable_data_on(device, conted_);
     float* tanh_c = ops::mutable_data_on(device, squashed_cells_);
     const float* w_h = ops::data_on(device, *(*pass.params)[recurrent_weight_index(pass)]);
+    const float* ones = scratch_.streams.on(device, static_cast<std::size_t>(streams));
     const math::On blas = math::on(device);
 
     project_inputs(device, pass, gates_width, gates, scratch_);
@@ -48,9 +49,9 @@ class FusedLstm : public FusedRecurrence {
                                     cells + t * state,
                                     tanh_c + t * state,
                                     pass.output + t * state,
-                                    last ? nullptr : pass.cont + (t + 1) * streams,
-                                    last ? nullptr : conted + (t + 1) * state};
-      ops::for_each_index_on(device, state, op);
+                                    last ? ones : pass.cont + (t + 1) * streams,
+                                    conted + (t + 1) * state};
+      ops::for_each_unit_on(device, streams, hidden, op);
     }
     if (pass.final_states[0] != nullptr) {
       copy_on(device, state, pass.output + (steps - 1) * state, pass.final_states[0]);
@@ -84,10 +85,15 @@ class FusedLstm : public FusedRecurrence {
     } else {
       blas.set(state, 0.0f, cell_diff);
     }
+    // What reaches h_T from outside: the exposed state's gradient, or none.
+    const float* final_h_diff = pass.final_state_diffs[0];
+    if (final_h_diff == nullptr) {
+      blas.set(state, 0.0f, recurrent);
+      final_h_diff = recurrent;
+    }
     for (int t = steps - 1; t >= 0; --t) {
       const bool last = t + 1 == steps;
       float* step_diff = gates_diff + t * step_gates;
-      // The last step's h_T takes the exposed state's gradient, if any.
       const ops::LstmStepBackward op{hidden,
                                      t == 0 ? pass.initial_states[1] : cells + (t - 1) * state,
                                      activations + t * step_gates,
@@ -95,10 +101,10 @@ class FusedLstm : public FusedRecurrence {
                                      tanh_c + t * state,
                                      cell_diff,
                                      pass.output_diff + t * state,
-                                     last ? pass.final_state_diffs[0] : recurrent,
+                                     last ? final_h_diff : recurrent,
                                      last ? ones : pass.cont + (t + 1) * streams,
                                      step_diff};
-      ops::for_each_index_on(device, state, op);
+      ops::for_each_unit_on(device, streams, hidden, op);
       if (t == 0 && pass.initial_state_diffs[0] == nullptr) break;
       // W_hc^T dA_t: dA_t (N x 4H) W_hc (4H x H)
       blas.gemm(Transpose::kNo, Transpose::kNo, streams, hidden, gates_width, 1.0f, step_diff, w_h,
@@ -119,7 +125,7 @@ class FusedLstm : public FusedRecurrence {
   Blob gates_;   // T x N x 4H: the gates' activations (data) and dA (diff)
   Blob cells_;   // T x N x H: c_t
   Blob squashed_cells_;  // T x N x H: tanh(c_t)
-  Blob conted_;  // T x N x H: step t's cont_t h_{t-1}
+  Blob conted_;  // (T + 1) x N x H: step t's cont_t h_{t-1}
   Blob step_;    // N x H: see backward
   RecurrentScratch scratch_;
 };

@@ -15,7 +15,8 @@
 //   dx_i = dc~ g i (1 - i)                  dx_o = dh tanh(c) o (1 - o)
 //   dx_f = dc~ c_prev cont_n s (1 - s)      dx_g = dc~ i (1 - g^2)
 //
-// with s = sigmoid(x_f). (Caffe's CPU code writes f (1 - f) for s (1 - s),
+// with s = sigmoid(x_f). sigmoid and tanh are cell_tanh.hpp's, which the
+// CPU vectorises. (Caffe's CPU code writes f (1 - f) for s (1 - s),
 // the same for cont in {0, 1}; its GPU code and we differentiate exactly.)
 #pragma once
 
@@ -24,6 +25,7 @@
 #include <cstdint>
 
 #include "core/elementwise_ops.hpp"
+#include "layers/cell_tanh.hpp"
 
 namespace xtrain::ops {
 
@@ -35,11 +37,11 @@ struct LstmGates {
 // The gates from the gate input x (x[0], x[H], x[2H], x[3H]: i, f, o, g).
 XTRAIN_HOST_DEVICE inline LstmGates lstm_gates(const float* x, std::int64_t hidden, float cont) {
   LstmGates gate;
-  gate.i = SigmoidForward{}(x[0]);
-  gate.s = SigmoidForward{}(x[hidden]);
+  gate.i = cell_sigmoid(x[0]);
+  gate.s = cell_sigmoid(x[hidden]);
   gate.f = cont == 0.0f ? 0.0f : cont * gate.s;
-  gate.o = SigmoidForward{}(x[2 * hidden]);
-  gate.g = tanhf(x[3 * hidden]);
+  gate.o = cell_sigmoid(x[2 * hidden]);
+  gate.g = cell_tanh(x[3 * hidden]);
   return gate;
 }
 
@@ -84,7 +86,7 @@ struct LstmUnitForward {
     const LstmGates gate = lstm_gates(gates + 4 * hidden * n + d, hidden, cont[n]);
     const float cell = lstm_cell(gate, c_prev[index]);
     c[index] = cell;
-    h[index] = gate.o * tanhf(cell);
+    h[index] = gate.o * cell_tanh(cell);
   }
 };
 
@@ -106,7 +108,7 @@ struct LstmUnitBackward {
     const std::int64_t n = index / hidden;
     const std::int64_t offset = 4 * hidden * n + (index - n * hidden);
     const LstmGates gate = lstm_gates(gates + offset, hidden, cont[n]);
-    const float c_prev_grad = lstm_cell_backward(gate, tanhf(c[index]), c_prev[index], cont[n],
+    const float c_prev_grad = lstm_cell_backward(gate, cell_tanh(c[index]), c_prev[index], cont[n],
                                                  c_diff[index], h_diff[index], hidden,
                                                  gates_diff + offset);
     if (c_prev_diff != nullptr) c_prev_diff[index] = c_prev_grad;
