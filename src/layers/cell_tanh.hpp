@@ -33,7 +33,9 @@ XTRAIN_HOST_DEVICE inline float cell_tanh(float x) {
                         a2 * (2.0f / 15.0f + a2 * (-17.0f / 315.0f + a2 * (62.0f / 2835.0f)))));
   // Large |x|: e = 2^k e^r with y = -2|x| = k ln 2 + r.
   const float y = -2.0f * a;
-  const float k = std::nearbyint(y * 1.44269504088896341f);  // y / ln 2
+  // k = round(y / ln 2), by adding and taking away 1.5 * 2^23 (exact for
+  // |y / ln 2| < 2^22; std::nearbyint needs SSE4.1 to vectorise).
+  const float k = (y * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   const float r = (y - k * 0.693145751953125f) - k * 1.42860682030941723e-6f;
   const float exp_r =
       1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6.0f +
