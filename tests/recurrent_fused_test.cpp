@@ -41,7 +41,7 @@ struct Case {
   int hidden = 3;
   int static_size = 0;  // 0: no x_static
   bool expose_hidden = false;
-  std::vector<float> cont;  // steps x streams
+  std::vector<float> cont;           // steps x streams
   std::vector<bool> propagate_down;  // per bottom; empty: all but cont
 };
 

@@ -117,16 +117,15 @@ class FusedLstm : public FusedRecurrence {
     if (pass.initial_state_diffs[1] != nullptr) {
       copy_on(device, state, cell_diff, pass.initial_state_diffs[1]);
     }
-    input_gradients(device, pass, gates_width, gates_diff, ops::data_on(device, conted_),
-                    scratch_);
+    input_gradients(device, pass, gates_width, gates_diff, ops::data_on(device, conted_), scratch_);
   }
 
  private:
-  Blob gates_;   // T x N x 4H: the gates' activations (data) and dA (diff)
-  Blob cells_;   // T x N x H: c_t
+  Blob gates_;           // T x N x 4H: the gates' activations (data) and dA (diff)
+  Blob cells_;           // T x N x H: c_t
   Blob squashed_cells_;  // T x N x H: tanh(c_t)
-  Blob conted_;  // (T + 1) x N x H: step t's cont_t h_{t-1}
-  Blob step_;    // N x H: see backward
+  Blob conted_;          // (T + 1) x N x H: step t's cont_t h_{t-1}
+  Blob step_;            // N x H: see backward
   RecurrentScratch scratch_;
 };
 

@@ -50,8 +50,8 @@ void input_gradients(const Device& device, const RecurrentPass& pass, int gate_w
   }
   // dW_x (G x D) += dA^T (G x TN) X (TN x D)
   if (wanted[0]) {
-    blas.gemm(Transpose::kYes, Transpose::kNo, gate_width, pass.input_size, rows, 1.0f,
-              gates_diff, pass.x, 1.0f, ops::mutable_diff_on(device, *params[0]));
+    blas.gemm(Transpose::kYes, Transpose::kNo, gate_width, pass.input_size, rows, 1.0f, gates_diff,
+              pass.x, 1.0f, ops::mutable_diff_on(device, *params[0]));
   }
   // db (G) += dA^T 1
   if (wanted[1]) {

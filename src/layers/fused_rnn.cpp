@@ -37,8 +37,8 @@ class FusedRnn : public FusedRecurrence {
     for (int t = 0; t < steps; ++t) {
       float* step = inputs + t * state;
       // a_t (N x H) += (cont_t h_{t-1}) (N x H) W_hh^T (H x H)
-      blas.gemm(Transpose::kNo, Transpose::kYes, streams, hidden, hidden, 1.0f,
-                conted + t * state, ops::data_on(device, *params[w_hh]), 1.0f, step);
+      blas.gemm(Transpose::kNo, Transpose::kYes, streams, hidden, hidden, 1.0f, conted + t * state,
+                ops::data_on(device, *params[w_hh]), 1.0f, step);
       const bool last = t + 1 == steps;
       ops::for_each_index_on(device, state,
                              ops::RnnStepForward{hidden, step, h + t * state,
@@ -51,8 +51,8 @@ class FusedRnn : public FusedRecurrence {
     blas.gemm(Transpose::kNo, Transpose::kNo, rows, hidden, 1, 1.0f,
               scratch_.rows.on(device, static_cast<std::size_t>(rows)),
               ops::data_on(device, *params[w_hh + 2]), 1.0f, pass.output);
-    ops::apply_on(device, static_cast<std::size_t>(rows) * hidden, ops::TanhForward{},
-                  pass.output, static_cast<const float*>(pass.output));
+    ops::apply_on(device, static_cast<std::size_t>(rows) * hidden, ops::TanhForward{}, pass.output,
+                  static_cast<const float*>(pass.output));
     if (pass.final_states[0] != nullptr) {
       copy_on(device, state, h + (steps - 1) * state, pass.final_states[0]);
     }
@@ -79,8 +79,8 @@ class FusedRnn : public FusedRecurrence {
     const math::On blas = math::on(device);
 
     // d(W_ho h + b_o) = dO (1 - O^2), then the output layer's gradients.
-    ops::apply_on(device, all, ops::TanhBackward{}, o_diff,
-                  static_cast<const float*>(pass.output), pass.output_diff);
+    ops::apply_on(device, all, ops::TanhBackward{}, o_diff, static_cast<const float*>(pass.output),
+                  pass.output_diff);
     if (wanted[w_hh + 1]) {
       blas.gemm(Transpose::kYes, Transpose::kNo, hidden, hidden, rows, 1.0f, o_diff, h, 1.0f,
                 ops::mutable_diff_on(device, *params[w_hh + 1]));
@@ -115,9 +115,9 @@ class FusedRnn : public FusedRecurrence {
   }
 
  private:
-  Blob inputs_;  // T x N x H: a_t (data) and da_t (diff)
-  Blob hidden_;  // T x N x H: h_t (data) and the output path's dh_t (diff)
-  Blob conted_;  // T x N x H: step t's cont_t h_{t-1}
+  Blob inputs_;       // T x N x H: a_t (data) and da_t (diff)
+  Blob hidden_;       // T x N x H: h_t (data) and the output path's dh_t (diff)
+  Blob conted_;       // T x N x H: step t's cont_t h_{t-1}
   Blob output_diff_;  // T x N x H: d(W_ho h + b_o)
   Blob step_;         // N x H: W_hh^T da_{t+1}
   RecurrentScratch scratch_;

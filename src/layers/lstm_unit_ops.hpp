@@ -46,9 +46,8 @@ XTRAIN_HOST_DEVICE inline LstmGates lstm_gates(const float* x, std::int64_t hidd
 }
 
 // The gates from their stored activations (a[0], a[H], a[2H], a[3H]: i, s, o, g).
-XTRAIN_HOST_DEVICE inline LstmGates lstm_gates_from_activations(const float* a,
-                                                                 std::int64_t hidden,
-                                                                 float cont) {
+XTRAIN_HOST_DEVICE inline LstmGates lstm_gates_from_activations(const float* a, std::int64_t hidden,
+                                                                float cont) {
   return {a[0], a[hidden], cont == 0.0f ? 0.0f : cont * a[hidden], a[2 * hidden], a[3 * hidden]};
 }
 
@@ -108,9 +107,9 @@ struct LstmUnitBackward {
     const std::int64_t n = index / hidden;
     const std::int64_t offset = 4 * hidden * n + (index - n * hidden);
     const LstmGates gate = lstm_gates(gates + offset, hidden, cont[n]);
-    const float c_prev_grad = lstm_cell_backward(gate, cell_tanh(c[index]), c_prev[index], cont[n],
-                                                 c_diff[index], h_diff[index], hidden,
-                                                 gates_diff + offset);
+    const float c_prev_grad =
+        lstm_cell_backward(gate, cell_tanh(c[index]), c_prev[index], cont[n], c_diff[index],
+                           h_diff[index], hidden, gates_diff + offset);
     if (c_prev_diff != nullptr) c_prev_diff[index] = c_prev_grad;
   }
 };

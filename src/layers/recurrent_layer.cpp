@@ -328,7 +328,9 @@ void RecurrentLayer::reshape(const BlobVec& bottom, const BlobVec& top) {
   streams_ = bottom[0]->shape(1);
   if (fused_) {
     top[0]->reshape({time_steps_, streams_, num_output()});
-    for (int k = 0; k < exposed_state_count(); ++k) top[1 + k]->reshape({1, streams_, num_output()});
+    for (int k = 0; k < exposed_state_count(); ++k) {
+      top[1 + k]->reshape({1, streams_, num_output()});
+    }
     for (std::size_t k = 0; k < fused_final_.size(); ++k) {
       fused_initial_[k]->reshape({1, streams_, num_output()});
       fused_final_[k]->reshape({1, streams_, num_output()});

@@ -28,8 +28,8 @@ namespace xtrain::ops {
 // was cont_{t+1} h_t); next_diff or cont_next null: none from step t + 1
 // (the last step).
 XTRAIN_HOST_DEVICE inline float hidden_diff(std::int64_t index, std::int64_t n,
-                                             const float* top_diff, const float* next_diff,
-                                             const float* cont_next) {
+                                            const float* top_diff, const float* next_diff,
+                                            const float* cont_next) {
   const float from_top = top_diff != nullptr ? top_diff[index] : 0.0f;
   return next_diff != nullptr ? from_top + cont_next[n] * next_diff[index] : from_top;
 }
