@@ -79,7 +79,7 @@ std::vector<std::string> joined(std::vector<std::string> first,
 
 const xtrain::cli::CommandHelp kCommandHelp[] = {
     {"train", "",
-     joined({"solver", "snapshot", "weights", "max_iter", "max_seconds", "snapshot_keep",
+     joined({"solver", "snapshot", "weights", "max_iter", "iter_size", "max_seconds", "snapshot_keep",
              "snapshot_minutes", "metrics", "sigint_effect", "sighup_effect", "sigterm_effect",
              "sigusr1_effect", "collective_timeout", "gradient_bucket_mb"},
             {kNetStateFlags, kComputeFlags})},
