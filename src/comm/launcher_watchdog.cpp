@@ -95,6 +95,12 @@ bool same_process(pid_t pid, unsigned long long start_ticks, const char* stat_pa
   ::signal(SIGPIPE, SIG_IGN);
   // Keep no socket of the rank open: its peers must see it close.
   if (::dup2(say, 3) != 3) ::dup2(2, 3);
+  // Nor the rank's output pipes: the launcher may wait for their end.
+  const int null = ::open("/dev/null", O_RDWR);
+  if (null >= 0) {
+    for (int fd = 0; fd < 3; ++fd) ::dup2(null, fd);
+    if (null > 3) ::close(null);
+  }
 #ifdef SYS_close_range
   if (::syscall(SYS_close_range, 4U, ~0U, 0U) != 0)
 #endif

@@ -38,21 +38,23 @@ void check_resume_keeps_the_batch(const std::string& resume_file, const Net& tra
     const std::int64_t before = read / state.iter();
     if (before == now) continue;
     const std::int64_t per_pass = static_cast<std::int64_t>(replicas) * batch;
+    const std::string replicas_text =
+        std::to_string(replicas) + " " + replica + (replicas == 1 ? "" : "s");
     std::string how;
     if (before % per_pass == 0) {
       how = "run it with --iter_size=" + std::to_string(before / per_pass) + " (" +
-            std::to_string(replicas) + " " + replica + "s x " + std::to_string(batch) + " x " +
+            replicas_text + " x " + std::to_string(batch) + " x " +
             std::to_string(before / per_pass) + " = " + std::to_string(before) + ")";
     } else {
       how = "choose " + replica + "s, batch_size and iter_size whose product is " +
-            std::to_string(before) + " (" + std::to_string(replicas) + " " + replica + "s x " +
-            std::to_string(batch) + " does not divide it)";
+            std::to_string(before) + " (" + replicas_text + " x " + std::to_string(batch) +
+            " does not divide it)";
     }
     throw Error("the snapshot '" + resume_file + "' comes from a job that took " +
                 std::to_string(before) + " images per update (layer '" + layer.name() + "' read " +
                 std::to_string(read) + " records in " + std::to_string(state.iter()) +
-                " iterations), but this job takes " + std::to_string(replicas) + " " + replica +
-                (replicas == 1 ? "" : "s") + " x batch " + std::to_string(batch) +
+                " iterations), but this job takes " + replicas_text + " x batch " +
+                std::to_string(batch) +
                 " x iter_size " + std::to_string(iter_size) + " = " + std::to_string(now) +
                 ": to resume the same training, " + how +
                 "; to train on with another batch, start from its weights instead (--weights=" +
