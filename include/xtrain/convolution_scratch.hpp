@@ -1,6 +1,6 @@
-// The host memory the CPU convolutions share between layers, for a memory
-// count such as `xtrain time`'s (xtrain/net_memory_count.hpp counts what the
-// net itself holds).
+// The host memory the CPU convolutions and bf16 inner products share between
+// layers, for a memory count such as `xtrain time`'s
+// (xtrain/net_memory_count.hpp counts what the net itself holds).
 #pragma once
 
 #include <cstddef>
