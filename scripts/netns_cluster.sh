@@ -82,6 +82,8 @@ why_not() {
     echo "bridges cannot be made here: $output"
   elif ! output=$(ip -n "$probe" link set dev xtprobea up && tc -n "$probe" qdisc add dev xtprobea root tbf rate 1gbit burst 128k latency 10ms 2>&1); then
     echo "tc's token bucket (tbf) is not available: $output"
+  elif ! output=$(ip netns exec "$probe" unshare --uts sh -c 'hostname xtprobe' 2>&1); then
+    echo "commands cannot run in a namespace with a host name of their own: $output"
   fi
   ip netns del "$probe" 2>/dev/null || true
 }

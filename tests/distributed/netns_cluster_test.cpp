@@ -284,8 +284,8 @@ TEST_F(NetnsClusterFaults, AKilledRankEndsTheJobNamingItsHost) {
 }
 
 // A slow link is not a dead node: node 2's link at 20 Mbit/s (and 50 ms each
-// way where the kernel has netem) makes every sum slow, well past the fast
-// links' time, but within the timeout: the job trains to the end.
+// way where the kernel has netem) makes every sum slow (~1 s, against ~15 ms
+// on the fast links), but within the timeout: the job trains to the end.
 TEST_F(NetnsClusterFaults, ASlowLinkIsNotADeadNode) {
   up(3);
   const bool netem = run_tool(cluster_script() + " check").output.find("netem (--delay): yes") !=
@@ -295,9 +295,9 @@ TEST_F(NetnsClusterFaults, ASlowLinkIsNotADeadNode) {
             0);
   if (!netem) std::printf("no netem in this kernel: node 2's link is slowed by its rate alone\n");
   const auto start = Clock::now();
-  const ToolResult slow = run_tool(mpirun(3, "--solver=" + solver("slow", 8, 6) +
-                                                 " --collective_timeout=" +
-                                                 std::to_string(kTimeout)));
+  // ~1 s per sum against a 6 s timeout: room for a loaded CI machine.
+  const ToolResult slow =
+      run_tool(mpirun(3, "--solver=" + solver("slow", 8, 6) + " --collective_timeout=6"));
   const double seconds = seconds_since(start);
   ASSERT_EQ(slow.exit_code, 0) << slow.output;
   EXPECT_CONTAINS(slow.output, "Iteration 6, loss = ");

@@ -76,6 +76,14 @@ SnapshotLock::SnapshotLock(const std::string& prefix) : path_(prefix + ".lock") 
   // A few tries: the holder may remove the file between our open and flock.
   for (int attempt = 0; attempt < 5; ++attempt) {
     const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM)) {
+      // Training goes on where snapshots cannot be written (their failures
+      // are reported as they happen); there is nothing to interleave then.
+      XLOG(WARNING) << "cannot create the snapshot lock '" << path_ << "': "
+                    << std::strerror(errno)
+                    << "; training without it (snapshots to this prefix will fail too)";
+      return;
+    }
     XTRAIN_CHECK(fd >= 0, "cannot open the snapshot lock '", path_, "': ", std::strerror(errno),
                  " (snapshot_prefix '", prefix, "' must be in a writable directory)");
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
