@@ -21,7 +21,11 @@ void check_resume_keeps_the_batch(const std::string& resume_file, const Net& tra
                                   int replicas, int iter_size, const std::string& replica) {
   if (!ends_with(resume_file, ".solverstate")) return;
   SolverState state;
-  read_proto_from_binary_file(resume_file, &state);
+  try {
+    read_proto_from_binary_file(resume_file, &state);
+  } catch (const Error&) {
+    return;  // the solver's own reading says what is wrong with the file, better
+  }
   if (state.iter() <= 0 || !state.has_resume()) return;
   for (const LayerResumeState& layer : state.resume().train_net().layer()) {
     if (layer.records_consumed() == 0 || !train_net.has_layer(layer.name())) continue;
