@@ -40,9 +40,14 @@ PROVIDED = re.compile(
     r"^(ld-linux-x86-64\.so\.2|lib(c|m|mvec|pthread|dl|rt|resolv|util|anl|nsl)\.so\.\d+"
     r"|lib(cuda|cudart|cublas|cublasLt|cudnn[a-z_]*|nccl|nvrtc[a-z-]*|nvJitLink)\.so\.\d+)$")
 
-# Libraries replaced by stand-ins (see above), by soname.
+# Libraries replaced by stand-ins (see above), by soname; a caller may add
+# more with XTRAIN_EXTRA_STAND_INS, a regular expression of library names
+# (scripts/build_wheel.sh: libevent, which only Open MPI's run-time calls,
+# under mpirun).
 STAND_INS = re.compile(
-    r"^lib(gdal|gdcm[A-Za-z]*|curl(-gnutls)?|GLX|crypto|lapack)\.so\.[\d.]+$")
+    r"^lib(gdal|gdcm[A-Za-z]*|curl(-gnutls)?|GLX|crypto|lapack%s)\.so\.[\d.]+$" %
+    ("|" + os.environ["XTRAIN_EXTRA_STAND_INS"] if os.environ.get("XTRAIN_EXTRA_STAND_INS")
+     else ""))
 
 # Stand-in functions that return (0) instead of aborting: called on paths the
 # bundle does run, harmless to skip.

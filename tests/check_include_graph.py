@@ -84,6 +84,7 @@ PUBLIC_HEADER_MODULES = {
     "solver.hpp": "solvers",
     "training_observer.hpp": "solvers",
     "training_report.hpp": "reporting",
+    "tensorboard.hpp": "reporting",
     "weights_coverage.hpp": "solvers",
     "comm.hpp": "comm",
     "classifier.hpp": "inference",
@@ -109,6 +110,8 @@ GENERATED = {
     "xtrain/proto/xtrain.pb.h": "include/xtrain/proto/xtrain.pb.h",
     # generated from proto/onnx.proto into the build tree, internal to interchange
     "interchange/onnx.pb.h": "src/interchange/onnx.pb.h",
+    # generated from proto/tensorboard.proto, internal to reporting
+    "reporting/tensorboard.pb.h": "src/reporting/tensorboard.pb.h",
 }
 
 

@@ -118,6 +118,17 @@ class XTRAIN_API Layer {
   // must stay exact (the Net decides which; see xtrain/precision.hpp).
   void set_top_storage(std::vector<NumberType> storage) { top_storage_ = std::move(storage); }
   NumberType top_storage(int top_index) const;
+  // The type each bottom's values arrive in (the storage of its writers,
+  // forward and recomputed) and each top's gradient (what its readers'
+  // backward passes round it to), as the Net found them; kFloat32 where
+  // they may be exact fp32. A layer whose products take operands rounded to
+  // its type copies only those that are not in it already (RoundedOperand).
+  void set_arrival_types(std::vector<NumberType> bottoms, std::vector<NumberType> top_gradients) {
+    bottom_arrival_ = std::move(bottoms);
+    top_gradient_arrival_ = std::move(top_gradients);
+  }
+  NumberType bottom_arrives_in(int bottom_index) const;
+  NumberType top_gradient_arrives_in(int top_index) const;
   // Rounds the tops to their storage types: what forward() ends with, and
   // what the Net does after writing a top again (a recomputed one).
   void store_tops(const BlobVec& top);
@@ -177,6 +188,8 @@ class XTRAIN_API Layer {
   DataShard data_shard_;
   LayerPrecision precision_;
   std::vector<NumberType> top_storage_;
+  std::vector<NumberType> bottom_arrival_;
+  std::vector<NumberType> top_gradient_arrival_;
   bool round_tops_ = true;
   bool round_gradients_ = true;
   RandomStream random_;

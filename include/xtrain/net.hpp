@@ -179,6 +179,7 @@ class XTRAIN_API Net {
   void arrange_channel_blocked_activations(bool log);
   // Which tops each layer stores in its forward type (net_precision.cpp).
   void assign_top_storage();
+  void assign_arrival_types(const std::vector<std::vector<NumberType>>& storage);
   void say_once_how_this_cpu_computes_bfloat16() const;
 
   NetOptions options_;

@@ -9,6 +9,7 @@
 
 #include "xtrain/device.hpp"
 #include "xtrain/precision.hpp"
+#include "xtrain/solver.hpp"
 
 namespace xtrain::python {
 
@@ -16,6 +17,9 @@ void bind_mode(pybind11::module_& module);
 void bind_blob(pybind11::module_& module);
 void bind_net(pybind11::module_& module);
 void bind_solver(pybind11::module_& module);
+
+// solver.add_observer(callback): training_observer_binding.cpp.
+void add_python_observer(Solver& solver, const pybind11::function& callback);
 
 // What set_mode_cpu/set_mode_gpu/set_device chose: the device of every net
 // and solver made from Python afterwards (pycaffe's global mode).

@@ -12,6 +12,7 @@
 #include "xtrain/net.hpp"
 #include "xtrain/proto_io.hpp"
 #include "xtrain/solver.hpp"
+#include "xtrain/tensorboard.hpp"
 #include "xtrain/training_report.hpp"
 
 namespace py = pybind11;
@@ -20,8 +21,10 @@ namespace xtrain::python {
 namespace {
 
 // Reads `solver_file` as `xtrain train` does; a non-empty `type` is the
-// update rule to use.
-std::shared_ptr<Solver> make_solver(const std::string& solver_file, const std::string& type) {
+// update rule to use; a non-empty `tensorboard` the directory of TensorBoard
+// events (`xtrain train --tensorboard`).
+std::shared_ptr<Solver> make_solver(const std::string& solver_file, const std::string& type,
+                                    const std::optional<std::string>& tensorboard) {
   SolverParameter param = read_solver_params_from_text_file(solver_file);
   if (!type.empty()) {
     // As pycaffe's SGDSolver(file) and friends: the class decides the update
@@ -46,26 +49,40 @@ std::shared_ptr<Solver> make_solver(const std::string& solver_file, const std::s
   // The metrics file and report of `xtrain train`, where it puts them.
   solver->add_observer(make_training_recorder(param.snapshot_prefix() + "_metrics.jsonl",
                                               param.snapshot_prefix() + "_report.html"));
+  if (tensorboard && !tensorboard->empty()) {
+    solver->add_observer(make_tensorboard_recorder(*tensorboard, *solver));
+  }
   // Ctrl-C (or any signal Python handles) while C++ trains: Python only runs
   // its handler when the GIL is taken, so the loop asks once an iteration.
   // A raised exception (KeyboardInterrupt) stops training after the
   // iteration, and step()/solve() raise it once they return.
+  // An exception a Python callback or observer left set stops it too.
   solver->set_action_request_function([] {
     py::gil_scoped_acquire gil;
-    return PyErr_CheckSignals() != 0 ? Solver::Action::kStop : Solver::Action::kNone;
+    return PyErr_Occurred() != nullptr || PyErr_CheckSignals() != 0 ? Solver::Action::kStop
+                                                                    : Solver::Action::kNone;
   });
   return solver;
 }
 
 // Runs `train` without the GIL, then raises what a signal handler raised
-// meanwhile (see make_solver).
+// meanwhile (see make_solver). Stopped by Ctrl-C (KeyboardInterrupt), the
+// solver snapshots first, as `xtrain train` does on SIGINT: solve() has
+// already (snapshot_after_train), step() does it here.
 template <typename Train>
-void train_releasing_the_gil(Train&& train) {
+void train_releasing_the_gil(Solver& solver, Train&& train) {
   {
     py::gil_scoped_release release;
     train();
   }
-  if (PyErr_Occurred() != nullptr) throw py::error_already_set();
+  if (PyErr_Occurred() == nullptr) return;
+  py::error_already_set stopped;  // takes the exception out, to call Python again
+  if (stopped.matches(PyExc_KeyboardInterrupt) && solver.param().snapshot_after_train() &&
+      solver.last_snapshot_iter() != solver.iter()) {
+    py::gil_scoped_release release;
+    solver.snapshot();
+  }
+  throw stopped;
 }
 
 // Solver::apply_update is protected: the library's training loop calls it.
@@ -79,12 +96,18 @@ struct SolverUpdateAccess : Solver {
 }  // namespace
 
 void bind_solver(py::module_& module) {
-  py::class_<Solver, std::shared_ptr<Solver>>(module, "Solver",
+  py::class_<Solver, std::shared_ptr<Solver>>(module, "Solver", py::dynamic_attr(),
                                               "Trains a net as a solver prototxt describes.")
       .def_property_readonly("net", py::overload_cast<>(&Solver::net),
                              py::return_value_policy::reference_internal)
       .def_property_readonly("test_nets", &Solver::test_nets)
       .def_property_readonly("iter", &Solver::iter)
+      .def_property_readonly("max_iter",
+                             [](const Solver& solver) { return solver.param().max_iter(); })
+      .def_property_readonly("last_snapshot_paths", &Solver::last_snapshot_paths,
+                             "The .caffemodel and .solverstate the last snapshot wrote.")
+      .def_property_readonly("last_snapshot_iter", &Solver::last_snapshot_iter,
+                             "The iteration of the last snapshot written or restored (-1: none).")
       .def_property_readonly("loss_scale", &Solver::loss_scale,
                              "The loss scale the next backward pass uses (1: none).")
       .def_property_readonly("skipped_updates", &Solver::skipped_updates,
@@ -93,12 +116,14 @@ void bind_solver(py::module_& module) {
                              [](const Solver& solver) { return std::string(solver.type()); })
       .def(
           "step",
-          [](Solver& solver, int iters) { train_releasing_the_gil([&] { solver.step(iters); }); },
+          [](Solver& solver, int iters) {
+            train_releasing_the_gil(solver, [&] { solver.step(iters); });
+          },
           py::arg("iters"), "Train `iters` iterations.")
       .def(
           "solve",
           [](Solver& solver, const std::optional<std::string>& resume_file) {
-            train_releasing_the_gil([&] { solver.solve(resume_file.value_or("")); });
+            train_releasing_the_gil(solver, [&] { solver.solve(resume_file.value_or("")); });
           },
           py::arg("resume_file") = py::none(),
           "Train to max_iter (resuming from a .solverstate if given), snapshot and test.")
@@ -139,16 +164,41 @@ void bind_solver(py::module_& module) {
           },
           py::arg("on_start"), py::arg("on_gradients_ready"),
           "pycaffe's add_callback: `on_start()` at the start of each iteration, before its "
-          "forward pass; `on_gradients_ready()` once its gradients are ready, before the update.");
+          "forward pass; `on_gradients_ready()` once its gradients are ready, before the update.")
+      .def("add_observer", &add_python_observer, py::arg("callback"),
+           "Call `callback(kind, event)` as training goes: kind 'start' and 'end' (solve() only), "
+           "'iteration' (each iteration, before its forward pass), 'display', 'test', "
+           "'snapshot'; event a dict (iteration, loss, outputs, paths, ...). A callback that "
+           "raises stops training after the iteration, and step()/solve() raise it.")
+      .def(
+          "add_tensorboard",
+          [](Solver& solver, const std::string& directory) {
+            solver.add_observer(make_tensorboard_recorder(directory, solver));
+          },
+          py::arg("directory"),
+          "Write TensorBoard event files into `directory` from now on (as `xtrain train "
+          "--tensorboard`); `tensorboard --logdir directory` shows them.");
 
   for (const std::string& type : solver_types()) {
-    module.def((type + "Solver").c_str(),
-               [type](const std::string& solver_file) { return make_solver(solver_file, type); },
-               py::arg("solver_file"), ("A " + type + " solver from a solver prototxt.").c_str());
+    module.def(
+        (type + "Solver").c_str(),
+        [type](const std::string& solver_file, const std::optional<std::string>& tensorboard) {
+          return make_solver(solver_file, type, tensorboard);
+        },
+        py::arg("solver_file"), py::arg("tensorboard") = py::none(),
+        ("A " + type +
+         " solver from a solver prototxt (tensorboard: a directory for "
+         "TensorBoard event files).")
+            .c_str());
   }
   module.def(
-      "get_solver", [](const std::string& solver_file) { return make_solver(solver_file, ""); },
-      py::arg("solver_file"), "The solver the file's `type` names (SGD if none).");
+      "get_solver",
+      [](const std::string& solver_file, const std::optional<std::string>& tensorboard) {
+        return make_solver(solver_file, "", tensorboard);
+      },
+      py::arg("solver_file"), py::arg("tensorboard") = py::none(),
+      "The solver the file's `type` names (SGD if none); tensorboard: a directory for "
+      "TensorBoard event files.");
   module.def("solver_types", &solver_types);
 }
 

@@ -36,6 +36,12 @@ from . import draw, io, proto  # noqa: F401
 from .classifier import Classifier  # noqa: F401
 from .detector import Detector  # noqa: F401
 from .net_spec import NetSpec, layers, params, to_proto  # noqa: F401
+from . import progress as _progress
+from .progress import progress_enabled, set_progress  # noqa: F401
+
+# step(n, progress=) and solve(resume_file, progress=): a progress bar, and
+# a snapshot on Ctrl-C (progress.py).
+_progress.install(Solver)
 
 # SGDSolver, NesterovSolver, AdaGradSolver, RMSPropSolver, AdaDeltaSolver,
 # AdamSolver: one per update rule the library has.

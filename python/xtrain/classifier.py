@@ -46,8 +46,8 @@ class Classifier(Net):
             # A smaller image has no crop of the input's size: the crop
             # would be cut short and stretched to fit without a word.
             raise ValueError("image_dims %s: give (height, width) at least the net's input size "
-                             "%s, which the crops take" % (tuple(self.image_dims),
-                                                           tuple(self.crop_dims)))
+                             "%s, which the crops take" % (tuple(self.image_dims.tolist()),
+                                                           tuple(self.crop_dims.tolist())))
 
     def _check_images(self, images):
         """Each image H x W x C with the channels of the net's input."""

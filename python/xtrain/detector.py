@@ -62,11 +62,11 @@ class Detector(Net):
             left, right = max(xmin, 0), min(xmax, image.shape[1])
             if bottom <= top or right <= left:
                 raise ValueError("window %s (ymin, xmin, ymax, xmax) holds no pixel of the "
-                                 "image (%dx%d)" % (tuple(window), image.shape[0], image.shape[1]))
+                                 "image (%dx%d)" % (tuple(int(v) for v in window), image.shape[0], image.shape[1]))
             return image[top:bottom, left:right]
         if ymax <= ymin or xmax <= xmin:
             raise ValueError("window %s (ymin, xmin, ymax, xmax) is empty: each end must lie "
-                             "past its start" % (tuple(window),))
+                             "past its start" % (tuple(int(v) for v in window),))
         out_height, out_width = int(self.crop_dims[0]), int(self.crop_dims[1])
         # Grow the window about its centre so that, once warped to the
         # input's size, the window proper leaves context_pad pixels each side.
@@ -83,7 +83,7 @@ class Detector(Net):
         inside_left, inside_right = max(left, 0), min(right, image.shape[1])
         if inside_bottom <= inside_top or inside_right <= inside_left:
             raise ValueError("window %s lies outside the image (%dx%d)"
-                             % (tuple(window), image.shape[0], image.shape[1]))
+                             % (tuple(int(v) for v in window), image.shape[0], image.shape[1]))
         out_top = min(int(round((inside_top - top) * scale_y)), out_height - 1)
         out_left = min(int(round((inside_left - left) * scale_x)), out_width - 1)
         out_bottom = min(max(int(round((inside_bottom - top) * scale_y)), out_top + 1), out_height)

@@ -77,6 +77,14 @@ def _fill_message(message, value):
         assign_field(message, name, item)
 
 
+def _is_repeated(field):
+    # protobuf 7 dropped FieldDescriptor.label for is_repeated (which 4.x
+    # and earlier lack).
+    if hasattr(field, "is_repeated"):
+        return field.is_repeated
+    return field.label == _descriptor.FieldDescriptor.LABEL_REPEATED
+
+
 def assign_field(message, name, value):
     """Sets field `name` of protobuf `message` from a Python value: a dict
     fills a message field, a list (or tuple) a repeated field, a single
@@ -84,7 +92,7 @@ def assign_field(message, name, value):
     field = message.DESCRIPTOR.fields_by_name.get(name)
     if field is None:
         raise AttributeError("%s has no field '%s'" % (message.DESCRIPTOR.full_name, name))
-    if field.label == _descriptor.FieldDescriptor.LABEL_REPEATED:
+    if _is_repeated(field):
         values = list(value) if isinstance(value, (list, tuple)) else [value]
         container = getattr(message, name)
         if field.message_type is not None:

@@ -220,6 +220,23 @@ NumberType Layer::top_storage(int top_index) const {
   return precision_.forward_type;
 }
 
+namespace {
+NumberType type_at(const std::vector<NumberType>& types, int index) {
+  if (index >= 0 && index < static_cast<int>(types.size())) {
+    return types[static_cast<std::size_t>(index)];
+  }
+  return NumberType::kFloat32;
+}
+}  // namespace
+
+NumberType Layer::bottom_arrives_in(int bottom_index) const {
+  return type_at(bottom_arrival_, bottom_index);
+}
+
+NumberType Layer::top_gradient_arrives_in(int top_index) const {
+  return type_at(top_gradient_arrival_, top_index);
+}
+
 void Layer::store_tops(const BlobVec& top) {
   for (std::size_t i = 0; i < top.size(); ++i) {
     const NumberType type = top_storage(static_cast<int>(i));

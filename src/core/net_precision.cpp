@@ -10,6 +10,7 @@
 // Everything else a 16-bit layer computes is stored in its forward type.
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -103,6 +104,7 @@ void Net::assign_top_storage() {
     }
     layers_[i]->set_top_storage(storage[i]);
   }
+  assign_arrival_types(storage);
   // A layer that passes its tops' gradients on needs no rounding when every
   // reader of its tops wrote them in its backward type (no loss weight).
   for (std::size_t i = 0; i < layers_.size(); ++i) {
@@ -120,6 +122,51 @@ void Net::assign_top_storage() {
       }
     }
     layers_[i]->set_rounding_needed(tops_need_rounding[i], !gradients_in_type);
+  }
+}
+
+// What each layer finds in its bottoms and its tops' gradients (see
+// Layer::set_arrival_types), from the final storage of every top.
+void Net::assign_arrival_types(const std::vector<std::vector<NumberType>>& storage) {
+  std::vector<NumberType> current(blobs_.size(), NumberType::kFloat32);
+  std::vector<std::vector<NumberType>> bottoms(layers_.size());
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    for (int blob_id : bottom_id_vecs_[i]) bottoms[i].push_back(current[blob_id]);
+    for (std::size_t t = 0; t < top_id_vecs_[i].size(); ++t) {
+      current[top_id_vecs_[i][t]] = storage[i][t];
+    }
+  }
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    // Backward reads a bottom again: an in-place layer after this one that
+    // leaves another type in it makes its values unknown.
+    for (std::size_t b = 0; b < bottoms[i].size(); ++b) {
+      const int blob_id = bottom_id_vecs_[i][b];
+      for (std::size_t j = i + 1; j < layers_.size(); ++j) {
+        for (std::size_t t = 0; t < top_id_vecs_[j].size(); ++t) {
+          if (top_id_vecs_[j][t] == blob_id && storage[j][t] != bottoms[i][b]) {
+            bottoms[i][b] = NumberType::kFloat32;
+          }
+        }
+      }
+    }
+    // A top's gradient is in a type when every later reader of the blob
+    // rounds what it writes there to that type (Layer::backward, or passes
+    // on gradients in it) and no loss weight is preset in it.
+    std::vector<NumberType> top_gradients;
+    for (int blob_id : top_id_vecs_[i]) {
+      std::optional<NumberType> type;
+      bool agree = blob_loss_weights_[static_cast<std::size_t>(blob_id)] == 0;
+      for (std::size_t j = i + 1; j < layers_.size() && agree; ++j) {
+        for (int bottom_id : bottom_id_vecs_[j]) {
+          if (bottom_id != blob_id) continue;
+          const NumberType reader = layers_[j]->precision().backward_type;
+          agree = !type || *type == reader;
+          type = reader;
+        }
+      }
+      top_gradients.push_back(agree && type ? *type : NumberType::kFloat32);
+    }
+    layers_[i]->set_arrival_types(std::move(bottoms[i]), std::move(top_gradients));
   }
 }
 

@@ -17,7 +17,7 @@
 
 #include "xtrain/atomic_file.hpp"
 #include "core/net_upgrade.hpp"
-#include "core/unclosed_block_hint.hpp"
+#include "core/brace_mistake_hint.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/input_file.hpp"
 #include "xtrain/proto/xtrain.pb.h"
@@ -34,30 +34,17 @@ class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
     if (!first_.empty()) return;
     first_ = source_ + ":" + std::to_string(line + 1) + ":" + std::to_string(column + 1) + ": " +
              message;
-    first_line_ = line + 1;
-    first_message_ = message;
+    first_error_ = {line + 1, column, message};
   }
   void AddWarning(int, google::protobuf::io::ColumnNumber, const std::string&) override {}
   const std::string& first() const { return first_; }
-  int first_line() const { return first_line_; }
-  const std::string& first_message() const { return first_message_; }
+  const TextParseError& first_error() const { return first_error_; }
 
  private:
   std::string source_;
   std::string first_;
-  int first_line_ = 0;
-  std::string first_message_;
+  TextParseError first_error_;
 };
-
-// Whether a parse error looks like a block left open: the next layer read as
-// a field of the unclosed one, or the file ending inside a block.
-bool may_be_a_missing_brace(const std::string& message) {
-  for (const char* sign : {"no field named \"layer\"", "no field named \"layers\"",
-                           "reached end of input", "Expected identifier, got: "}) {
-    if (message.find(sign) != std::string::npos) return true;
-  }
-  return false;
-}
 
 // What a file holding `message` is to a user, for errors: "the net
 // prototxt", "the .caffemodel", ...
@@ -80,10 +67,9 @@ void read_proto_from_text_string(const std::string& text, google::protobuf::Mess
   if (!parser.ParseFromString(text, message)) {
     std::string what = errors.first().empty() ? source_name + ": cannot parse" : errors.first();
     what += " (while reading a " + message->GetDescriptor()->name() + ")";
-    if (may_be_a_missing_brace(errors.first_message())) {
-      const std::string hint = unclosed_block_hint(text, errors.first_line());
-      if (!hint.empty()) what += "; " + hint;
-    }
+    const std::string hint =
+        brace_mistake_hint(text, *message->GetDescriptor(), errors.first_error());
+    if (!hint.empty()) what += "; " + hint;
     throw Error(what);
   }
 }

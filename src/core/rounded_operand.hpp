@@ -20,9 +20,13 @@ enum class OperandSlot { kInput, kWeights, kGradient, kCount };
 
 class RoundedOperand {
  public:
-  // For kFloat32, get() is `values` itself and nothing is copied.
+  // For kFloat32, get() is `values` itself and nothing is copied; so too
+  // when `values_are_in` says they hold numbers of `type` already (a bottom
+  // that its writer stored in the type: Layer::bottom_arrives_in). Rounding
+  // them again would change nothing but cost a pass and a copy as large as
+  // the operand (ResNet-50 b16 in fp16: two of 49 MiB).
   RoundedOperand(const Device& device, NumberType type, const float* values, std::size_t count,
-                 OperandSlot slot);
+                 OperandSlot slot, NumberType values_are_in);
   ~RoundedOperand();
   RoundedOperand(const RoundedOperand&) = delete;
   RoundedOperand& operator=(const RoundedOperand&) = delete;
@@ -35,7 +39,7 @@ class RoundedOperand {
   int device_id_ = -1;
 };
 
-// Host bytes of this thread's CPU slots (for memory counts).
-std::size_t rounded_operand_scratch_bytes();
+// Host bytes of the CPU slots: rounded_operand_scratch_bytes() in
+// xtrain/convolution_scratch.hpp.
 
 }  // namespace xtrain

@@ -54,11 +54,11 @@ class DeconvolutionLayer : public BaseConvolutionLayer {
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
     const NumberType round_to = forward_operands_to_round(precision().forward_type);
     const RoundedOperand weights(device(), round_to, blobs_[0]->cpu_data(), blobs_[0]->count(),
-                                 OperandSlot::kWeights);
+                                 OperandSlot::kWeights, NumberType::kFloat32);
     for (std::size_t i = 0; i < bottom.size(); ++i) {
       float* output = top[i]->mutable_cpu_data();
       const RoundedOperand input(device(), round_to, bottom[i]->cpu_data(), bottom[i]->count(),
-                                 OperandSlot::kInput);
+                                 OperandSlot::kInput, bottom_arrives_in(static_cast<int>(i)));
       engine().backward_data(input.get(), weights.get(), output);
       if (!bias_term()) continue;
       const float* bias = blobs_[1]->cpu_data();
@@ -70,16 +70,18 @@ class DeconvolutionLayer : public BaseConvolutionLayer {
                     const BlobVec& bottom) override {
     const NumberType round_to = backward_operands_to_round(precision().backward_type);
     const RoundedOperand weights_operand(device(), round_to, blobs_[0]->cpu_data(),
-                                         blobs_[0]->count(), OperandSlot::kWeights);
+                                         blobs_[0]->count(), OperandSlot::kWeights,
+                                         NumberType::kFloat32);
     const float* weights = weights_operand.get();
     float* weight_diff = param_propagate_down(0) ? blobs_[0]->mutable_cpu_diff() : nullptr;
     float* bias_diff =
         bias_term() && param_propagate_down(1) ? blobs_[1]->mutable_cpu_diff() : nullptr;
     for (std::size_t i = 0; i < top.size(); ++i) {
       const RoundedOperand gradient(device(), round_to, top[i]->cpu_diff(), top[i]->count(),
-                                    OperandSlot::kGradient);
+                                    OperandSlot::kGradient,
+                                    top_gradient_arrives_in(static_cast<int>(i)));
       const RoundedOperand input(device(), round_to, bottom[i]->cpu_data(), bottom[i]->count(),
-                                 OperandSlot::kInput);
+                                 OperandSlot::kInput, bottom_arrives_in(static_cast<int>(i)));
       const float* output_diff = gradient.get();
       if (bias_diff) {
         for (int n = 0; n < num(); ++n) {
@@ -97,11 +99,11 @@ class DeconvolutionLayer : public BaseConvolutionLayer {
   void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
     const NumberType round_to = forward_operands_to_round(precision().forward_type);
     const RoundedOperand weights(device(), round_to, blobs_[0]->gpu_data(), blobs_[0]->count(),
-                                 OperandSlot::kWeights);
+                                 OperandSlot::kWeights, NumberType::kFloat32);
     for (std::size_t i = 0; i < bottom.size(); ++i) {
       float* output = top[i]->mutable_gpu_data();
       const RoundedOperand input(device(), round_to, bottom[i]->gpu_data(), bottom[i]->count(),
-                                 OperandSlot::kInput);
+                                 OperandSlot::kInput, bottom_arrives_in(static_cast<int>(i)));
       cudnn().backward_data(input.get(), weights.get(), output);
       if (bias_term()) {
         cudnn().add_bias(cuda::CudnnConvolution::Side::kInput, blobs_[1]->gpu_data(), output);
@@ -113,16 +115,18 @@ class DeconvolutionLayer : public BaseConvolutionLayer {
                     const BlobVec& bottom) override {
     const NumberType round_to = backward_operands_to_round(precision().backward_type);
     const RoundedOperand weights_operand(device(), round_to, blobs_[0]->gpu_data(),
-                                         blobs_[0]->count(), OperandSlot::kWeights);
+                                         blobs_[0]->count(), OperandSlot::kWeights,
+                                         NumberType::kFloat32);
     const float* weights = weights_operand.get();
     float* weight_diff = param_propagate_down(0) ? blobs_[0]->mutable_gpu_diff() : nullptr;
     float* bias_diff =
         bias_term() && param_propagate_down(1) ? blobs_[1]->mutable_gpu_diff() : nullptr;
     for (std::size_t i = 0; i < top.size(); ++i) {
       const RoundedOperand gradient(device(), round_to, top[i]->gpu_diff(), top[i]->count(),
-                                    OperandSlot::kGradient);
+                                    OperandSlot::kGradient,
+                                    top_gradient_arrives_in(static_cast<int>(i)));
       const RoundedOperand input(device(), round_to, bottom[i]->gpu_data(), bottom[i]->count(),
-                                 OperandSlot::kInput);
+                                 OperandSlot::kInput, bottom_arrives_in(static_cast<int>(i)));
       const float* output_diff = gradient.get();
       if (bias_diff) {
         cudnn().accumulate_bias_gradient(cuda::CudnnConvolution::Side::kInput, output_diff,

@@ -111,9 +111,9 @@ void InnerProductLayer::forward_on(const Device& device, const BlobVec& bottom,
   // In a 16-bit precision the products take operands rounded to the type.
   const NumberType round_to = precision().forward_type;
   const RoundedOperand input(device, round_to, data_on(device, *bottom[0]), bottom[0]->count(),
-                             OperandSlot::kInput);
+                             OperandSlot::kInput, bottom_arrives_in(0));
   const RoundedOperand weights(device, round_to, data_on(device, *blobs_[0]), blobs_[0]->count(),
-                               OperandSlot::kWeights);
+                               OperandSlot::kWeights, NumberType::kFloat32);
   // Y (M x N) = X * W^T, or X * W when W is stored transposed
   blas.gemm(Transpose::kNo, transpose_ ? Transpose::kNo : Transpose::kYes, rows_, num_output_,
             input_size_, 1.0f, input.get(), weights.get(), 0.0f, output);
@@ -139,11 +139,12 @@ void InnerProductLayer::backward_on(const Device& device, const BlobVec& top,
   const math::On blas = math::on(device);
   const NumberType round_to = precision().backward_type;
   const RoundedOperand gradient(device, round_to, diff_on(device, *top[0]), top[0]->count(),
-                                OperandSlot::kGradient);
+                                OperandSlot::kGradient, top_gradient_arrives_in(0));
   const float* output_diff = gradient.get();
   if (param_propagate_down(0)) {
     const RoundedOperand input_operand(device, round_to, data_on(device, *bottom[0]),
-                                       bottom[0]->count(), OperandSlot::kInput);
+                                       bottom[0]->count(), OperandSlot::kInput,
+                                       bottom_arrives_in(0));
     const float* input = input_operand.get();
     float* weight_diff = mutable_diff_on(device, *blobs_[0]);
     if (transpose_) {
@@ -163,7 +164,7 @@ void InnerProductLayer::backward_on(const Device& device, const BlobVec& top,
   }
   if (propagate_down[0]) {
     const RoundedOperand weights(device, round_to, data_on(device, *blobs_[0]), blobs_[0]->count(),
-                                 OperandSlot::kWeights);
+                                 OperandSlot::kWeights, NumberType::kFloat32);
     // dX (M x K) = dtop * W, or dtop * W^T when W is stored transposed
     blas.gemm(Transpose::kNo, transpose_ ? Transpose::kYes : Transpose::kNo, rows_, input_size_,
               num_output_, 1.0f, output_diff, weights.get(), 0.0f,

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "xtrain/error.hpp"
@@ -145,6 +146,21 @@ std::string parse_error_text(const nlohmann::json::exception& error) {
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, double>> named_output_values(
+    const std::vector<NetOutputValue>& values) {
+  std::map<std::string, int> count;
+  for (const auto& value : values) ++count[value.name];
+  std::map<std::string, int> seen;
+  std::vector<std::pair<std::string, double>> named;
+  for (const auto& value : values) {
+    const int index = seen[value.name]++;
+    named.emplace_back(
+        count[value.name] > 1 ? value.name + "[" + std::to_string(index) + "]" : value.name,
+        value.value);
+  }
+  return named;
+}
 
 std::string metrics_record_to_json(const MetricsRecord& record) {
   Json out;

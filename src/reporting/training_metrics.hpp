@@ -6,11 +6,17 @@
 
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "xtrain/training_report.hpp"  // MetricsRecord, read_metrics_file
 
 namespace xtrain {
+
+// A net's outputs by name, as the metrics file and the TensorBoard curves
+// call them: a blob of several values gives name[0], name[1], ...
+std::vector<std::pair<std::string, double>> named_output_values(
+    const std::vector<NetOutputValue>& values);
 
 // One line of JSON (no trailing newline).
 std::string metrics_record_to_json(const MetricsRecord& record);

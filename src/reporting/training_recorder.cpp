@@ -24,22 +24,6 @@ std::string local_time_now() {
   return text;
 }
 
-// Output names for the metrics: a blob of several values gives name[k].
-std::vector<std::pair<std::string, double>> named_outputs(
-    const std::vector<NetOutputValue>& values) {
-  std::map<std::string, int> count;
-  for (const auto& value : values) ++count[value.name];
-  std::map<std::string, int> seen;
-  std::vector<std::pair<std::string, double>> named;
-  for (const auto& value : values) {
-    const int index = seen[value.name]++;
-    named.emplace_back(
-        count[value.name] > 1 ? value.name + "[" + std::to_string(index) + "]" : value.name,
-        value.value);
-  }
-  return named;
-}
-
 // A train or test line of the metrics file with what both carry: the
 // iteration, the training seconds and the net's outputs.
 template <typename Event>
@@ -48,7 +32,7 @@ MetricsRecord metrics_line(MetricsRecord::Kind kind, const Event& event) {
   record.kind = kind;
   record.iteration = event.iteration;
   record.seconds = event.seconds;
-  record.outputs = named_outputs(event.outputs);
+  record.outputs = named_output_values(event.outputs);
   return record;
 }
 

@@ -55,7 +55,8 @@ void log_activations_by_precision(const Net& net) {
 void log_memory_breakdown(const Net& net, std::size_t solver_history_bytes) {
   const NetMemoryCount count = count_net_memory(net);
   const std::size_t scratch = onednn_convolution_scratch_bytes();
-  const std::size_t counted = count.total() + scratch + solver_history_bytes;
+  const std::size_t rounded_operands = rounded_operand_scratch_bytes();
+  const std::size_t counted = count.total() + scratch + rounded_operands + solver_history_bytes;
   const std::size_t peak = peak_resident_bytes();
   std::ostringstream line;
   line.setf(std::ios::fixed);
@@ -74,8 +75,9 @@ void log_memory_breakdown(const Net& net, std::size_t solver_history_bytes) {
     }
     line << ")";
   }
-  line << ", convolution scratch " << mib(scratch) << "; counted " << mib(counted)
-       << " of peak resident " << mib(peak) << ", the rest "
+  line << ", convolution scratch " << mib(scratch);
+  if (rounded_operands > 0) line << ", operands rounded for fp32 kernels " << mib(rounded_operands);
+  line << "; counted " << mib(counted) << " of peak resident " << mib(peak) << ", the rest "
        << mib(peak > counted ? peak - counted : 0)
        << " (code and libraries, BLAS buffers, freed blocks)";
   XLOG(INFO) << line.str();

@@ -16,12 +16,18 @@
 #include "xtrain/proto_io.hpp"
 #include "xtrain/snapshot_files.hpp"
 #include "xtrain/solver.hpp"
+#include "xtrain/tensorboard.hpp"
 #include "xtrain/training_report.hpp"
 
 DEFINE_string(metrics, "",
               "train: the file to append a JSON line of metrics to at every display and test "
               "(default <snapshot_prefix>_metrics.jsonl; 'none': no file). The HTML report "
               "<snapshot_prefix>_report.html is written beside the snapshots either way");
+DEFINE_string(tensorboard, "",
+              "train: the directory to write TensorBoard event files to (created if missing): "
+              "loss, outputs, learning rate, throughput, loss scale and per-parameter weight "
+              "and gradient norms at every display, test outputs, weight histograms at every "
+              "snapshot; view with `tensorboard --logdir DIR`. Default: none");
 
 namespace xtrain::cli {
 namespace {
@@ -139,6 +145,9 @@ int train_replica(const TrainingRun& run, SolverOptions options, const std::stri
                                               : FLAGS_metrics.empty() ? prefix + "_metrics.jsonl"
                                                                       : FLAGS_metrics,
                                               report_path));
+  if (root && !FLAGS_tensorboard.empty()) {
+    solver->add_observer(make_tensorboard_recorder(FLAGS_tensorboard, *solver));
+  }
   if (root && options.communicator != nullptr && options.communicator->size() > 1) {
     const Communicator& exchange =
         options.gradient_communicator ? *options.gradient_communicator : *options.communicator;
