@@ -46,7 +46,8 @@
 # `lenet time` each end inside 10 minutes, with a summary, when a step hangs;
 # a step that hits its limit fails, saying so.
 # Limits (seconds) and sizes: XTRAIN_CHECK_TESTS_TIMEOUT (540),
-# XTRAIN_CHECK_SANITIZER_TIMEOUT (270 each), XTRAIN_CHECK_LENET_TIMEOUT (420 for
+# XTRAIN_CHECK_SANITIZER_TIMEOUT (270 each), XTRAIN_CHECK_REPLICAS_TIMEOUT (240),
+# XTRAIN_CHECK_EMPTY_TIMEOUT (180), XTRAIN_CHECK_LENET_TIMEOUT (420 for
 # both runs), XTRAIN_CHECK_TIME_TIMEOUT (60 per net), XTRAIN_CHECK_LENET_ITERS
 # (the solver's 10,000), XTRAIN_CHECK_TIME_ITERS (50), XTRAIN_CHECK_TEST_FILTER (GPU/*).
 # Exit status: 0 when every step run passed.
@@ -242,15 +243,15 @@ sanitizer() {
   done
 }
 
-step_sanitizer() {  # step_sanitizer STEP memcheck|racecheck FILTER
-  local step=$1 tool=$2 filter=$3 log=$LOGS/$1.log san status errors
+step_sanitizer() {  # step_sanitizer STEP memcheck|racecheck FILTER LIMIT
+  local step=$1 tool=$2 filter=$3 limit=$4 log=$LOGS/$1.log san status errors
   : >"$log"
   san=$(sanitizer)
   if [ -z "$san" ]; then
     record "$step" FAIL "compute-sanitizer not found" "$log"
     return 1
   fi
-  gpu_tests "$log" "${XTRAIN_CHECK_SANITIZER_TIMEOUT:-270}" "$san" --tool "$tool" --error-exitcode 99 \
+  gpu_tests "$log" "$limit" "$san" --tool "$tool" --error-exitcode 99 \
     --print-limit 50 -- "$filter"
   status=$?
   errors=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$log" | tail -1 | sed 's/^=* *//')
@@ -333,15 +334,14 @@ step_kernels() {
       rows=$(awk '$2 == "Normalize" || $2 == "Embed" { printf "%s %s/%s ms; ", $1, $4, $5 }' "$LOGS/kernels_$name.log")
       echo "$name: ${rows:-no Normalize or Embed row}" >>"$log"
       [ -n "$rows" ] || failed=1
-      figures="$figures ${rows:-$name no rows; }"
+      figures="$figures${rows:-$name no rows; }"
     else
       failed=1
       echo "$name: FAILED, see kernels_$name.log" >>"$log"
-      figures="$figures $name FAILED; "
+      figures="$figures$name FAILED; "
     fi
   done
-  figures=${figures% }
-  record kernels "$([ $failed -eq 0 ] && echo PASS || echo FAIL)" "fwd/bwd${figures%;}" "$log"
+  record kernels "$([ $failed -eq 0 ] && echo PASS || echo FAIL)" "fwd/bwd ${figures%; }" "$log"
   return $failed
 }
 
@@ -432,9 +432,9 @@ for step in $steps; do
     libs) step_libs ;;
     query) step_query ;;
     tests) step_tests ;;
-    memcheck | racecheck) step_sanitizer "$step" "$step" "GPU/CrossDevice*" ;;
-    replicas) step_sanitizer replicas memcheck "GPU/ThreadReplicaTraining.*" ;;
-    empty) step_sanitizer empty memcheck "GPU/EmptyBatch*" ;;
+    memcheck | racecheck) step_sanitizer "$step" "$step" "GPU/CrossDevice*" "${XTRAIN_CHECK_SANITIZER_TIMEOUT:-270}" ;;
+    replicas) step_sanitizer replicas memcheck "GPU/ThreadReplicaTraining.*" "${XTRAIN_CHECK_REPLICAS_TIMEOUT:-240}" ;;
+    empty) step_sanitizer empty memcheck "GPU/EmptyBatch*" "${XTRAIN_CHECK_EMPTY_TIMEOUT:-180}" ;;
     lenet) step_lenet ;;
     time) step_time ;;
     kernels) step_kernels ;;
