@@ -31,4 +31,10 @@ struct XTRAIN_API NetMemoryCount {
 
 XTRAIN_API NetMemoryCount count_net_memory(const Net& net);
 
+// Host bytes of all threads' copies of product operands rounded to a 16-bit
+// type for kernels that multiply in fp32 (bf16 without bf16 instructions or
+// where the timed search took an fp32 kernel, fp16 on every CPU): scratch
+// that all layers share, so not in any net's count.
+XTRAIN_API std::size_t rounded_operand_scratch_bytes();
+
 }  // namespace xtrain

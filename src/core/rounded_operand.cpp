@@ -6,7 +6,7 @@
 #include "core/aligned_host_memory.hpp"
 #include "core/device_memory.hpp"
 #include "core/number_rounding.hpp"
-#include "xtrain/convolution_scratch.hpp"
+#include "xtrain/net_memory_count.hpp"
 
 namespace xtrain {
 namespace {

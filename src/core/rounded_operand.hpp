@@ -40,6 +40,6 @@ class RoundedOperand {
 };
 
 // Host bytes of the CPU slots: rounded_operand_scratch_bytes() in
-// xtrain/convolution_scratch.hpp.
+// xtrain/net_memory_count.hpp.
 
 }  // namespace xtrain

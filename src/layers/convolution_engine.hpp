@@ -77,6 +77,14 @@ class ConvolutionEngine {
   }
   // Host bytes the engine holds itself (see EngineHooks::buffer_bytes).
   virtual std::size_t buffer_bytes() const { return 0; }
+  // Host bytes of scratch one call of `pass` needs beyond the arrays it is
+  // given and what buffer_bytes() counts: oneDNN's per-call working memory
+  // (its scratchpad), which every layer's calls share, so the largest one
+  // in a net is what the net pays (convolution_search.cpp weighs it).
+  virtual std::size_t pass_scratch_bytes(ConvolutionPass pass) const {
+    (void)pass;
+    return 0;
+  }
   // The type a pass multiplies in, rounding its operands (inputs, weights,
   // gradients) to it itself: a bf16 oneDNN engine. kFloat32: it multiplies
   // the arrays as given, so a layer in a 16-bit precision rounds them first

@@ -6,6 +6,7 @@
 #include <limits>
 #include <sstream>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/channel_blocked_layout.hpp"
@@ -225,6 +226,14 @@ PlainResult search_plain(const ConvolutionShape& shape, const TimingArrays& arra
 struct LayoutResult {
   ConvolutionChoice choice;
   double total = kNever;
+  // A pass took a kernel over the scratch limit (see scratch_limit): any
+  // layout without one wins over this one.
+  bool over_scratch_limit = false;
+
+  bool beats(const LayoutResult& other) const {
+    if (over_scratch_limit != other.over_scratch_limit) return !over_scratch_limit;
+    return total < other.total;
+  }
 };
 
 bool is_bfloat16_token(const std::string& token) {
@@ -264,6 +273,15 @@ std::optional<LayoutResult> search_layout(const ConvolutionShape& shape, Layout 
     const int p = static_cast<int>(pass);
     double fastest = kNever;
     std::string fastest_kernel;
+    // The kernels whose scratch is over the limit, by token, timed only when
+    // nothing else computes the pass.
+    std::vector<std::pair<std::string, OnednnConvolutionOptions>> over_limit;
+    auto within_limit = [&](const ConvolutionEngine& engine, const std::string& token,
+                            const OnednnConvolutionOptions& made_with) {
+      if (engine.pass_scratch_bytes(pass) <= convolution_scratch_limit(shape)) return true;
+      over_limit.emplace_back(token, made_with);
+      return false;
+    };
     for (const std::string& kernel : onednn_convolution_implementations(shape, layout, pass)) {
       OnednnConvolutionOptions one = options;
       one.implementations[p] = kernel;
@@ -276,6 +294,7 @@ std::optional<LayoutResult> search_layout(const ConvolutionShape& shape, Layout 
           engine->prefers_channel_blocked() != first->prefers_channel_blocked()) {
         continue;
       }
+      if (!within_limit(*engine, kernel, one)) continue;
       const double seconds = time_pass(*engine, pass, layouts, arrays, best[p]);
       if (seconds < fastest) {
         fastest = seconds;
@@ -292,6 +311,7 @@ std::optional<LayoutResult> search_layout(const ConvolutionShape& shape, Layout 
       one.implementations[p] = kernel;
       std::unique_ptr<ConvolutionEngine> engine = make_onednn_convolution(shape, one, &why_not);
       if (!engine || engine->kernel(pass) != kernel) continue;
+      if (!within_limit(*engine, kBfloat16KernelPrefix + kernel, one)) continue;
       const double seconds = time_pass(*engine, pass, layouts, arrays, best[p]);
       if (seconds < fastest) {
         fastest = seconds;
@@ -311,6 +331,19 @@ std::optional<LayoutResult> search_layout(const ConvolutionShape& shape, Layout 
       fastest = plain.seconds[p];
       fastest_kernel = plain.engines[p];
     }
+    if (fastest_kernel.empty()) {
+      result.over_scratch_limit = !over_limit.empty();
+      for (const auto& [token, made_with] : over_limit) {
+        std::unique_ptr<ConvolutionEngine> engine =
+            make_onednn_convolution(shape, made_with, &why_not);
+        if (!engine) continue;
+        const double seconds = time_pass(*engine, pass, layouts, arrays, best[p]);
+        if (seconds < fastest) {
+          fastest = seconds;
+          fastest_kernel = token;
+        }
+      }
+    }
     if (fastest_kernel.empty()) return std::nullopt;
     result.choice.engines[p] = fastest_kernel;
     result.choice.seconds[p] = fastest;
@@ -321,10 +354,25 @@ std::optional<LayoutResult> search_layout(const ConvolutionShape& shape, Layout 
 
 }  // namespace
 
+// oneDNN's working memory for one call (its scratchpad) is shared by every
+// layer's calls, so a net holds the largest any of its kernels wants. A
+// kernel may want far more than its layer's own arrays: the GEMM-based
+// weight gradient of ResNet-50's strided 1x1 res5a_branch1 (1024x14x14 ->
+// 2048x7x7, batch 16) wants 96 MiB where input, output and weights take 26;
+// it alone made half of the net's convolution scratch in bf16.
+std::size_t convolution_scratch_limit(const ConvolutionShape& shape) {
+  constexpr std::size_t kFloorBytes = std::size_t{16} << 20;
+  const std::size_t arrays = sizeof(float) * (static_cast<std::size_t>(shape.num) *
+                                                  (shape.input_dim() + shape.output_dim()) +
+                                              shape.weight_count());
+  return std::max(kFloorBytes, arrays);
+}
+
 std::string own_convolution_engines() {
   std::string text = "xtrain " XTRAIN_VERSION_STRING ":";
   for (const std::string& token : all_plain_tokens()) text += " " + token;
-  return text;
+  // Choices made before the scratch limit may hold kernels it leaves out.
+  return text + ", scratch limit";
 }
 
 std::string ConvolutionChoice::to_string() const {
@@ -393,7 +441,7 @@ ConvolutionChoice search_convolution(const ConvolutionShape& shape, NumberType o
   for (Layout layout : kOnednnLayouts) {
     const std::optional<LayoutResult> result =
         search_layout(shape, layout, plain, arrays, best, operands);
-    if (result && result->total < winner.total) winner = *result;
+    if (result && result->beats(winner)) winner = *result;
   }
   return winner.choice;
 }

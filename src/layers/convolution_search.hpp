@@ -54,6 +54,12 @@ struct ConvolutionChoice {
 // out of later runs, so those are timed again.
 std::string own_convolution_engines();
 
+// The most scratch (ConvolutionEngine::pass_scratch_bytes) a candidate may
+// want for one call and still be timed: the larger of 16 MiB and the fp32
+// bytes of the shape's input, output and weights. The search leaves out
+// kernels over it unless no other computes the pass in any layout.
+std::size_t convolution_scratch_limit(const ConvolutionShape& shape);
+
 // Times the candidates for `shape` (see above); takes from a fraction of a
 // second to a few seconds for a large layer. With `operands` kBfloat16 (a
 // bf16 layer on a CPU with bf16 kernels), oneDNN's bf16 kernels join every

@@ -192,8 +192,8 @@ auto backward_data_pd_maker(const dnnl::convolution_forward::primitive_desc& hin
 }
 auto backward_weights_pd_maker(const dnnl::convolution_forward::primitive_desc& hint) {
   return [&hint](const dnnl::convolution_backward_weights::desc& desc) {
-    return dnnl::convolution_backward_weights::primitive_desc(desc, user_scratchpad(),
-                                                              cpu_engine(), hint);
+    return dnnl::convolution_backward_weights::primitive_desc(desc, user_scratchpad(), cpu_engine(),
+                                                              hint);
   };
 }
 
@@ -267,6 +267,18 @@ class OnednnConvolution final : public ConvolutionEngine {
         return implementation_of(backward_weights_pd_);
     }
     return {};
+  }
+
+  std::size_t pass_scratch_bytes(ConvolutionPass pass) const override {
+    switch (pass) {
+      case Pass::kForward:
+        return forward_pd_.scratchpad_desc().get_size();
+      case Pass::kBackwardData:
+        return backward_data_pd_.scratchpad_desc().get_size();
+      case Pass::kBackwardWeights:
+        return backward_weights_pd_.scratchpad_desc().get_size();
+    }
+    return 0;
   }
 
   bool accepts_channel_blocked() const override { return true; }

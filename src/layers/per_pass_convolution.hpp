@@ -31,6 +31,9 @@ class PerPassConvolution final : public ConvolutionEngine {
   }
   // Each engine once, though it may compute several passes.
   std::size_t buffer_bytes() const override;
+  std::size_t pass_scratch_bytes(ConvolutionPass pass) const override {
+    return by_pass_[static_cast<int>(pass)]->pass_scratch_bytes(pass);
+  }
 
   void forward(const float* bottom, const float* weights, const float* bias, float* top) override;
   void backward_data(const float* top_diff, const float* weights, float* bottom_diff) override;
