@@ -22,6 +22,7 @@
 #include "core/thread_device_work.hpp"
 #include "error_message.hpp"
 #include "test_net_text.hpp"
+#include "two_equal_replicas.hpp"
 #include "xtrain/comm.hpp"
 #include "xtrain/layer_registry.hpp"
 #include "xtrain/solver.hpp"
@@ -38,18 +39,8 @@ std::vector<std::string>& events() {
 
 // Two equal replicas whose sums run when waited for, as an NCCL sum spins on
 // the device until its peers join.
-class DeferredSums final : public Communicator {
+class DeferredSums final : public testing::TwoEqualReplicas {
  public:
-  int rank() const override { return 0; }
-  int size() const override { return 2; }
-  std::string backend() const override { return "deferred sums"; }
-  void allreduce_sum(float* data, std::size_t count) override {
-    for (std::size_t i = 0; i < count; ++i) data[i] *= 2;
-  }
-  void allreduce_sum(double*, std::size_t) override {}
-  void broadcast(float*, std::size_t, int) override {}
-  void broadcast(double*, std::size_t, int) override {}
-  void barrier() override {}
   std::unique_ptr<PendingCollective> start_allreduce_sum(float* data, std::size_t count) override {
     events().push_back("start");
     return std::make_unique<Sum>(*this, data, count);
