@@ -12,7 +12,7 @@
 #   lib/      libxtrain and every non-CUDA, non-glibc library they load
 #             (scripts/gpu_bundle_libs.py; RUNPATH $ORIGIN, stand-ins for the
 #             ones never called), so nothing of this machine is needed there
-#   source/   models/, bench/nets/, tests/fixtures/, tools/ (what the tests
+#   source/   models/, bench/nets/, bench/kernels/, tests/fixtures/, tools/ (what the tests
 #             and gpu_check.sh read; XTRAIN_SOURCE_DIR points the tests here)
 #   data/fashion-mnist/  all 10,000 test images and the first
 #             $XTRAIN_BUNDLE_TRAIN_IMAGES (20,000) training images, gzipped IDX
@@ -83,7 +83,7 @@ for file in "${executables[@]}"; do
 done
 
 cp -r models tools "$STAGE/source/"
-cp -r bench/nets "$STAGE/source/bench/"
+cp -r bench/nets bench/kernels "$STAGE/source/bench/"
 cp -r tests/fixtures "$STAGE/source/tests/"
 cp scripts/gpu_check.sh "$STAGE/scripts/"
 

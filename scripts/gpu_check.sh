@@ -12,9 +12,21 @@
 #                for want of a GPU (the two-GPU test skips on one GPU)
 #     memcheck   compute-sanitizer --tool memcheck over GPU/CrossDevice*
 #     racecheck  compute-sanitizer --tool racecheck over GPU/CrossDevice*
+#     replicas   compute-sanitizer --tool memcheck over GPU/ThreadReplicaTraining.*:
+#                two data-parallel replicas on GPU 0 (sums overlapping backward),
+#                and the same with an out-of-memory forced mid-training (the
+#                sums in flight drained, the cache released, the allocation
+#                retried); the two-GPU test runs too when two GPUs are visible
+#     empty      compute-sanitizer --tool memcheck over GPU/EmptyBatch*: every
+#                layer with N = 0 against the CPU, and a net whose Filter
+#                selects nothing
 #     lenet      LeNet on the bundled Fashion-MNIST, the same solver on the GPU
 #                and on the CPU: final test accuracies within 0.003
 #     time       xtrain time --gpu=0 on bench/nets/*.prototxt
+#     kernels    xtrain time --gpu=0 on bench/kernels/*.prototxt: Normalize at
+#                SSD300's conv4_3 (32 x 512 x 38 x 38), Embed at an LSTM
+#                language model's (700 words of 10,000, 650 wide); the
+#                Normalize and Embed rows' forward/backward ms
 #     precision  mixed precision on the GPU (docs/precision.md): LeNet in fp32,
 #                fp16 and bf16 (XTRAIN_CHECK_PRECISION_ITERS, default 2,000
 #                iterations each), the 16-bit accuracies within 0.01 of fp32's,
@@ -29,11 +41,13 @@
 # allows 10 minutes a command) add up to one summary.
 #
 # Time: not measured yet (no GPU where this was written); estimated 15-20
-# minutes on 16 cores + an H100. The limits below let `query tests`,
-# `memcheck racecheck` and `lenet time` each end inside 10 minutes, with a
-# summary, when a step hangs; a step that hits its limit fails, saying so.
+# minutes on 16 cores + an H100 without precision. The limits below let
+# `query tests`, `memcheck racecheck`, `replicas empty kernels` and
+# `lenet time` each end inside 10 minutes, with a summary, when a step hangs;
+# a step that hits its limit fails, saying so.
 # Limits (seconds) and sizes: XTRAIN_CHECK_TESTS_TIMEOUT (540),
-# XTRAIN_CHECK_SANITIZER_TIMEOUT (270 each), XTRAIN_CHECK_LENET_TIMEOUT (420 for
+# XTRAIN_CHECK_SANITIZER_TIMEOUT (270 each), XTRAIN_CHECK_REPLICAS_TIMEOUT (240),
+# XTRAIN_CHECK_EMPTY_TIMEOUT (180), XTRAIN_CHECK_LENET_TIMEOUT (420 for
 # both runs), XTRAIN_CHECK_TIME_TIMEOUT (60 per net), XTRAIN_CHECK_LENET_ITERS
 # (the solver's 10,000), XTRAIN_CHECK_TIME_ITERS (50), XTRAIN_CHECK_TEST_FILTER (GPU/*).
 # Exit status: 0 when every step run passed.
@@ -42,7 +56,7 @@ set -uo pipefail
 BUNDLE=$(cd "$(dirname "$0")/.." && pwd)
 LOGS=${XTRAIN_CHECK_LOGS:-$BUNDLE/check}
 WORK=$BUNDLE/work
-ALL_STEPS="libs query tests memcheck racecheck lenet time precision"
+ALL_STEPS="libs query tests memcheck racecheck replicas empty lenet time kernels precision"
 mkdir -p "$LOGS" "$WORK"
 
 say() { printf '[gpu_check] %s\n' "$*"; }
@@ -229,19 +243,19 @@ sanitizer() {
   done
 }
 
-step_sanitizer() {  # step_sanitizer memcheck|racecheck
-  local tool=$1 log=$LOGS/$1.log san status errors
+step_sanitizer() {  # step_sanitizer STEP memcheck|racecheck FILTER LIMIT
+  local step=$1 tool=$2 filter=$3 limit=$4 log=$LOGS/$1.log san status errors
   : >"$log"
   san=$(sanitizer)
   if [ -z "$san" ]; then
-    record "$tool" FAIL "compute-sanitizer not found" "$log"
+    record "$step" FAIL "compute-sanitizer not found" "$log"
     return 1
   fi
-  gpu_tests "$log" "${XTRAIN_CHECK_SANITIZER_TIMEOUT:-270}" "$san" --tool "$tool" --error-exitcode 99 \
-    --print-limit 50 -- "GPU/CrossDevice*"
+  gpu_tests "$log" "$limit" "$san" --tool "$tool" --error-exitcode 99 \
+    --print-limit 50 -- "$filter"
   status=$?
   errors=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$log" | tail -1 | sed 's/^=* *//')
-  record "$tool" "$([ $status -eq 0 ] && echo PASS || echo FAIL)" \
+  record "$step" "$([ $status -eq 0 ] && echo PASS || echo FAIL)" \
     "${errors:-no sanitizer summary}; $(gtest_figures "$log")$([ $status -eq 124 ] && echo ', timed out')" "$log"
   return $status
 }
@@ -305,6 +319,29 @@ step_time() {
     fi
   done
   record time "$([ $failed -eq 0 ] && echo PASS || echo FAIL)" "fwd+bwd${figures%;}" "$log"
+  return $failed
+}
+
+# --- Normalize and Embed at SSD and LSTM sizes ---------------------------------------------
+step_kernels() {
+  local log=$LOGS/kernels.log net name rows figures="" failed=0
+  : >"$log"
+  for net in "$BUNDLE"/source/bench/kernels/*.prototxt; do
+    name=$(basename "$net" .prototxt)
+    if run_logged "$LOGS/kernels_$name.log" "${XTRAIN_CHECK_TIME_TIMEOUT:-60}" "$BUNDLE/bin/xtrain" time --model="$net" \
+      --gpu=0 --iterations="${XTRAIN_CHECK_TIME_ITERS:-50}"; then
+      # xtrain time's table: layer, type, precision, forward ms, backward ms, share.
+      rows=$(awk '$2 == "Normalize" || $2 == "Embed" { printf "%s %s/%s ms; ", $1, $4, $5 }' "$LOGS/kernels_$name.log")
+      echo "$name: ${rows:-no Normalize or Embed row}" >>"$log"
+      [ -n "$rows" ] || failed=1
+      figures="$figures${rows:-$name no rows; }"
+    else
+      failed=1
+      echo "$name: FAILED, see kernels_$name.log" >>"$log"
+      figures="$figures$name FAILED; "
+    fi
+  done
+  record kernels "$([ $failed -eq 0 ] && echo PASS || echo FAIL)" "fwd/bwd ${figures%; }" "$log"
   return $failed
 }
 
@@ -395,9 +432,12 @@ for step in $steps; do
     libs) step_libs ;;
     query) step_query ;;
     tests) step_tests ;;
-    memcheck | racecheck) step_sanitizer "$step" ;;
+    memcheck | racecheck) step_sanitizer "$step" "$step" "GPU/CrossDevice*" "${XTRAIN_CHECK_SANITIZER_TIMEOUT:-270}" ;;
+    replicas) step_sanitizer replicas memcheck "GPU/ThreadReplicaTraining.*" "${XTRAIN_CHECK_REPLICAS_TIMEOUT:-240}" ;;
+    empty) step_sanitizer empty memcheck "GPU/EmptyBatch*" "${XTRAIN_CHECK_EMPTY_TIMEOUT:-180}" ;;
     lenet) step_lenet ;;
     time) step_time ;;
+    kernels) step_kernels ;;
     precision) step_precision ;;
   esac
 done

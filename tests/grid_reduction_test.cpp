@@ -19,6 +19,7 @@
 
 #include "core/reduction_terms.hpp"
 #include "core/reduction_tiling.hpp"
+#include "grid_reduction_emulation.hpp"
 #include "layer_test_support.hpp"
 #include "layers/batch_norm_math.hpp"
 #include "layers/loss_ops.hpp"
@@ -56,58 +57,7 @@ std::size_t offset_of(const Shape& s, std::size_t channel, std::size_t k) {
   return (k / s.inner * s.channels + channel) * s.inner + k % s.inner;
 }
 
-// ---- The host twin of the kernels: block and thread loops around the shared
-// functions, line for line as in grid_reduction.cuh.
-
-// cuda::DeviceBlockTotal with the threads as a loop.
-struct HostBlockTotal {
-  const ChannelTiling& tiling;
-  Tile tile;
-  template <typename Reduction>
-  typename Reduction::Partial operator()(const Reduction& r) const {
-    std::vector<typename Reduction::Partial> values(kThreads);
-    for (unsigned t = 0; t < kThreads; ++t) {
-      values[t] = reduction::thread_partial(tiling, tile, t, r);
-    }
-    for (unsigned half = kThreads / 2; half > 0; half /= 2) {
-      for (unsigned t = 0; t < kThreads; ++t) reduction::tree_step(values.data(), half, t, r);
-    }
-    return values[0];
-  }
-};
-
-// cuda::reduce_per_channel: each channel's total.
-template <typename TileReducer>
-std::vector<typename TileReducer::Partial> emulate(const ChannelTiling& tiling,
-                                                   const TileReducer& reducer) {
-  using Partial = typename TileReducer::Partial;
-  std::vector<Partial> totals(tiling.channels, reducer.identity());
-  std::vector<Partial> tile_partials(tiling.block_count(), reducer.identity());
-  for (std::size_t block = 0; block < tiling.block_count(); ++block) {  // reduce_tiles_kernel
-    const Tile tile = tiling.tile(block);
-    HostBlockTotal block_total{tiling, tile};
-    const Partial total = reducer.reduce_tile(tile, block_total);
-    if (tiling.needs_combine()) {
-      tile_partials[block] = total;
-    } else {
-      totals[tile.channel] = total;
-    }
-  }
-  if (!tiling.needs_combine()) return totals;
-  const std::size_t tiles = tiling.tiles_per_channel;
-  for (std::size_t channel = 0; channel < tiling.channels; ++channel) {  // combine_tiles_kernel
-    std::vector<Partial> values(kThreads);
-    for (unsigned t = 0; t < kThreads; ++t) {
-      values[t] = reduction::combined_thread_partial(tile_partials.data() + channel * tiles, tiles,
-                                                     t, reducer);
-    }
-    for (unsigned half = kThreads / 2; half > 0; half /= 2) {
-      for (unsigned t = 0; t < kThreads; ++t) reduction::tree_step(values.data(), half, t, reducer);
-    }
-    totals[channel] = values[0];
-  }
-  return totals;
-}
+using testing::emulate;
 
 template <typename Reduction>
 std::vector<typename Reduction::Partial> emulate_sums(const Shape& s, const Reduction& r) {

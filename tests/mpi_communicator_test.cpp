@@ -1,6 +1,7 @@
 // The MPI communicator in real jobs: tests/mpi/comm_probe.cpp started by
 // mpirun with 2 processes.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <string>
@@ -55,10 +56,16 @@ TEST(MpiCommunicator, HangingRankFailsTheOthersWithinTheTimeout) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_NE(result.exit_code, 0) << result.output;
   EXPECT_NE(result.exit_code, 124) << "timeout had to stop mpirun:\n" << result.output;
+  // Rank 0 asked rank 1 whether it is there (it sleeps, so it does not
+  // answer) and names it with its host.
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
   EXPECT_CONTAINS(result.output,
                   "comm_probe: error: rank 0 of 2: allreduce of 431,080 values did not finish "
-                  "within 2 s: another rank died or hangs (raise --collective_timeout if it is "
-                  "just slow)");
+                  "within 2 s: another rank died or hangs: rank 1 (host " +
+                      std::string(host) +
+                      ") did not answer within 2 s (dead, stopped, or cut off from this rank's "
+                      "network; raise --collective_timeout if it is just slow)");
   EXPECT_EQ(result.output.find("allreduce returned"), std::string::npos) << result.output;
   EXPECT_GE(seconds, 2.0);
   EXPECT_LT(seconds, 2.0 + 8.0) << result.output;

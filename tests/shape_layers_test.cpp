@@ -33,6 +33,15 @@ TEST(ReshapeLayerTest, CopiesZerosAndInfersMinusOne) {
   EXPECT_EQ(reshaped({6}, "shape { dim: 2 dim: 3 }"), (std::vector<int>{2, 3}));
 }
 
+// An empty batch: the -1 is what one item would give, so the items keep
+// their shape (the count, 0, cannot say it).
+TEST(ReshapeLayerTest, AnEmptyBatchInfersMinusOneAsOneItemWould) {
+  EXPECT_EQ(reshaped({0, 3, 4, 5}, "shape { dim: 0 dim: -1 }"), (std::vector<int>{0, 60}));
+  EXPECT_EQ(reshaped({0, 3, 4, 5}, "shape { dim: 0 dim: -1 dim: 2 }"),
+            (std::vector<int>{0, 30, 2}));
+  EXPECT_EQ(reshaped({0, 6}, "shape { dim: -1 dim: 3 }"), (std::vector<int>{0, 3}));
+}
+
 TEST(ReshapeLayerTest, AxisAndNumAxesReplaceAPartOfTheShape) {
   // Split axis 1 of (2, 6, 5) into (2, 3).
   EXPECT_EQ(reshaped({2, 6, 5}, "axis: 1 num_axes: 1 shape { dim: 2 dim: 3 }"),

@@ -14,7 +14,7 @@
 
 namespace xtrain::testing {
 
-class TwoEqualReplicas final : public Communicator {
+class TwoEqualReplicas : public Communicator {
  public:
   int rank() const override { return 0; }
   int size() const override { return 2; }

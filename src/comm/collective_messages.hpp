@@ -31,4 +31,23 @@ inline std::string timeout(const std::string& where_text, double timeout_seconds
          " s: another rank died or hangs (raise --collective_timeout if it is just slow)";
 }
 
+// The same, once the rank has asked the others whether they are there:
+// `silent` names those that did not answer within `asked_seconds` ("rank 2
+// (host n2)"), or is empty when every rank answered.
+inline std::string timeout_after_asking(const std::string& where_text, double timeout_seconds,
+                                        const std::string& silent, double asked_seconds) {
+  std::ostringstream seconds, asked;
+  seconds << timeout_seconds;
+  asked << asked_seconds;
+  if (silent.empty()) {
+    return where_text + " did not finish within " + seconds.str() +
+           " s, though every other rank answers: the network is slow or a rank is busy "
+           "outside the exchange (raise --collective_timeout if it is just slow)";
+  }
+  return where_text + " did not finish within " + seconds.str() +
+         " s: another rank died or hangs: " + silent + " did not answer within " + asked.str() +
+         " s (dead, stopped, or cut off from this rank's network; raise --collective_timeout "
+         "if it is just slow)";
+}
+
 }  // namespace xtrain::comm_messages

@@ -10,6 +10,8 @@
 
 #include "comm/mpi_communicator.hpp"
 
+#include "comm/launcher_watchdog.hpp"
+#include "comm/mpi_peer_probe.hpp"
 #include "comm/poll_until_done.hpp"
 
 // The C API only: MPI's deprecated C++ bindings need a library we don't link.
@@ -19,6 +21,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -58,6 +61,10 @@ class MpiSession {
     if (failed_why_ != nullptr) {
       // Open MPI's own MPI_Abort banner can get lost this late in the exit.
       std::fprintf(stderr, "xtrain: %s: MPI_Abort ends the whole job\n", failed_why_);
+      std::fflush(stderr);
+      // The launcher must still reach every node to end the job; a node it
+      // cannot reach (a cut link) makes Open MPI's mpirun wait for ever.
+      guard_against_a_stuck_launcher();
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
     if (owned_) MPI_Finalize();
@@ -73,6 +80,7 @@ class MpiSession {
     if (initialized) {
       MPI_Query_thread(&provided);
     } else {
+      prefer_ring_allreduce();
       // SERIALIZED: any one thread at a time may call, not only the main one.
       const int status = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
       XTRAIN_CHECK(status == MPI_SUCCESS, "MPI_Init_thread failed: ", mpi_error_text(status));
@@ -82,6 +90,17 @@ class MpiSession {
     XTRAIN_CHECK(provided >= MPI_THREAD_SERIALIZED, "this MPI library offers thread level ",
                  provided, " but xtrain needs MPI_THREAD_SERIALIZED (", MPI_THREAD_SERIALIZED,
                  "): use an MPI built with thread support (Debian's libopenmpi-dev is)");
+  }
+
+  // Open MPI runs MPI_Iallreduce with libnbc, which picks the binomial
+  // algorithm (a reduce to rank 0, then a broadcast, each moving the whole
+  // buffer ceil(log2 N) times) for fewer than 4 ranks or an in-place sum --
+  // always, for our in-place buckets. The ring moves 2(N-1)/N of the buffer
+  // per rank: over TCP between nodes, LeNet's iteration at 100 Mbit/s took
+  // 300 -> 160 ms on 2 nodes and 595 -> 250 ms on 3 (docs/distributed.md).
+  // A user's own setting (the variable, or mpirun --mca, which sets it) wins.
+  static void prefer_ring_allreduce() {
+    ::setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "ring", /*overwrite=*/0);
   }
 
   bool owned_ = false;
@@ -117,12 +136,23 @@ class MpiCommunicator final : public Communicator {
     check(MPI_Comm_idup(MPI_COMM_WORLD, &comm_, &request), "communicator setup", 0);
     wait(request, "communicator setup", 0);
     check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "communicator setup", 0);
+    try {
+      probe_ = std::make_unique<MpiPeerProbe>(comm_, rank_, size_, timeout_seconds_);
+    } catch (const Error&) {
+      fail();
+      throw;
+    }
   }
 
   ~MpiCommunicator() override {
     // After a failure a collective is still pending on comm_: leave it to
     // MPI_Abort at exit.
-    if (!failed_ && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    if (failed_) {
+      if (probe_) probe_->abandon();
+      return;
+    }
+    probe_.reset();
+    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
   }
 
   int rank() const override { return rank_; }
@@ -155,6 +185,7 @@ class MpiCommunicator final : public Communicator {
   struct Pending final : PendingCollective {
     Pending(MpiCommunicator& owner_of, std::size_t values) : owner(owner_of), count(values) {}
     bool poll() override {
+      owner.probe_->answer();
       int done = 0;
       owner.check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
                               MPI_STATUSES_IGNORE),
@@ -163,8 +194,7 @@ class MpiCommunicator final : public Communicator {
     }
     void wait() override {
       if (poll_until_done(owner.timeout_seconds_, [&] { return poll(); })) return;
-      owner.fail();
-      throw Error(comm_messages::timeout(owner.where("allreduce", count), owner.timeout_seconds_));
+      throw Error(owner.timed_out("allreduce", count));
     }
     MpiCommunicator& owner;
     std::size_t count;
@@ -231,13 +261,25 @@ class MpiCommunicator final : public Communicator {
   // step of the collective's algorithm), until the request is done.
   void wait(MPI_Request& request, const char* what, std::size_t count) {
     const bool finished = poll_until_done(timeout_seconds_, [&] {
+      if (probe_) probe_->answer();
       int done = 0;
       check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what, count);
       return done != 0;
     });
     if (finished) return;
+    throw Error(timed_out(what, count));
+  }
+
+  // The message of a collective past its deadline, after asking the other
+  // ranks whether they are there (for at most 5 s): it names the silent ones.
+  std::string timed_out(const char* what, std::size_t count) {
     fail();
-    throw Error(comm_messages::timeout(where(what, count), timeout_seconds_));
+    if (!probe_) return comm_messages::timeout(where(what, count), timeout_seconds_);
+    const double asked_seconds = std::min(timeout_seconds_, 5.0);
+    const std::vector<int> silent = probe_->silent_ranks(asked_seconds);
+    return comm_messages::timeout_after_asking(where(what, count), timeout_seconds_,
+                                               silent.empty() ? "" : probe_->describe(silent),
+                                               asked_seconds);
   }
 
   MpiSession& session_;
@@ -246,6 +288,7 @@ class MpiCommunicator final : public Communicator {
   double timeout_seconds_;
   std::size_t max_chunk_;
   MPI_Comm comm_ = MPI_COMM_NULL;
+  std::unique_ptr<MpiPeerProbe> probe_;  // set once comm_ is
   bool failed_ = false;
 };
 

@@ -1,7 +1,9 @@
 #include "core/caching_allocator.hpp"
 
+#include <sstream>
 #include <utility>
 
+#include "core/thread_device_work.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -58,18 +60,32 @@ void* CachingAllocator::take_cached(std::size_t rounded, const void* stream_tag)
 
 void* CachingAllocator::allocate(std::size_t size, const void* stream_tag) {
   const std::size_t rounded = size_class(size);
-  std::lock_guard<std::mutex> lock(mutex_);
-  void* ptr = take_cached(rounded, stream_tag);
+  std::unique_lock<std::mutex> lock(mutex_);
+  const bool injected = injected_out_of_memory_ > 0;
+  if (injected) --injected_out_of_memory_;
+  void* ptr = injected ? nullptr : take_cached(rounded, stream_tag);
   if (!ptr) {
-    ptr = backend_.allocate(rounded);
-    if (!ptr && !cached_.empty()) {
-      release_cached_locked();
-      ptr = backend_.allocate(rounded);
+    ptr = injected ? nullptr : backend_.allocate(rounded);
+    std::size_t released = 0;
+    int drained = 0;
+    if (!ptr && (injected || !cached_.empty())) {
+      // Releasing the cache (cudaFree) waits for everything on the device:
+      // first wait, with a timeout, for what this thread has in flight
+      // (gradient sums spinning until the other replicas join them). Without
+      // the lock: the drain may take long, and other threads may free.
+      if (backend_.drain) {
+        lock.unlock();
+        drained = backend_.drain();
+        lock.lock();
+        if (!injected) ptr = take_cached(rounded, stream_tag);  // freed meanwhile?
+      }
+      if (!ptr) {
+        released = statistics_.cached_bytes;
+        release_cached_locked();
+        ptr = backend_.allocate(rounded);
+      }
     }
-    XTRAIN_CHECK(ptr != nullptr, "out of memory on ", backend_.device_name, " allocating ",
-                 mib(rounded), " MiB (", mib(statistics_.in_use_bytes),
-                 " MiB in use by this process); reduce the batch_size, or use a GPU with more "
-                 "free memory (nvidia-smi shows what else runs on it)");
+    if (!ptr) out_of_memory(rounded, released, drained);
     ++statistics_.backend_allocations;
   }
   in_use_.emplace(ptr, rounded);
@@ -78,6 +94,21 @@ void* CachingAllocator::allocate(std::size_t size, const void* stream_tag) {
     statistics_.peak_in_use_bytes = statistics_.in_use_bytes;
   }
   return ptr;
+}
+
+void CachingAllocator::out_of_memory(std::size_t rounded, std::size_t released,
+                                     int drained) const {
+  std::ostringstream what;
+  what << "out of memory on " << backend_.device_name << " allocating " << mib(rounded)
+       << " MiB";
+  const std::string layer = running_layer();
+  if (!layer.empty()) what << " for " << layer;
+  what << " (" << mib(statistics_.in_use_bytes) << " MiB in use by this process";
+  if (released > 0) what << "; " << mib(released) << " MiB of cached blocks released first";
+  if (drained > 0) what << ", after the gradient sums in flight had finished";
+  what << "); reduce the batch_size, or use a GPU with more free memory (nvidia-smi shows what "
+          "else runs on it)";
+  throw Error(what.str());
 }
 
 void CachingAllocator::free(void* ptr, const void* stream_tag) noexcept {
@@ -112,6 +143,11 @@ void CachingAllocator::forget_stream(const void* stream_tag) {
   for (auto& [rounded, block] : cached_) {
     if (block.stream_tag == stream_tag) block.stream_tag = idle_stream();
   }
+}
+
+void CachingAllocator::inject_out_of_memory(int count) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  injected_out_of_memory_ = count;
 }
 
 CachingAllocator::Statistics CachingAllocator::statistics() const {

@@ -33,6 +33,10 @@ class CachingAllocator {
     // Waits until the work queued on stream `tag` (null: on every stream of
     // the device) has finished.
     std::function<void(const void* tag)> wait;
+    // Waits for the calling thread's work that releasing the cache must not
+    // wait on blindly (gradient sums in flight: core/thread_device_work.hpp);
+    // returns how many drains ran. May throw xtrain::Error. Optional.
+    std::function<int()> drain;
     // "GPU 0": names the device in errors.
     std::string device_name;
   };
@@ -52,8 +56,10 @@ class CachingAllocator {
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
   // A block of at least `size` bytes for work on stream `stream_tag`. When
-  // the backend is out of memory, the cache is released and the request
-  // retried once; then xtrain::Error says how much was asked and held.
+  // the backend is out of memory, the calling thread's pending work is
+  // drained (Backend::drain), the cache released and the request retried
+  // once; then xtrain::Error says how much was asked and held, and for which
+  // layer (core/thread_device_work.hpp).
   void* allocate(std::size_t size, const void* stream_tag);
   // Keeps the block for reuse. Never throws (called from destructors).
   void free(void* ptr, const void* stream_tag) noexcept;
@@ -63,6 +69,10 @@ class CachingAllocator {
   // blocks need no waiting any more (and its tag may be reused by a new one).
   void forget_stream(const void* stream_tag);
   Statistics statistics() const;
+  // A full device, on demand (the tests, gpu_check.sh): each of the next
+  // `count` allocations skips the cache and finds the backend full, so it
+  // drains, releases the cache and retries, as when the device is full.
+  void inject_out_of_memory(int count);
 
   // The size class of a request: multiples of 512 bytes up to 1 MiB, of
   // 1 MiB above (coarser classes for large blocks: shapes change less).
@@ -78,12 +88,14 @@ class CachingAllocator {
   // The tag of blocks whose stream has finished: reused without waiting.
   static const void* idle_stream();
   void release_cached_locked();
+  [[noreturn]] void out_of_memory(std::size_t rounded, std::size_t released, int drained) const;
 
   Backend backend_;
   mutable std::mutex mutex_;
   std::multimap<std::size_t, CachedBlock> cached_;  // by size class
   std::unordered_map<void*, std::size_t> in_use_;   // ptr -> size class
   Statistics statistics_;
+  int injected_out_of_memory_ = 0;
 };
 
 }  // namespace xtrain

@@ -13,6 +13,13 @@ namespace xtrain::device_memory {
 // the device's ordinal. free never throws.
 void* allocate(std::size_t size, int* device);
 void free(void* ptr, int device) noexcept;
+// A full GPU on demand, for the tests and the GPU check: the next `count`
+// allocations on `device` find it full and take the out-of-memory path
+// (drain this thread's sums in flight, release the cache, retry:
+// CachingAllocator::inject_out_of_memory). cache_releases counts the blocks
+// the device's cache has handed back to cudaFree so far.
+void inject_out_of_memory(int device, int count);
+std::size_t cache_releases(int device);
 // On the calling thread's stream. zero returns at once; copy_to_host and
 // copy_to_device return when the data is there (the host reads it, or may
 // overwrite its buffer at once).

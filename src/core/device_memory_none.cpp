@@ -16,6 +16,8 @@ namespace {
 
 void* allocate(std::size_t, int*) { no_cuda(); }
 void free(void*, int) noexcept {}
+void inject_out_of_memory(int, int) { no_cuda(); }
+std::size_t cache_releases(int) { return 0; }
 void zero(void*, std::size_t, int) { no_cuda(); }
 void copy_to_host(void*, const void*, std::size_t, int) { no_cuda(); }
 void copy_to_device(void*, const void*, std::size_t, int) { no_cuda(); }

@@ -3,6 +3,7 @@
 #include "core/cpu_isa.hpp"
 #include "core/engine_hooks.hpp"
 #include "core/number_rounding.hpp"
+#include "core/thread_device_work.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -152,6 +153,7 @@ void forget_dead_layouts_before_backward(const BlobVec& top,
 float Layer::forward(const BlobVec& bottom, const BlobVec& top) {
   const EngineHooks& hooks = engine_hooks(*this);
   if (hooks.absorbed_by_previous_layer()) return 0.0f;
+  const RunningLayer running(name(), type(), "forward");  // for an out-of-memory error
   reshape(bottom, top);
   if (device_.is_gpu()) {
     forward_gpu(bottom, top);
@@ -174,6 +176,7 @@ float Layer::forward(const BlobVec& bottom, const BlobVec& top) {
 void Layer::backward(const BlobVec& top, const std::vector<bool>& propagate_down,
                      const BlobVec& bottom) {
   if (engine_hooks(*this).absorbed_by_previous_layer()) return;
+  const RunningLayer running(name(), type(), "backward");
   if (device_.is_gpu()) {
     backward_gpu(top, propagate_down, bottom);
   } else {

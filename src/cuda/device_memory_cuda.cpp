@@ -8,6 +8,7 @@
 #include "core/aligned_host_memory.hpp"
 #include "core/caching_allocator.hpp"
 #include "core/device_memory.hpp"
+#include "core/thread_device_work.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_context.hpp"
 #include "cuda/device_guard.hpp"
@@ -43,6 +44,9 @@ CachingAllocator::Backend cuda_backend(int device) {
       cudaStreamSynchronize(static_cast<cudaStream_t>(const_cast<void*>(stream_tag)));
     }
   };
+  // The calling thread's gradient sums in flight finish before cudaFree
+  // waits for the device (core/thread_device_work.hpp).
+  backend.drain = [] { return drain_pending_work(); };
   return backend;
 }
 
@@ -92,6 +96,14 @@ void free(void* ptr, int device) noexcept {
   } catch (...) {
   }
   allocator_for(device).free(ptr, tag);
+}
+
+void inject_out_of_memory(int device, int count) {
+  allocator_for(device).inject_out_of_memory(count);
+}
+
+std::size_t cache_releases(int device) {
+  return allocator_for(device).statistics().backend_releases;
 }
 
 void zero(void* ptr, std::size_t size, int device) {

@@ -8,6 +8,8 @@
 namespace xtrain {
 
 void BatchNormLayer::forward_gpu(const BlobVec& bottom, const BlobVec& top) {
+  // An empty batch (N = 0): nothing to normalise, no statistic moves.
+  if (bottom[0]->count() == 0) return;
   if (!gpu_statistics_) reshape_gpu(bottom[0]->count());  // device set after reshape
   const cuda::BatchNormShape shape = gpu_shape();
   const float* input = bottom[0]->gpu_data();
@@ -43,6 +45,7 @@ void BatchNormLayer::forward_gpu(const BlobVec& bottom, const BlobVec& top) {
 
 void BatchNormLayer::backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                   const BlobVec& bottom) {
+  if (bottom[0]->count() == 0) return;  // an empty batch
   cuda::BatchNormScaleBias scale_bias;
   if (scale_bias_) {
     scale_bias.scale = blobs_[kScaleBlob]->gpu_data();

@@ -136,6 +136,8 @@ void BatchNormLayer::layer_setup(const BlobVec& bottom, const BlobVec&) {
 }
 
 void BatchNormLayer::forward_cpu(const BlobVec& bottom, const BlobVec& top) {
+  // An empty batch (N = 0): nothing to normalise, no statistic moves.
+  if (bottom[0]->count() == 0) return;
   forward_layout_ = per_channel_forward_layout(blocked_supported_, in_place_, *bottom[0], *top[0],
                                                writes_channel_blocked_top(0));
   kept_->set_type(kept_type());
@@ -192,6 +194,7 @@ void BatchNormLayer::forward_cpu(const BlobVec& bottom, const BlobVec& top) {
 
 void BatchNormLayer::backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                   const BlobVec& bottom) {
+  if (bottom[0]->count() == 0) return;  // an empty batch
   float* scale_diff = learned_diff(kScaleBlob);
   float* bias_diff = learned_diff(kBiasBlob);
   if (!propagate_down[0] && !scale_diff && !bias_diff) return;

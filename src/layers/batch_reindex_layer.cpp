@@ -9,8 +9,8 @@
 // than batch size"); the indices get no gradient, and asking for one is an
 // error.
 //
-// The GPU runs Embed's row gather and its in-order row sums
-// (cuda/copy_kernels.hpp): x plays Embed's weight table, the indices its
+// The GPU runs Embed's row gather and its segmented row sums
+// (layers/row_segments.hpp): x plays Embed's weight table, the indices its
 // bottom, so both devices add each item's gradients in the same order.
 #include <algorithm>
 #include <cstddef>
@@ -26,6 +26,7 @@
 
 #ifdef XTRAIN_USE_CUDA
 #include "layers/copy_kernels.hpp"
+#include "layers/row_gradient.hpp"
 #include "cuda/math_gpu.hpp"
 #endif
 
@@ -80,7 +81,7 @@ class BatchReindexLayer : public Layer {
     const float* dy = top[0]->cpu_diff();
     float* dx = bottom[0]->mutable_cpu_diff();
     std::fill(dx, dx + bottom[0]->count(), 0.0f);
-    const ops::Add add;  // what cuda::embed_weight_backward applies, in the same order
+    const ops::Add add;  // what the GPU's segmented sums apply, in the same order
     for (std::size_t k = 0; k < bottom[1]->count(); ++k) {
       float* target = dx + row(indices[k]) * item_size_;
       const float* source = dy + k * item_size_;
@@ -101,9 +102,13 @@ class BatchReindexLayer : public Layer {
     if (!propagate_down[0]) return;
     float* dx = bottom[0]->mutable_gpu_diff();
     math::gpu::set(bottom[0]->count(), 0.0f, dx);
-    cuda::embed_weight_backward(bottom[1]->gpu_data(), top[0]->gpu_diff(), dx, bottom[1]->count(),
-                                static_cast<int>(item_size_));
+    const float* indices = bottom[1]->cpu_data();  // checked by forward
+    gradient_.add(
+        bottom[1]->count(), [indices](std::size_t k) { return row(indices[k]); }, item_size_,
+        top[0]->gpu_diff(), dx);
   }
+
+  DeviceRowGradient gradient_;
 #endif
 
  private:

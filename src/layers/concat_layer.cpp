@@ -119,7 +119,7 @@ class ConcatLayer : public Layer, public EngineHooks {
 #ifdef XTRAIN_USE_CUDA
   // One strided copy per bottom (see axis_parts.hpp).
   void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    if (bottom.size() == 1) return;
+    if (bottom.size() == 1 || outer_ == 0) return;
     float* output = top[0]->mutable_gpu_data();
     for_each_axis_part(
         *top[0], bottom, axis_, inner_,
@@ -131,7 +131,7 @@ class ConcatLayer : public Layer, public EngineHooks {
 
   void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
-    if (bottom.size() == 1) return;
+    if (bottom.size() == 1 || outer_ == 0) return;
     const float* output_diff = top[0]->gpu_diff();
     for_each_axis_part(
         *top[0], bottom, axis_, inner_,
@@ -149,6 +149,7 @@ class ConcatLayer : public Layer, public EngineHooks {
   // by top row (outer index) when there are several, else by bottom.
   template <typename Copy>
   void for_each_piece(const BlobVec& bottom, Copy copy) const {
+    if (outer_ == 0) return;  // an empty batch: no rows (and no arrays to copy)
     std::vector<std::size_t> blocks;   // bottom i's values per row
     std::vector<std::size_t> offsets;  // where they start in a top row
     std::size_t top_block = 0;

@@ -59,6 +59,7 @@ class ContrastiveLossLayer : public LossLayer {
 
  protected:
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    if (empty_batch(num_, top)) return;
     const std::size_t count = bottom[0]->count();
     const float* a = bottom[0]->cpu_data();
     const float* b = bottom[1]->cpu_data();
@@ -80,6 +81,7 @@ class ContrastiveLossLayer : public LossLayer {
 
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
+    if (num_ == 0) return;
     refuse_gradient_to(propagate_down, 2, "similarity labels");
     const float margin = param_.contrastive_loss_param().margin();
     const bool legacy = param_.contrastive_loss_param().legacy_version();
@@ -105,6 +107,7 @@ class ContrastiveLossLayer : public LossLayer {
 
 #ifdef XTRAIN_USE_CUDA
   void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    if (empty_batch(num_, top)) return;
     const std::size_t count = bottom[0]->count();
     float* difference = difference_.mutable_gpu_data();
     cuda::subtract(bottom[0]->gpu_data(), bottom[1]->gpu_data(), difference, count);
@@ -119,6 +122,7 @@ class ContrastiveLossLayer : public LossLayer {
 
   void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
+    if (num_ == 0) return;
     refuse_gradient_to(propagate_down, 2, "similarity labels");
     for (int i = 0; i < 2; ++i) {
       if (static_cast<int>(propagate_down.size()) <= i || !propagate_down[i]) continue;

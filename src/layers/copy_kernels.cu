@@ -1,10 +1,13 @@
-// The kernels of Crop, Tile and Embed: copies through an index map, the sums
-// of their gradients with the Add functor, in the CPU loops' order.
+// The kernels of Crop, Tile and Embed (whose row gather BatchReindex and
+// Filter share): copies through an index map, the sums of their gradients
+// with the Add functor, in the CPU loops' order (Embed's: the segmented sums
+// of layers/row_segments.hpp).
 #include "layers/copy_kernels.hpp"
 #include "cuda/cuda_context.hpp"
 #include "cuda/kernel_launch.cuh"
 #include "layers/loss_reduce.cuh"
 #include "layers/embed_ops.hpp"
+#include "layers/row_segments.hpp"
 
 namespace xtrain::cuda {
 namespace {
@@ -59,16 +62,11 @@ __global__ void embed_forward_kernel(std::size_t n, int num_output, const float*
   }
 }
 
-__global__ void embed_weight_backward_kernel(std::size_t positions, int num_output,
-                                             const float* indices, const float* dy,
-                                             float* weight_diff) {
-  const ops::Add add;
-  for (std::size_t column = grid_start(); column < static_cast<std::size_t>(num_output);
-       column += grid_stride()) {
-    for (std::size_t p = 0; p < positions; ++p) {
-      float* target = weight_diff + static_cast<std::size_t>(indices[p]) * num_output + column;
-      *target = add(*target, dy[p * num_output + column]);
-    }
+__global__ void add_row_segments_kernel(ops::RowSegments plan, const float* source,
+                                        float* target) {
+  const std::size_t n = plan.threads();
+  for (std::size_t j = grid_start(); j < n; j += grid_stride()) {
+    ops::add_segment_column(plan, source, target, j);
   }
 }
 
@@ -102,12 +100,8 @@ void embed_forward(const float* indices, const float* weights, float* y, std::si
   launch_for(n, stream(), embed_forward_kernel, n, num_output, indices, weights, y);
 }
 
-void embed_weight_backward(const float* indices, const float* dy, float* weight_diff,
-                           std::size_t positions, int num_output) {
-  if (positions == 0 || num_output <= 0) return;
-  embed_weight_backward_kernel<<<blocks_for(num_output), kThreadsPerBlock, 0, stream()>>>(
-      positions, num_output, indices, dy, weight_diff);
-  check_launch();
+void add_row_segments(const ops::RowSegments& plan, const float* source, float* target) {
+  launch_for(plan.threads(), stream(), add_row_segments_kernel, plan, source, target);
 }
 
 }  // namespace xtrain::cuda

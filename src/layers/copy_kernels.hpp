@@ -1,11 +1,12 @@
 // CUDA launchers of the layers that move values by an index map: Crop, Tile
-// and Embed. Device pointers; the calling thread's stream. Compiled only in
-// CUDA builds.
+// and Embed (and BatchReindex, Filter). Device pointers; the calling thread's stream. Compiled only
+// in CUDA builds.
 #pragma once
 
 #include <cstddef>
 
 #include "layers/crop_geometry.hpp"
+#include "layers/row_segments.hpp"
 
 namespace xtrain::cuda {
 
@@ -25,8 +26,9 @@ long long embed_first_invalid_index(const float* indices, std::size_t positions,
 // y[p, n] = weights[index_p, n]
 void embed_forward(const float* indices, const float* weights, float* y, std::size_t positions,
                    int num_output);
-// weight_diff[index_p, n] += dy[p, n] over p in order (one thread per n: deterministic).
-void embed_weight_backward(const float* indices, const float* dy, float* weight_diff,
-                           std::size_t positions, int num_output);
+// The segmented sums of layers/row_segments.hpp: target[r, j] += source[p, j]
+// over the positions p of row r, in increasing p (one thread per segment and
+// column); `plan` points to device memory.
+void add_row_segments(const ops::RowSegments& plan, const float* source, float* target);
 
 }  // namespace xtrain::cuda

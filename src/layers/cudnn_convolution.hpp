@@ -63,6 +63,7 @@ class CudnnConvolution {
 
   std::string where_;
   bool has_shape_ = false;
+  bool empty_ = false;  // no values in or out (N = 0): every pass does nothing
   ConvolutionShape shape_;
   DeviceScratch workspace_;
 

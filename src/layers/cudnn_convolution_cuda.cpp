@@ -130,6 +130,17 @@ void CudnnConvolution::set_shape(const ConvolutionShape& shape) {
   if (has_shape_ && shape == shape_) return;
   has_shape_ = false;  // until every descriptor took the new shape
   const Im2colGeometry& g = shape.geometry;
+  // An empty batch (N = 0, after a Filter that selected nothing): cuDNN
+  // rejects such descriptors, and there is nothing to compute; the passes
+  // return at once (the filter and bias gradients get nothing added).
+  empty_ = shape.num == 0 || g.channels == 0 || shape.num_output == 0 ||
+           static_cast<std::size_t>(g.height) * g.width == 0 ||
+           static_cast<std::size_t>(shape.out_height()) * shape.out_width() == 0;
+  if (empty_) {
+    shape_ = shape;
+    has_shape_ = true;
+    return;
+  }
   input_.set(shape.num, g.channels, g.height, g.width);
   output_.set(shape.num, shape.num_output, shape.out_height(), shape.out_width());
   input_bias_.set(1, g.channels, 1, 1);
@@ -242,6 +253,7 @@ void CudnnConvolution::choose_backward_filter(const float* x, const float* dy) {
 }
 
 void CudnnConvolution::forward(const float* x, const float* w, const float* bias, float* y) {
+  if (empty_) return;
   if (!forward_chosen_) choose_forward(x, w, y);
   void* space = workspace_.reserve(forward_workspace_);
   XTRAIN_CUDNN_CHECK(cudnnConvolutionForward(
@@ -251,6 +263,7 @@ void CudnnConvolution::forward(const float* x, const float* w, const float* bias
 }
 
 void CudnnConvolution::backward_data(const float* dy, const float* w, float* dx) {
+  if (empty_) return;
   if (!backward_data_chosen_) choose_backward_data(dy, w, dx);
   void* space = workspace_.reserve(backward_data_workspace_);
   XTRAIN_CUDNN_CHECK(cudnnConvolutionBackwardData(
@@ -259,6 +272,7 @@ void CudnnConvolution::backward_data(const float* dy, const float* w, float* dx)
 }
 
 void CudnnConvolution::backward_filter(const float* x, const float* dy, float* dw) {
+  if (empty_) return;
   if (!backward_filter_chosen_) choose_backward_filter(x, dy);
   void* space = workspace_.reserve(backward_filter_workspace_);
   // beta = 1: dw += dE/dw.
@@ -268,6 +282,7 @@ void CudnnConvolution::backward_filter(const float* x, const float* dy, float* d
 }
 
 void CudnnConvolution::add_bias(Side side, const float* bias, float* data) {
+  if (empty_) return;
   const bool input = side == Side::kInput;
   // C = alpha * A + beta * C with A the (1, C, 1, 1) bias broadcast over C.
   XTRAIN_CUDNN_CHECK(cudnnAddTensor(cudnn_handle(), cudnn_one(),
@@ -276,6 +291,7 @@ void CudnnConvolution::add_bias(Side side, const float* bias, float* data) {
 }
 
 void CudnnConvolution::accumulate_bias_gradient(Side side, const float* diff, float* bias_diff) {
+  if (empty_) return;
   const bool input = side == Side::kInput;
   // db = alpha * sum over (n, h, w) of dy + beta * db, beta = 1 to accumulate.
   XTRAIN_CUDNN_CHECK(cudnnConvolutionBackwardBias(

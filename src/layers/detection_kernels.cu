@@ -1,8 +1,10 @@
 // The kernels of Permute and Normalize: each thread computes what one
-// iteration of the CPU loop computes, with the same functions.
+// iteration of the CPU loop computes, with the same functions; Normalize's
+// long sums are grid-wide reductions (layers/normalize_ops.hpp).
 #include "cuda/cuda_context.hpp"
-#include "layers/detection_kernels.hpp"
+#include "cuda/grid_reduction.cuh"
 #include "cuda/kernel_launch.cuh"
+#include "layers/detection_kernels.hpp"
 
 namespace xtrain::cuda {
 namespace {
@@ -51,27 +53,6 @@ __global__ void normalize_backward_kernel(std::size_t n, ops::NormalizeGeometry 
   }
 }
 
-__global__ void normalize_channel_gradients_kernel(ops::NormalizeGeometry geometry, const float* x,
-                                                   const float* dy, const float* norms,
-                                                   float* partial) {
-  for (std::size_t c = grid_start(); c < geometry.channels; c += grid_stride()) {
-    partial[c] = ops::normalize_channel_scale_gradient(geometry, x, dy, norms, c);
-  }
-}
-
-// One thread: the channels' parts added in order, as the CPU loop adds them.
-__global__ void normalize_add_scale_gradient_kernel(ops::NormalizeGeometry geometry,
-                                                    const float* partial, float* scale_diff) {
-  if (grid_start() != 0) return;
-  if (geometry.channel_shared) {
-    float sum = 0;
-    for (std::size_t c = 0; c < geometry.channels; ++c) sum += partial[c];
-    scale_diff[0] += sum;
-  } else {
-    for (std::size_t c = 0; c < geometry.channels; ++c) scale_diff[c] += partial[c];
-  }
-}
-
 }  // namespace
 
 void permute_forward(const float* bottom, float* top, std::size_t n,
@@ -84,39 +65,45 @@ void permute_backward(const float* top_diff, float* bottom_diff, std::size_t n,
   launch_for(n, stream(), permute_backward_kernel, n, geometry, top_diff, bottom_diff);
 }
 
+// A position's group (across_spatial: false) is C values: one thread each.
+// A whole item's (across_spatial) is C x S: a grid-wide reduction per item.
 void normalize_forward(const ops::NormalizeGeometry& geometry, float eps, const float* x,
                        const float* scale, float* norms, float* y) {
   const std::size_t n = geometry.num * geometry.channels * geometry.spatial;
   if (n == 0) return;
-  normalize_norms_kernel<<<blocks_for(geometry.groups()), kThreadsPerBlock, 0, stream()>>>(
-      geometry, eps, x, norms);
-  check_launch();
-  normalize_forward_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream()>>>(n, geometry, x, scale,
-                                                                             norms, y);
-  check_launch();
+  if (geometry.across_spatial) {
+    reduce_per_channel(ops::normalize_group_tiling(geometry),
+                       reduction::SingleSweep<ops::NormalizeSquaresOf>{{x}},
+                       ops::StoreNorm{norms, eps}, stream());
+  } else {
+    launch_for(geometry.groups(), stream(), normalize_norms_kernel, geometry, eps, x, norms);
+  }
+  launch_for(n, stream(), normalize_forward_kernel, n, geometry, x, scale, norms, y);
 }
 
 void normalize_backward(const ops::NormalizeGeometry& geometry, const float* x, const float* dy,
                         const float* scale, const float* norms, float* dots, float* dx) {
   const std::size_t n = geometry.num * geometry.channels * geometry.spatial;
   if (n == 0) return;
-  normalize_dots_kernel<<<blocks_for(geometry.groups()), kThreadsPerBlock, 0, stream()>>>(
-      geometry, x, dy, scale, dots);
-  check_launch();
-  normalize_backward_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream()>>>(
-      n, geometry, x, dy, scale, norms, dots, dx);
-  check_launch();
+  if (geometry.across_spatial) {
+    reduce_per_channel(ops::normalize_group_tiling(geometry),
+                       reduction::SingleSweep<ops::NormalizeScaledDotsOf>{{geometry, x, dy, scale}},
+                       ops::StoreSum{dots}, stream());
+  } else {
+    launch_for(geometry.groups(), stream(), normalize_dots_kernel, geometry, x, dy, scale, dots);
+  }
+  launch_for(n, stream(), normalize_backward_kernel, n, geometry, x, dy, scale, norms, dots, dx);
 }
 
+// Many blocks per channel (or over everything, for a shared scale), in
+// double, in an order fixed by the shape; no float atomics.
 void normalize_scale_backward(const ops::NormalizeGeometry& geometry, const float* x,
-                              const float* dy, const float* norms, float* partial,
-                              float* scale_diff) {
-  if (geometry.channels == 0) return;
-  normalize_channel_gradients_kernel<<<blocks_for(geometry.channels), kThreadsPerBlock, 0,
-                                       stream()>>>(geometry, x, dy, norms, partial);
-  check_launch();
-  normalize_add_scale_gradient_kernel<<<1, 1, 0, stream()>>>(geometry, partial, scale_diff);
-  check_launch();
+                              const float* dy, const float* norms, float* scale_diff) {
+  if (geometry.num * geometry.channels * geometry.spatial == 0) return;
+  reduce_per_channel(
+      ops::normalize_scale_tiling(geometry),
+      reduction::SingleSweep<ops::NormalizeScaleGradientOf>{{geometry, x, dy, norms}},
+      ops::AddSum{scale_diff}, stream());
 }
 
 }  // namespace xtrain::cuda

@@ -1,6 +1,7 @@
 // CUDA launchers of the SSD layers that compute on the device: Permute (a
 // copy through layers/permute_geometry.hpp) and Normalize (the functions of
-// layers/normalize_ops.hpp, one thread per group, element or channel).
+// layers/normalize_ops.hpp: one thread per element or short group, grid-wide
+// reductions for the long sums).
 // Device pointers; the calling thread's stream. Compiled only in CUDA builds.
 #pragma once
 
@@ -24,10 +25,9 @@ void normalize_forward(const ops::NormalizeGeometry& geometry, float eps, const 
 // dots[g] for every group (scratch), then dx.
 void normalize_backward(const ops::NormalizeGeometry& geometry, const float* x, const float* dy,
                         const float* scale, const float* norms, float* dots, float* dx);
-// partial[c] for every channel (scratch), then added to scale_diff (summed
-// into scale_diff[0] when the scale is shared).
+// scale_diff[c] += the channel's sum of dy x / n (scale_diff[0] += the sum
+// over every element when the scale is shared); nothing for an empty bottom.
 void normalize_scale_backward(const ops::NormalizeGeometry& geometry, const float* x,
-                              const float* dy, const float* norms, float* partial,
-                              float* scale_diff);
+                              const float* dy, const float* norms, float* scale_diff);
 
 }  // namespace xtrain::cuda

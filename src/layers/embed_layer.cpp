@@ -25,6 +25,7 @@
 #ifdef XTRAIN_USE_CUDA
 #include "layers/copy_kernels.hpp"
 #include "layers/loss_kernels.hpp"
+#include "layers/row_gradient.hpp"
 #endif
 
 namespace xtrain {
@@ -107,7 +108,7 @@ class EmbedLayer : public Layer {
         const int index = index_at(*bottom[0], indices, p);
         const float* source = dy + p * num_output_;
         float* target = weight_diff + static_cast<std::size_t>(index) * num_output_;
-        const ops::Add add;  // the functor cuda::embed_weight_backward applies
+        const ops::Add add;  // the functor of the GPU's segmented sums (layers/row_segments.hpp)
         for (int n = 0; n < num_output_; ++n) target[n] = add(target[n], source[n]);
       }
     }
@@ -127,9 +128,13 @@ class EmbedLayer : public Layer {
                     const BlobVec& bottom) override {
     refuse_index_gradient(propagate_down);
     const float* dy = top[0]->gpu_diff();
-    if (param_propagate_down(0)) {  // the indices were checked by forward_gpu
-      cuda::embed_weight_backward(bottom[0]->gpu_data(), dy, blobs_[0]->mutable_gpu_diff(),
-                                  positions_, num_output_);
+    if (param_propagate_down(0)) {
+      // Checked by forward_gpu; read on the host, where the sums are planned
+      // (usually a data layer's copy, already there).
+      const float* indices = bottom[0]->cpu_data();
+      weight_gradient_.add(
+          positions_, [indices](std::size_t p) { return static_cast<std::size_t>(indices[p]); },
+          static_cast<std::size_t>(num_output_), dy, blobs_[0]->mutable_gpu_diff());
     }
     add_bias_gradient(device(), dy);
   }
@@ -143,6 +148,7 @@ class EmbedLayer : public Layer {
   }
 
   Blob scratch_;  // device memory for the index check
+  DeviceRowGradient weight_gradient_;
 #endif
 
  private:

@@ -37,6 +37,7 @@ class EuclideanLossLayer : public LossLayer {
 
  protected:
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    if (empty_batch(bottom[0]->shape(0), top)) return;
     const std::size_t count = bottom[0]->count();
     const float* a = bottom[0]->cpu_data();
     const float* b = bottom[1]->cpu_data();
@@ -49,6 +50,7 @@ class EuclideanLossLayer : public LossLayer {
 
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
+    if (bottom[0]->shape(0) == 0) return;
     for_each_gradient(top, propagate_down, bottom, [&](int i, float scale) {
       const std::size_t count = bottom[i]->count();
       const float* difference = difference_.cpu_data();
@@ -60,6 +62,7 @@ class EuclideanLossLayer : public LossLayer {
 
 #ifdef XTRAIN_USE_CUDA
   void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    if (empty_batch(bottom[0]->shape(0), top)) return;
     const std::size_t count = bottom[0]->count();
     float* difference = difference_.mutable_gpu_data();
     cuda::subtract(bottom[0]->gpu_data(), bottom[1]->gpu_data(), difference, count);
@@ -69,6 +72,7 @@ class EuclideanLossLayer : public LossLayer {
 
   void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
+    if (bottom[0]->shape(0) == 0) return;
     for_each_gradient(top, propagate_down, bottom, [&](int i, float scale) {
       cuda::scale_values(difference_.gpu_data(), scale, bottom[i]->mutable_gpu_diff(),
                          bottom[i]->count());

@@ -9,8 +9,9 @@
 // Caffe's quirk kept: at setup, before any forward, the tops have all N items,
 // so that the layers after it can be set up.
 //
-// The GPU runs Embed's row gather and row sums (cuda/copy_kernels.hpp) with
-// the selected items as the indices.
+// The GPU runs Embed's row gather (cuda/copy_kernels.hpp) with the selected
+// items as the indices, and backward the segmented row sums of
+// layers/row_segments.hpp (here one position per row: a parallel scatter).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@
 
 #ifdef XTRAIN_USE_CUDA
 #include "layers/copy_kernels.hpp"
+#include "layers/row_gradient.hpp"
 #include "cuda/math_gpu.hpp"
 #endif
 
@@ -120,13 +122,13 @@ class FilterLayer : public Layer {
   void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
     refuse_selector_gradient(propagate_down);
-    const float* rows = selected_rows_gpu();
     for (std::size_t t = 0; t < top.size(); ++t) {
       if (!propagate_down[t]) continue;
       float* dx = bottom[t]->mutable_gpu_diff();
       math::gpu::set(bottom[t]->count(), 0.0f, dx);
-      cuda::embed_weight_backward(rows, top[t]->gpu_diff(), dx, selected_.size(),
-                                  item_size(*bottom[t]));
+      gradient_.add(
+          selected_.size(), [this](std::size_t i) { return selected_[i]; },
+          bottom[t]->count(1), top[t]->gpu_diff(), dx);
     }
   }
 
@@ -144,6 +146,7 @@ class FilterLayer : public Layer {
   }
 
   Blob rows_;
+  DeviceRowGradient gradient_;
 #endif
 
  private:

@@ -34,6 +34,7 @@ class HingeLossLayer : public LossLayer {
 
  protected:
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    if (empty_batch(num_, top)) return;
     const std::size_t count = bottom[0]->count();
     const std::size_t classes = count / num_;
     const float* scores = bottom[0]->cpu_data();
@@ -52,6 +53,7 @@ class HingeLossLayer : public LossLayer {
 
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
+    if (num_ == 0) return;
     refuse_gradient_to(propagate_down, 1, "labels");
     if (propagate_down.empty() || !propagate_down[0]) return;
     const std::size_t count = bottom[0]->count();
@@ -76,6 +78,7 @@ class HingeLossLayer : public LossLayer {
 
 #ifdef XTRAIN_USE_CUDA
   void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    if (empty_batch(num_, top)) return;
     const std::size_t count = bottom[0]->count();
     const int classes = static_cast<int>(count / num_);
     const float* labels = bottom[1]->gpu_data();
@@ -90,6 +93,7 @@ class HingeLossLayer : public LossLayer {
 
   void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
+    if (num_ == 0) return;
     refuse_gradient_to(propagate_down, 1, "labels");
     if (propagate_down.empty() || !propagate_down[0]) return;
     const ops::HingeGradient gradient = hinge_gradient(top[0]->cpu_diff()[0]);

@@ -55,8 +55,6 @@ int LossLayer::reshape_per_sample_loss(const BlobVec& bottom, const BlobVec& top
                                        const char* predictions) const {
   reshape_loss_top(bottom, top);
   const int num = bottom[0]->shape(0);
-  XTRAIN_CHECK(num > 0, where(), ": the ", predictions, " ", bottom_name(0), " of shape ",
-               bottom[0]->shape_string(), " hold no samples");
   XTRAIN_CHECK(bottom[1]->count() == static_cast<std::size_t>(num), where(), ": the labels ",
                bottom_name(1), " of shape ", bottom[1]->shape_string(),
                " must hold one label per sample (N x 1 x 1 x 1): ", num, " values for ",

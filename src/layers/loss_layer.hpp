@@ -50,10 +50,19 @@ class LossLayer : public Layer {
   // "'label' (bottom 1)", or "bottom 1" for a layer built without names.
   std::string bottom_name(int index) const;
   // For losses with one label per sample (bottom 0 is N x ...): checks that
-  // there are samples and that bottom 1 holds N labels, makes top 0 a
-  // scalar, and returns N. `predictions` is what bottom 0 holds ("scores").
+  // bottom 1 holds N labels, makes top 0 a scalar, and returns N (0 for an
+  // empty batch). `predictions` is what bottom 0 holds ("scores").
   int reshape_per_sample_loss(const BlobVec& bottom, const BlobVec& top,
                               const char* predictions) const;
+  // An empty batch (N = 0, after a Filter that selected nothing): the loss
+  // of no samples is 0, written to top 0, and there is nothing to divide by
+  // N or to differentiate. True when `samples` is 0; forward and backward
+  // then return (docs/layers.md, "Empty batches").
+  static bool empty_batch(int samples, const BlobVec& top) {
+    if (samples != 0) return false;
+    top[0]->mutable_cpu_data()[0] = 0.0f;
+    return true;
+  }
 #ifdef XTRAIN_USE_CUDA
   // Device memory for cuda::LossTotals (the sums a GPU forward pass reads
   // back to the host).

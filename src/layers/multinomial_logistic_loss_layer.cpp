@@ -31,11 +31,12 @@ class MultinomialLogisticLossLayer : public LossLayer {
 
   void reshape(const BlobVec& bottom, const BlobVec& top) override {
     num_ = reshape_per_sample_loss(bottom, top, "probabilities");
-    classes_ = static_cast<int>(bottom[0]->count() / num_);
+    classes_ = num_ > 0 ? static_cast<int>(bottom[0]->count() / num_) : 0;
   }
 
  protected:
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    if (empty_batch(num_, top)) return;
     const float* probability = bottom[0]->cpu_data();
     const float* labels = bottom[1]->cpu_data();
     float loss = 0;
@@ -49,6 +50,7 @@ class MultinomialLogisticLossLayer : public LossLayer {
 
   void backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
+    if (num_ == 0) return;
     refuse_gradient_to(propagate_down, 1, "labels");
     if (propagate_down.empty() || !propagate_down[0]) return;
     const float* probability = bottom[0]->cpu_data();
@@ -66,6 +68,7 @@ class MultinomialLogisticLossLayer : public LossLayer {
 
 #ifdef XTRAIN_USE_CUDA
   void forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    if (empty_batch(num_, top)) return;
     const cuda::LossTotals totals = cuda::multinomial_logistic_forward(
         bottom[0]->gpu_data(), bottom[1]->gpu_data(), num_, classes_, gpu_loss_scratch());
     if (totals.first_invalid >= 0) {
@@ -78,6 +81,7 @@ class MultinomialLogisticLossLayer : public LossLayer {
 
   void backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
+    if (num_ == 0) return;
     refuse_gradient_to(propagate_down, 1, "labels");
     if (propagate_down.empty() || !propagate_down[0]) return;
     float* diff = bottom[0]->mutable_gpu_diff();

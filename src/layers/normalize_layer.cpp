@@ -124,7 +124,6 @@ class NormalizeLayer : public Layer {
     const float* dy = top[0]->gpu_diff();
     if (param_propagate_down(0)) {
       cuda::normalize_scale_backward(geometry_, x, dy, norms_.gpu_data(),
-                                     channel_gradients_.mutable_gpu_data(),
                                      blobs_[0]->mutable_gpu_diff());
     }
     if (!propagate_down[0]) return;

@@ -6,6 +6,7 @@
 //   -1 (at most one) is inferred so that the count is unchanged.
 // A negative axis counts from the end, with -1 meaning "after the last axis"
 // (so axis: -1 num_axes: 0 appends axes), as in Caffe.
+#include <algorithm>
 #include <limits>
 #include <vector>
 
@@ -71,16 +72,29 @@ class ReshapeLayer : public ViewLayer {
       shape[start + i] = input.shape(start + i);
     }
     if (inferred_axis_ >= 0) {
+      // An empty bottom (an empty batch) says nothing through its count: the
+      // -1 is then what it would be with one item on each empty axis, so an
+      // empty batch keeps the shape its items would have (or 0 when no other
+      // axis of the new shape is empty).
+      const bool empty = input.count() == 0;
+      const auto dimension = [empty](int dim) {
+        return static_cast<std::size_t>(empty && dim == 0 ? 1 : dim);
+      };
+      std::size_t values = 1;
+      for (int dim : input.shape()) values *= dimension(dim);
+      if (!empty) values = input.count();
       std::size_t known = 1;
       for (std::size_t i = 0; i < shape.size(); ++i) {
-        if (static_cast<int>(i) != start + inferred_axis_)
-          known *= static_cast<std::size_t>(shape[i]);
+        if (static_cast<int>(i) != start + inferred_axis_) known *= dimension(shape[i]);
       }
-      XTRAIN_CHECK(known != 0 && input.count() % known == 0, where(), ": cannot infer the -1 in ",
+      XTRAIN_CHECK(known != 0 && values % known == 0, where(), ": cannot infer the -1 in ",
                    "reshape_param.shape: the bottom ", input.shape_string(),
                    " has a count not divisible by the product of the other dimensions (", known,
                    ")");
-      shape[start + inferred_axis_] = static_cast<int>(input.count() / known);
+      shape[start + inferred_axis_] = static_cast<int>(values / known);
+      // No other axis empty: only a -1 of 0 keeps the count 0.
+      const bool another_empty = std::count(shape.begin(), shape.end(), 0) > 0;
+      if (empty && !another_empty) shape[start + inferred_axis_] = 0;
     }
     std::size_t count = 1;
     for (int dim : shape) count *= static_cast<std::size_t>(dim);

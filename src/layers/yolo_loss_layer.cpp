@@ -107,9 +107,8 @@ class YoloLossLayer : public LossLayer {
   void reshape(const BlobVec& bottom, const BlobVec& top) override {
     const YoloParameter& p = param_.yolo_param();
     const Blob& predictions = *bottom[0];
-    XTRAIN_CHECK(predictions.num_axes() == 4 && predictions.shape(0) > 0, where(),
-                 ": the predictions ", bottom_name(0), " of shape ", predictions.shape_string(),
-                 " must be N x C x H x W with N > 0");
+    XTRAIN_CHECK(predictions.num_axes() == 4, where(), ": the predictions ", bottom_name(0),
+                 " of shape ", predictions.shape_string(), " must be N x C x H x W");
     XTRAIN_CHECK(predictions.shape(1) == layout_.anchors * layout_.entries(), where(),
                  ": the predictions ", bottom_name(0), " ", predictions.shape_string(), " have ",
                  predictions.shape(1), " channels, but ", layout_.anchors, " anchors of ",
@@ -142,6 +141,7 @@ class YoloLossLayer : public LossLayer {
 
   void forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
     items_ = bottom[0]->shape(0);
+    if (empty_batch(items_, top)) return;
     const float* z = bottom[0]->cpu_data();
     targets_ = detection::assign_yolo_targets(layout_, rules_, z, items_, read_truths(*bottom[1]));
     double loss = 0;
@@ -159,7 +159,7 @@ class YoloLossLayer : public LossLayer {
     if (bottom.size() == 3 && propagate_down[2]) {
       std::fill_n(bottom[2]->mutable_cpu_diff(), bottom[2]->count(), 0.0f);
     }
-    if (!propagate_down[0]) return;
+    if (!propagate_down[0] || items_ == 0) return;
     const float scale = top[0]->cpu_diff()[0] / static_cast<float>(items_);
     const float* z = bottom[0]->cpu_data();
     float* dz = bottom[0]->mutable_cpu_diff();

@@ -122,6 +122,7 @@ std::vector<int> gradient_buffer_shape(std::size_t values) {
 
 void GradientBuckets::begin(Communicator& exchange, const Device& where, float loss) {
   pending_.clear();  // left by a collective that failed
+  drain_ = std::make_unique<PendingWorkDrain>([this] { wait_for_started_sums(); });
   exchange_ = &exchange;
   where_ = where;
   next_to_start_ = 0;
@@ -155,12 +156,17 @@ void GradientBuckets::start_ready_buckets() {
   }
 }
 
+void GradientBuckets::wait_for_started_sums() {
+  for (const auto& pending : pending_) pending->wait();
+}
+
 float GradientBuckets::finish() {
   XTRAIN_ASSERT(exchange_ != nullptr, "begin() before finish()");
   XTRAIN_ASSERT(next_to_start_ == buckets_.size(),
                 "every layer reported by backward(layer_done) before finish()");
-  for (const auto& pending : pending_) pending->wait();
+  wait_for_started_sums();
   pending_.clear();
+  drain_.reset();
   float* buffer = ops::mutable_data_on(where_, buffer_);
   const float share = 1.0f / static_cast<float>(exchange_->size());
   ops::apply_on(where_, buffer_.count(), ops::ScaleBy{share}, buffer, buffer);

@@ -17,6 +17,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/thread_device_work.hpp"
 #include "xtrain/blob.hpp"
 #include "xtrain/communicator.hpp"
 #include "xtrain/device.hpp"
@@ -48,6 +49,8 @@ class GradientBuckets {
   void begin(Communicator& exchange, const Device& where, float loss);
   void layer_done(int layer);
   float finish();
+  // Waits for every sum started so far (they stay pending for finish()).
+  void wait_for_started_sums();
 
   std::size_t bucket_count() const { return buckets_.size(); }
   // The learnable parameter ids (indices into Net::learnable_params) of
@@ -77,6 +80,10 @@ class GradientBuckets {
   Device where_;
   std::size_t next_to_start_ = 0;
   std::vector<std::unique_ptr<PendingCollective>> pending_;
+  // From begin() to finish(): a device that runs out of memory waits for
+  // the sums started so far before it releases its cache (cudaFree would
+  // wait for them anyway, with no timeout: core/thread_device_work.hpp).
+  std::unique_ptr<PendingWorkDrain> drain_;
 };
 
 }  // namespace xtrain

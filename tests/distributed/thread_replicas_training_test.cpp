@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/device_memory.hpp"
 #include "device_test_support.hpp"
 #include "distributed/data_parallel_fixture.hpp"
 #include "tool_runner.hpp"
@@ -57,8 +58,12 @@ class ThreadReplicaTraining : public ::testing::Test {
   }
 
   // Every replica's weights after training; `devices` gives the count.
-  std::vector<NetParameter> train_replicas(const std::vector<Device>& devices, int batch,
-                                           std::size_t bucket_bytes) const {
+  // GPU replicas sum with NCCL unless `nccl` is false (then on the host, as
+  // CPU replicas do: two replicas can share one GPU). `prepare` sees each
+  // replica's solver before it trains.
+  std::vector<NetParameter> train_replicas(
+      const std::vector<Device>& devices, int batch, std::size_t bucket_bytes, bool nccl = true,
+      const std::function<void(Solver&, int rank)>& prepare = nullptr) const {
     const int count = static_cast<int>(devices.size());
     ThreadReplicas group(count, 60);
     std::vector<NetParameter> weights(devices.size());
@@ -66,13 +71,14 @@ class ThreadReplicaTraining : public ::testing::Test {
       const Device device = devices[static_cast<std::size_t>(rank)];
       if (device.is_gpu()) use_device(device);
       std::unique_ptr<Communicator> gpu_exchange;
-      if (device.is_gpu())
+      if (device.is_gpu() && nccl)
         gpu_exchange = make_gpu_communicator(group.communicator(rank), device.id, 60);
       SolverOptions options = quiet(device);
       options.communicator = &group.communicator(rank);
       options.gradient_communicator = gpu_exchange.get();
       options.gradient_bucket_bytes = bucket_bytes;
       std::unique_ptr<Solver> solver = create_solver(solver_param(batch, kIterations), options);
+      if (prepare) prepare(*solver, rank);
       solver->solve();
       solver->net().to_proto(&weights[static_cast<std::size_t>(rank)]);
     });
@@ -192,6 +198,40 @@ XTRAIN_GPU_TEST_F(ThreadReplicaTraining, TwoGpuReplicasTrainLikeOneGpuWithBatch2
   const std::vector<NetParameter> replicas =
       train_replicas({Device::gpu(0), Device::gpu(1)}, 4, /*bucket_bytes=*/256);
   // cuDNN and NCCL sum in their own orders: float tolerance, not bits.
+  EXPECT_LE(max_relative_difference(replicas[0], alone), 1e-4);
+  EXPECT_EQ(max_relative_difference(replicas[1], replicas[0]), 0.0);
+}
+
+// Two replicas on one GPU, summing on the host: the data-parallel machinery
+// (buckets summed while backward goes on, from the second iteration) on a
+// machine with one GPU; gpu_check.sh also runs it under compute-sanitizer's
+// memcheck.
+XTRAIN_GPU_TEST_F(ThreadReplicaTraining, TwoReplicasOnOneGpuTrainLikeOneGpuWithBatch2B) {
+  const NetParameter alone = train_alone(8, Device::gpu(0));
+  const std::vector<NetParameter> replicas =
+      train_replicas({Device::gpu(0), Device::gpu(0)}, 4, /*bucket_bytes=*/256, /*nccl=*/false);
+  EXPECT_LE(max_relative_difference(replicas[0], alone), 1e-4);
+  EXPECT_EQ(max_relative_difference(replicas[1], replicas[0]), 0.0);
+}
+
+// The GPU "fills up" in the middle of training (an injected out-of-memory:
+// the next allocations find the device full): the sums in flight are waited
+// for, the cache released, the allocation retried, and the training ends as
+// without it (docs/cuda.md, "No free while a sum is in flight").
+XTRAIN_GPU_TEST_F(ThreadReplicaTraining, AForcedOutOfMemoryMidTrainingIsRetried) {
+  const NetParameter alone = train_alone(8, Device::gpu(0));
+  const std::size_t releases_before = device_memory::cache_releases(0);
+  const std::vector<NetParameter> replicas =
+      train_replicas({Device::gpu(0), Device::gpu(0)}, 4, /*bucket_bytes=*/256, /*nccl=*/false,
+                     [](Solver& solver, int rank) {
+                       if (rank != 0) return;
+                       const Solver* self = &solver;
+                       solver.set_action_request_function([self] {
+                         if (self->iter() == 3) device_memory::inject_out_of_memory(0, 4);
+                         return Solver::Action::kNone;
+                       });
+                     });
+  EXPECT_GT(device_memory::cache_releases(0), releases_before) << "no cache was released";
   EXPECT_LE(max_relative_difference(replicas[0], alone), 1e-4);
   EXPECT_EQ(max_relative_difference(replicas[1], replicas[0]), 0.0);
 }

@@ -4,6 +4,10 @@
 //   comm_probe timeout S     rank 1 stops calling; rank 0's allreduce must give up after S s
 //   comm_probe die           rank 1 exits at once; rank 0 must not wait forever
 //   comm_probe bench         median time of allreduce_sum at a few sizes (not a test)
+//   comm_probe link S C R    the link as the sums see it: median time of an
+//                            allreduce_sum of 1 and of C floats (R times each)
+//                            and the bus bandwidth 2(N-1)/N x bytes / time, for
+//                            bench/scaling_model.py (not a test)
 //
 // Like the xtrain tool, it prints "comm_probe: error: <message>" and returns 1
 // from main when the library throws.
@@ -84,6 +88,12 @@ void check_collectives(xtrain::Communicator& comm, const std::string& name) {
   comm.barrier();
 }
 
+int g_argc = 0;
+char** g_argv = nullptr;
+const char* argument(int index, const char* fallback) {
+  return index < g_argc ? g_argv[index] : fallback;
+}
+
 int run(const std::string& mode, double timeout_seconds) {
   const xtrain::ProcessGroup group = xtrain::process_group_from_environment();
   auto comm = xtrain::make_communicator(group, timeout_seconds);
@@ -106,6 +116,36 @@ int run(const std::string& mode, double timeout_seconds) {
     std::vector<float> gradients(431080, 1.0f);
     comm->allreduce_sum(gradients.data(), gradients.size());
     std::printf("rank %d: allreduce returned\n", group.rank);
+    return 0;
+  }
+  if (mode == "link") {
+    const std::size_t count = static_cast<std::size_t>(std::atol(argument(3, "1000000")));
+    const int repeats = std::atoi(argument(4, "10"));
+    double small_ms = 0, large_ms = 0;
+    for (std::size_t size : {std::size_t{1}, count}) {
+      std::vector<float> values(size, 1.0f);
+      std::vector<double> milliseconds;
+      // Latency varies more than bandwidth: more samples of the small sum.
+      const int samples = size == 1 ? std::max(repeats, 41) : repeats;
+      for (int repeat = 0; repeat < samples; ++repeat) {
+        comm->barrier();
+        const auto start = std::chrono::steady_clock::now();
+        comm->allreduce_sum(values.data(), size);
+        milliseconds.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count());
+      }
+      std::sort(milliseconds.begin(), milliseconds.end());
+      (size == 1 ? small_ms : large_ms) = milliseconds[milliseconds.size() / 2];
+    }
+    if (group.rank == 0) {
+      const double n = group.size;
+      const double bus_gbit = 2 * (n - 1) / n * 4.0 * static_cast<double>(count) /
+                              (large_ms / 1000) * 8 / 1e9;
+      std::printf("link: ranks %d, allreduce of 1 float %.3f ms, of %zu floats %.3f ms, "
+                  "bus bandwidth %.3f Gbit/s\n",
+                  group.size, small_ms, count, large_ms, bus_gbit);
+    }
     return 0;
   }
   if (mode == "bench") {  // the cost of one gradient sum, for docs/performance.md
@@ -135,6 +175,8 @@ int run(const std::string& mode, double timeout_seconds) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  g_argc = argc;
+  g_argv = argv;
   const std::string mode = argc > 1 ? argv[1] : "";
   const double timeout_seconds = argc > 2 ? std::atof(argv[2]) : 30.0;
   try {

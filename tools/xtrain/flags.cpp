@@ -44,6 +44,9 @@ DEFINE_bool(channel_blocked_activations, true,
             "CPU: keep activations channel-blocked (nChw16c at AVX-512, nChw8c below) between "
             "convolution, pooling and ReLU");
 DEFINE_int32(max_iter, -1, "stop after this many iterations instead of the solver's max_iter");
+DEFINE_int32(iter_size, -1,
+             "train: batches accumulated per update instead of the solver's iter_size (resuming "
+             "on fewer ranks: raise it so the images per update stay the same)");
 DEFINE_string(sigint_effect, "stop", "on SIGINT (Ctrl-C): stop, snapshot or none");
 DEFINE_string(sighup_effect, "snapshot", "on SIGHUP: stop, snapshot or none");
 DEFINE_string(sigterm_effect, "stop",

@@ -16,6 +16,7 @@ DECLARE_bool(share_activation_memory);
 DECLARE_bool(channel_blocked_activations);
 DECLARE_bool(share_kept_copies);
 DECLARE_int32(max_iter);
+DECLARE_int32(iter_size);
 DECLARE_string(sigint_effect);
 DECLARE_string(sighup_effect);
 DECLARE_string(sigterm_effect);

@@ -79,9 +79,10 @@ std::vector<std::string> joined(std::vector<std::string> first,
 
 const xtrain::cli::CommandHelp kCommandHelp[] = {
     {"train", "",
-     joined({"solver", "snapshot", "weights", "max_iter", "max_seconds", "snapshot_keep",
-             "snapshot_minutes", "metrics", "tensorboard", "sigint_effect", "sighup_effect",
-             "sigterm_effect", "sigusr1_effect", "collective_timeout", "gradient_bucket_mb"},
+     joined({"solver", "snapshot", "weights", "max_iter", "iter_size", "max_seconds",
+             "snapshot_keep", "snapshot_minutes", "metrics", "tensorboard", "sigint_effect",
+             "sighup_effect", "sigterm_effect", "sigusr1_effect", "collective_timeout",
+             "gradient_bucket_mb"},
             {kNetStateFlags, kComputeFlags})},
     {"test", "",
      joined({"model", "weights", "allow_missing_weights", "iterations", "phase"},

@@ -5,10 +5,13 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "command.hpp"
 #include "flags.hpp"
+#include "resume_batch_check.hpp"
 #include "signal_actions.hpp"
+#include "snapshot_lock.hpp"
 #include "xtrain/comm.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
@@ -70,7 +73,11 @@ void apply_flag_overrides(SolverParameter* param) {
   check_override("max_seconds", FLAGS_max_seconds, "seconds >= 0 (0: no time budget)");
   check_override("snapshot_keep", FLAGS_snapshot_keep, "how many snapshots to keep (0: all)");
   check_override("snapshot_minutes", FLAGS_snapshot_minutes, "minutes >= 0 (0: off)");
+  XTRAIN_CHECK(FLAGS_iter_size == -1 || FLAGS_iter_size >= 1, "--iter_size=", FLAGS_iter_size,
+               ": give the batches accumulated per update (>= 1), or leave it out (-1) for the "
+               "solver's");
   if (FLAGS_max_iter >= 0) param->set_max_iter(FLAGS_max_iter);
+  if (FLAGS_iter_size >= 1) param->set_iter_size(FLAGS_iter_size);
   if (FLAGS_max_seconds >= 0) param->set_max_seconds(static_cast<float>(FLAGS_max_seconds));
   if (FLAGS_snapshot_keep >= 0) param->set_snapshot_keep(FLAGS_snapshot_keep);
   if (FLAGS_snapshot_minutes >= 0) {
@@ -157,6 +164,10 @@ int train_replica(const TrainingRun& run, SolverOptions options, const std::stri
   if (root) solver->set_action_request_function([&run] { return run.signals->poll(); });
   if (run.resume_file.empty()) {
     copy_weights(solver->net(), FLAGS_weights, /*scoring=*/false);
+  } else {
+    const int replicas = options.communicator != nullptr ? options.communicator->size() : 1;
+    check_resume_keeps_the_batch(run.resume_file, solver->net(), replicas, run.param.iter_size(),
+                                 replica);
   }
   const auto start = std::chrono::steady_clock::now();
   XLOG(INFO) << "Starting Optimization";
@@ -276,6 +287,9 @@ int train_command() {
     std::string use = "Use " + device.to_string();
     for (std::size_t i = 1; i < devices.size(); ++i) use += ", " + devices[i].to_string();
     XLOG(INFO) << use << ".";
+    // The root writes the snapshots: it holds the prefix's lock until the end.
+    std::optional<SnapshotLock> lock;
+    if (group.rank == 0) lock.emplace(solver_param.snapshot_prefix());
     const std::string resume_file =
         auto_resume ? choose_auto_resume(solver_param.snapshot_prefix()) : FLAGS_snapshot;
     // Over a file-size limit (ulimit -f) a write should fail with EFBIG, which
