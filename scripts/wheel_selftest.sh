@@ -51,6 +51,11 @@ end=$(date +%s%N)
 echo "pip install: $(( (end - start) / 1000000 )) ms (NumPy and protobuf from PyPI included)"
 "$PY" -m pip install --quiet --disable-pip-version-check pytest ||
   skip_or_fail "cannot install pytest from PyPI"
+# Caffe's own tests import six (for Python 2 and 3 alike); xtrain does not.
+if [ -n "${XTRAIN_CAFFE_PYTHON_TESTS:-}" ]; then
+  "$PY" -m pip install --quiet --disable-pip-version-check six ||
+    skip_or_fail "cannot install six from PyPI (Caffe's tests import it)"
+fi
 
 # Everything below: an empty environment, in an empty folder.
 clean() {
