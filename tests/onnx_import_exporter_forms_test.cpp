@@ -399,5 +399,16 @@ TEST_F(OnnxImportExporterForms, AMulOfShapesCaffeCannotBroadcastIsRefusedNamingT
                         {"node 'y_node' (Mul)", "1x2x2x2 and 1x1x1x2", "Scale and Bias"});
 }
 
+// Found by the fuzzer: an Add of constants with its second input missing
+// read a constant that was not there.
+TEST_F(OnnxImportExporterForms, AConstantAddWithAMissingInputIsRefusedNamingTheNode) {
+  input("x", {1, 2, 1, 1});
+  ints("one", {1}, true);
+  node("Add", {"one"}, "two");
+  node("Reshape", {"x", "two"}, "y");
+  output("y");
+  testing::expect_error([&] { import(); }, {"node 'two_node' (Add)", "input 1 of Add is missing"});
+}
+
 }  // namespace
 }  // namespace xtrain

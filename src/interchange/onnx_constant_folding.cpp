@@ -63,7 +63,15 @@ void record(NodeImport& node, int output, const Values& v) {
   node.state.ranks[node.node.output(output)] = static_cast<int>(v.dims.size());
 }
 
-Values input_values(const NodeImport& node, int index) { return values_of(*node.constant(index)); }
+// A folded node's input `index`: every named input is a constant here, but
+// an optional one may be left empty or missing (an Add with one input), which
+// these folders cannot compute without.
+Values input_values(const NodeImport& node, int index) {
+  const onnx::TensorProto* tensor = node.constant(index);
+  XTRAIN_CHECK(tensor != nullptr, node.where(), ": input ", index, " of ", node.node.op_type(),
+               " is missing; give the node all ", node.node.op_type(), "'s inputs");
+  return values_of(*tensor);
+}
 
 // An axis of a tensor of `rank` axes, negative counting from the end.
 std::int64_t resolve_axis(const NodeImport& node, std::int64_t axis, std::int64_t rank) {
