@@ -515,7 +515,8 @@ TEST(NetMemoryPlan, ResnetLikeTrainRecomputesTheChainsThatFeedConvolutions) {
 
 // A block's output (the Eltwise sum + ReLU) is recomputed from its bottoms:
 // block a's from its two Scale outputs, which are dead by then and are
-// recomputed first, at the same step, in forward order.
+// recomputed first (by their BatchNorm, which took the Scale over), at the
+// same step, in forward order.
 TEST(NetMemoryPlan, ResnetLikeTrainRecomputesBlockOutputsFromTheirBranches) {
   auto net = make_net(resnet_like(), TRAIN, false);
   const NetMemoryPlan plan = plan_net_memory(*net, {});
@@ -527,7 +528,7 @@ TEST(NetMemoryPlan, ResnetLikeTrainRecomputesBlockOutputsFromTheirBranches) {
   };
   const int sum = recompute_of("resa");
   ASSERT_GE(sum, 0) << "block a's output is kept through to backward";
-  for (const char* branch : {"scale_resa_branch1", "scale_resa_branch2c"}) {
+  for (const char* branch : {"bn_resa_branch1", "bn_resa_branch2c"}) {
     const int scale = recompute_of(branch);
     ASSERT_GE(scale, 0) << branch << " is not recomputed for the sum";
     EXPECT_LT(scale, sum) << branch << " must come back before the sum that reads it";

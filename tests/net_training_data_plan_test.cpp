@@ -23,8 +23,8 @@ namespace {
 // Convolution -> BatchNorm -> Scale (-> ReLU) chains, in place, joined by an
 // Eltwise sum: branch_b's values die with the sum's forward (BatchNorm and
 // Scale keep the normalised values), branch_a's live on for the mask of the
-// ReLU its Scale absorbs, and every convolution's bottom for its weight
-// gradient.
+// ReLU its Scale absorbs (unfused; fused into BatchNorm the mask comes from
+// the copy), and every convolution's bottom for its weight gradient.
 std::string chain(const std::string& name, const std::string& bottom, bool relu) {
   std::string text = "layer { name: '" + name + "' type: 'Convolution' bottom: '" + bottom +
                      "' top: '" + name +
@@ -94,9 +94,10 @@ TEST(NetTrainingDataPlan, IsBitIdentical) { expect_shared_training_matches(true)
 TEST(NetTrainingDataPlan, WithoutFusedReluIsBitIdentical) { expect_shared_training_matches(false); }
 
 // Which blobs share: stem's, branch_a's, sum's and head's values are needed
-// in backward (the convolutions' weight gradients, the mask of the ReLU a
-// Scale absorbed) but can be written again there: the Scales from
-// BatchNorm's copy, the sum from branch_a and branch_b (EngineHooks::recompute_top).
+// in backward (the convolutions' weight gradients; the sum's recomputation)
+// but can be written again there: the chains by their BatchNorm (which took
+// the Scale over) from its copy, the sum from branch_a and branch_b
+// (EngineHooks::recompute_top).
 // So they lend their storage between the passes, and the sum's bottoms come
 // back just before it, at the same step, in forward order. branch_b, dead
 // after the sum's forward except for that one step, finds no blob to share
@@ -117,7 +118,7 @@ TEST(NetTrainingDataPlan, SharesValuesBackwardDoesNotTouchOrRecomputes) {
     const std::string& layer = net->layer_names()[recompute.layer];
     recomputing.push_back(layer);
     if (layer == "sum") sum_step = recompute.before_backward_of;
-    if (layer == "scale_branch_a") branch_a_step = recompute.before_backward_of;
+    if (layer == "bn_branch_a") branch_a_step = recompute.before_backward_of;
     // Before the backward of a layer that has the blob, never after.
     EXPECT_GE(recompute.before_backward_of, recompute.layer);
   }
@@ -125,11 +126,11 @@ TEST(NetTrainingDataPlan, SharesValuesBackwardDoesNotTouchOrRecomputes) {
     return std::find(recomputing.begin(), recomputing.end(), layer) - recomputing.begin();
   };
   ASSERT_LT(position("sum"), static_cast<long>(recomputing.size()));
-  ASSERT_LT(position("scale_branch_a"), static_cast<long>(recomputing.size()));
-  EXPECT_LT(position("scale_branch_a"), position("sum")) << "the sum's bottom comes back first";
+  ASSERT_LT(position("bn_branch_a"), static_cast<long>(recomputing.size()));
+  EXPECT_LT(position("bn_branch_a"), position("sum")) << "the sum's bottom comes back first";
   EXPECT_EQ(branch_a_step, sum_step);
   EXPECT_EQ(net->layer_names()[sum_step], "head") << "the sum is back for head's backward";
-  EXPECT_EQ(std::count(recomputing.begin(), recomputing.end(), "scale_branch_b"),
+  EXPECT_EQ(std::count(recomputing.begin(), recomputing.end(), "bn_branch_b"),
             shared.count("branch_b"))
       << "branch_b is recomputed exactly when its storage is lent out";
 }

@@ -140,6 +140,8 @@ class XTRAIN_API Layer {
     round_tops_ = tops;
     round_gradients_ = gradients;
   }
+  bool rounds_tops() const { return round_tops_; }
+  bool rounds_gradients() const { return round_gradients_; }
 
   // The layer's own random stream (fillers, dropout masks, augmentation).
   RandomStream& random() { return random_; }

@@ -43,9 +43,11 @@ struct XTRAIN_API NetOptions {
   bool share_activation_memory = false;
   std::vector<std::string> keep_blobs;
   // On the CPU, let a layer that writes its top in place (an Eltwise sum, a
-  // Scale) take over the in-place ReLU right after it: same results bit for
-  // bit, two sweeps over the blob fewer. The ReLU layer stays in the net and
-  // does nothing.
+  // Scale) take over the in-place ReLU right after it, and a BatchNorm with
+  // batch statistics the in-place Scale after it (with its ReLU) when the
+  // Scale reads BatchNorm's kept copy (share_kept_copies): same results bit
+  // for bit, fewer sweeps over the blob. The layers taken over stay in the
+  // net and do nothing.
   bool fuse_layers = true;
   // On the CPU, let an in-place layer that keeps a copy of its bottom for
   // backward read the copy the layer just before keeps of the same values
@@ -176,6 +178,7 @@ class XTRAIN_API Net {
   void share_activation_memory();
   void fuse_in_place_relus();
   void share_kept_copies();
+  void fuse_batch_norm_scales();
   void arrange_channel_blocked_activations(bool log);
   // Which tops each layer stores in its forward type (net_precision.cpp).
   void assign_top_storage();

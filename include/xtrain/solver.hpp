@@ -64,6 +64,8 @@ struct XTRAIN_API SolverOptions {
   bool channel_blocked_activations = true;
   // NetOptions::share_kept_copies for the train and test nets.
   bool share_kept_copies = true;
+  // NetOptions::fuse_layers for the train and test nets.
+  bool fuse_layers = true;
   // The data-parallel group this solver is one replica of (not owned; null
   // or a group of one: training alone). Each replica trains on its shard of
   // every global batch (NetOptions::data_shard), the gradients are averaged

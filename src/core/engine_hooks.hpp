@@ -26,6 +26,21 @@
 
 namespace xtrain {
 
+// What an in-place Scale hands the BatchNorm that takes it over (see
+// EngineHooks::absorb_following_scale).
+struct AbsorbableScale {
+  Layer* layer = nullptr;  // the Scale: its parameters' propagate_down flags and precision
+  Blob* scale = nullptr;   // one value per channel
+  Blob* bias = nullptr;    // null without bias_term
+  int bias_index = -1;     // the bias's index among the Scale's blobs
+  bool relu = false;       // it had absorbed the in-place ReLU after it
+  // Its rows: `outer` runs of `dim` rows of `inner` values, row r scaled by
+  // scale[r % dim] (BatchNorm's planes when outer is N and dim is C).
+  std::size_t outer = 0;
+  std::size_t dim = 0;
+  std::size_t inner = 0;
+};
+
 class EngineHooks {
  public:
   EngineHooks() = default;
@@ -43,6 +58,24 @@ class EngineHooks {
   // forward and backward then do nothing (Layer::forward, Layer::backward).
   void set_absorbed_by_previous_layer() { absorbed_ = true; }
   bool absorbed_by_previous_layer() const { return absorbed_; }
+
+  // Fusion of an in-place Scale (a learned per-channel scale, with its bias
+  // and any ReLU it absorbed) into the BatchNorm just before it, which the
+  // Net asks for on the CPU once the Scale reads BatchNorm's kept copy of
+  // the normalised values: BatchNorm then writes the Scale's output in its
+  // own sweep and computes the Scale's gradients in its own backward, from
+  // the same functors in the same order, so the bits are the same while the
+  // data is read and written fewer times. The Scale offers what BatchNorm
+  // needs (absorbable_scale), BatchNorm takes it (absorb_following_scale),
+  // and the Scale is then absorbed (set_absorbed_by_previous_layer).
+  virtual bool absorbable_scale(AbsorbableScale* scale) {
+    (void)scale;
+    return false;
+  }
+  virtual bool absorb_following_scale(const AbsorbableScale& scale) {
+    (void)scale;
+    return false;
+  }
 
   // Channel-blocked activations (MemoryLayout::kChannelBlocked, oneDNN's
   // nChw16c or nChw8c), which the Net arranges on the CPU between layers

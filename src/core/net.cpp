@@ -207,6 +207,10 @@ void Net::init(const NetParameter& in_param) {
   }
   if (options_.fuse_layers && !options_.device.is_gpu()) fuse_in_place_relus();
   if (options_.share_kept_copies && !options_.device.is_gpu()) share_kept_copies();
+  // After the copies are shared: the Scale must read BatchNorm's.
+  if (options_.fuse_layers && options_.share_kept_copies && !options_.device.is_gpu()) {
+    fuse_batch_norm_scales();
+  }
   // Before the memory plan, which keeps blocked and plain blobs apart.
   if (options_.channel_blocked_activations && !options_.device.is_gpu()) {
     arrange_channel_blocked_activations(/*log=*/true);
@@ -426,6 +430,7 @@ void Net::backward(const std::function<void(int layer)>& layer_done) {
       if (scaled) set(1.0f);
     }
   } restore{set_loss_diffs, loss_scale_ != 1.0f};
+  std::vector<int> absorbed_done;
   for (int i = static_cast<int>(layers_.size()) - 1; i >= 0; --i) {
     if (activation_packing_) activation_packing_->before_backward(i);
     if (!recompute_before_backward_.empty()) {
@@ -437,7 +442,16 @@ void Net::backward(const std::function<void(int layer)>& layer_done) {
     if (layer_need_backward_[i]) {
       layers_[i]->backward(top_vecs_[i], bottom_need_backward_[i], bottom_vecs_[i]);
     }
-    if (layer_done) layer_done(i);
+    if (!layer_done) continue;
+    // A layer another one took over (a Scale fused into its BatchNorm) has
+    // its gradients when that one's backward is done, not before.
+    if (engine_hooks(*layers_[i]).absorbed_by_previous_layer() && i > 0) {
+      absorbed_done.push_back(i);
+      continue;
+    }
+    for (int absorbed : absorbed_done) layer_done(absorbed);
+    absorbed_done.clear();
+    layer_done(i);
   }
 }
 

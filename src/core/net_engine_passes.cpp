@@ -3,6 +3,7 @@
 // ReLUs fused into the layer before, kept copies shared between neighbours,
 // channel-blocked activations, and the memory plan's shared storage. None
 // changes a result (core/net_memory_plan.hpp, core/channel_blocked_plan.hpp).
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 
@@ -39,6 +40,58 @@ void Net::fuse_in_place_relus() {
   }
   if (options_.verbose && fused > 0) {
     XLOG(INFO) << fused << " in-place ReLU layer(s) fused into the layer before them";
+  }
+}
+
+namespace {
+
+bool same_precision(const Layer& a, const Layer& b) {
+  const LayerPrecision& p = a.precision();
+  const LayerPrecision& q = b.precision();
+  return p.forward_type == q.forward_type && p.backward_type == q.backward_type &&
+         p.forward_math == q.forward_math && p.backward_math == q.backward_math &&
+         a.rounds_tops() == b.rounds_tops() && a.rounds_gradients() == b.rounds_gradients() &&
+         a.top_storage(0) == b.top_storage(0);
+}
+
+}  // namespace
+
+void Net::fuse_batch_norm_scales() {
+  int fused = 0;
+  for (std::size_t i = 1; i < layers_.size(); ++i) {
+    EngineHooks* scale_hooks = mutable_engine_hooks(*layers_[i]);
+    EngineHooks* norm_hooks = mutable_engine_hooks(*layers_[i - 1]);
+    // The Scale rewrites in place exactly the blob the layer before wrote.
+    if (scale_hooks == nullptr || norm_hooks == nullptr ||
+        scale_hooks->absorbed_by_previous_layer() || norm_hooks->absorbed_by_previous_layer() ||
+        top_vecs_[i - 1].size() != 1 || bottom_vecs_[i].size() != 1 || top_vecs_[i].size() != 1 ||
+        bottom_vecs_[i][0] != top_vecs_[i - 1][0] || top_vecs_[i][0] != bottom_vecs_[i][0] ||
+        !same_precision(*layers_[i - 1], *layers_[i])) {
+      continue;
+    }
+    // The layer before computes the Scale's gradients in its backward: it
+    // has to run whenever the Scale's would.
+    if (layer_need_backward_[i] && !(layer_need_backward_[i - 1] && bottom_need_backward_[i][0])) {
+      continue;
+    }
+    AbsorbableScale scale;
+    if (!scale_hooks->absorbable_scale(&scale)) continue;
+    // The Scale's absorbed ReLU masks by the blob's values as backward finds
+    // them; fused, the mask comes from the Scale's output: no later layer
+    // may rewrite the blob (a Dropout in place).
+    const int blob = top_id_vecs_[i][0];
+    bool rewritten_later = false;
+    for (std::size_t j = i + 1; j < layers_.size() && scale.relu; ++j) {
+      if (engine_hooks(*layers_[j]).absorbed_by_previous_layer()) continue;
+      const auto& tops = top_id_vecs_[j];
+      rewritten_later = rewritten_later || std::count(tops.begin(), tops.end(), blob) > 0;
+    }
+    if (rewritten_later || !norm_hooks->absorb_following_scale(scale)) continue;
+    scale_hooks->set_absorbed_by_previous_layer();
+    ++fused;
+  }
+  if (options_.verbose && fused > 0) {
+    XLOG(INFO) << fused << " in-place Scale layer(s) fused into the BatchNorm before them";
   }
 }
 

@@ -63,6 +63,18 @@ void BatchNormLayer::forward_blocked(Blob& bottom, Blob& top) {
         }
       }
       kept_->finish_write(offset, spatial_ * B, run);
+    } else if (kept && fused_scale_.layer) {
+      // The Scale's output from the copy as kept (as the Scale reads it).
+      float* run = kept_->write(offset, spatial_ * B);
+      for (std::size_t at = offset; at < end; at += B) {
+#pragma omp simd
+        for (int l = 0; l < B; ++l) {
+          run[at - offset + l] = batch_norm::normalize(input[at + l], mean[l], deviation[l]);
+        }
+      }
+      kept_->finish_write(offset, spatial_ * B, run);
+      write_scaled_block<B>(kept_->read(offset, spatial_ * B), first_channel, spatial_,
+                            output + offset);
     } else if (kept) {
       float* run = kept_->write(offset, spatial_ * B);
       for (std::size_t at = offset; at < end; at += B) {
@@ -88,10 +100,15 @@ void BatchNormLayer::forward_blocked(Blob& bottom, Blob& top) {
 void BatchNormLayer::backward_blocked(Blob& top, bool input_gradient, Blob& bottom, float* scale_diff,
                       float* bias_diff) {
   const ChannelBlockedShape shape = blocked_shape();
-  const float* output_diff = top.cpu_diff_in(MemoryLayout::kChannelBlocked);
   const bool batch = !use_global_stats_;
   const bool kept = keeps_normalised();
-  if (batch || scale_diff || bias_diff) {
+  if (fused_scale_.layer) {
+    // dtop becomes the Scale's dbottom (BatchNorm's dtop) in place, summed.
+    fused_scale_backward_blocked(top.mutable_cpu_diff_in(MemoryLayout::kChannelBlocked));
+    combine_diff_statistics(nullptr, nullptr);
+  }
+  const float* output_diff = top.cpu_diff_in(MemoryLayout::kChannelBlocked);
+  if (!fused_scale_.layer && (batch || scale_diff || bias_diff)) {
     for_each_channel_block(shape, 4,
                            [&](auto lanes, int n, int first_channel, std::size_t offset) {
                              constexpr int B = decltype(lanes)::value;

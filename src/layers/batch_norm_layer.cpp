@@ -177,6 +177,13 @@ void BatchNormLayer::forward_cpu(const BlobVec& bottom, const BlobVec& top) {
         y[s] = batch_norm::scale_and_shift(normalised, channel_scale, channel_bias);
       }
       kept_->finish_write(offset, spatial_, y_kept);
+    } else if (kept && fused_scale_.layer) {
+      // The Scale's output from the copy as kept (as the Scale reads it).
+      float* y_kept = kept_->write(offset, spatial_);
+      for (std::size_t s = 0; s < spatial_; ++s)
+        y_kept[s] = batch_norm::normalize(x[s], mean, deviation);
+      kept_->finish_write(offset, spatial_, y_kept);
+      write_scaled_plane(kept_->read(offset, spatial_), c, spatial_, y);
     } else if (kept) {
       float* y_kept = kept_->write(offset, spatial_);
       for (std::size_t s = 0; s < spatial_; ++s) {
@@ -209,7 +216,11 @@ void BatchNormLayer::backward_cpu(const BlobVec& top, const std::vector<bool>& p
   // (the sums included) before it is written below.
   const float* output_diff = top[0]->cpu_diff();
   const float* scale = scale_bias_ ? blobs_[kScaleBlob]->cpu_data() : nullptr;
-  if (!use_global_stats_ || scale_diff || bias_diff) {
+  if (fused_scale_.layer) {
+    // dtop becomes the Scale's dbottom (BatchNorm's dtop) in place, summed.
+    fused_scale_backward_plain(top[0]->mutable_cpu_diff());
+    combine_diff_statistics(nullptr, nullptr);
+  } else if (!use_global_stats_ || scale_diff || bias_diff) {
     for_each_plane(4, [&](std::size_t plane, int) {
       const std::size_t offset = plane * spatial_;
       const auto sums = channel_statistics::sum_and_dot(output_diff + offset,

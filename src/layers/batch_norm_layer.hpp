@@ -84,6 +84,15 @@ class BatchNormLayer : public PerChannelLayer {
     return kept_->empty() || scale_bias_ ? nullptr : kept_;
   }
 
+  // The in-place Scale after it (and its ReLU), done here: forward writes
+  // its output from the kept copy, backward computes its gradients in the
+  // sweep that sums BatchNorm's (batch_norm_scale_fusion.cpp). Only with
+  // batch statistics in place, where the copy is kept.
+  bool absorb_following_scale(const AbsorbableScale& scale) override;
+  // Fused, the top is the Scale's output again from the kept copy.
+  bool can_recompute_top() const override { return fused_scale_.layer != nullptr; }
+  void recompute_top(const BlobVec& bottom, const BlobVec& top) override;
+
  protected:
   // Each sweep runs over the (sample, channel) planes in memory order, split
   // across the thread pool; per-plane sums are kept and added up by channel
@@ -194,6 +203,32 @@ class BatchNormLayer : public PerChannelLayer {
                         float* bias_diff);
 
   void update_running_statistics();
+
+  // The fused Scale's passes (batch_norm_scale_fusion.cpp). Its output from
+  // the kept normalised values: one plane of channel c, or one block of
+  // lanes from first_channel on; in `type` when it is 16-bit (what the Net
+  // rounds the top to), for the ReLU's mask in backward.
+  void write_scaled_plane(const float* normalised, int channel, std::size_t count,
+                          float* output) const;
+  template <int B>
+  void write_scaled_block(const float* normalised, int first_channel, std::size_t positions,
+                          float* output) const;
+  // Backward's first sweep with the Scale fused: per plane (block), mask
+  // dtop by the ReLU, the Scale's sums, dtop * scale into the diff (dy of
+  // BatchNorm, rounded as the Scale's backward rounds it), BatchNorm's sums
+  // of it; then the Scale's parameter gradients. `diff` is the top's, in
+  // the layout given.
+  void fused_scale_backward_plain(float* diff);
+  void fused_scale_backward_blocked(float* diff);
+  void add_fused_scale_gradients();
+  float* fused_scale_diff(bool bias) const;
+  NumberType output_rounding() const;
+
+  // The fused Scale, or layer null.
+  AbsorbableScale fused_scale_;
+  NumberType fused_gradient_rounding_ = NumberType::kFloat32;  // the Scale's backward rounding
+  std::vector<double> scale_row_sums_;  // per plane: sum(dtop), sum(dtop * y)
+  std::vector<double> scale_row_dots_;
 
   bool scale_bias_ = false;
   FillerParameter scale_filler_;  // with scale_bias: the given one or constant 1

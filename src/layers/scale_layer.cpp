@@ -158,6 +158,24 @@ class ScaleLayer : public PerChannelLayer {
     return true;
   }
 
+  // To the BatchNorm before it, whose copy it reads: a learned scale of one
+  // value per channel (plane by plane, as BatchNorm sweeps).
+  bool absorbable_scale(AbsorbableScale* scale) override {
+    if (!in_place_ || !saved_is_borrowed_ || !learned_scale_ || axes_.dim == 0 ||
+        axes_.outer * axes_.dim * axes_.inner != saved_->size()) {
+      return false;
+    }
+    scale->layer = this;
+    scale->scale = blobs_[0].get();
+    scale->bias = bias_term_ ? blobs_.back().get() : nullptr;
+    scale->bias_index = static_cast<int>(blobs_.size()) - 1;
+    scale->relu = fused_relu_;
+    scale->outer = axes_.outer;
+    scale->dim = axes_.dim;
+    scale->inner = axes_.inner;
+    return true;
+  }
+
  protected:
   // Rows are the (o, d) runs of `inner` values that share scale[d]; both
   // passes spread them over the thread pool in memory order. Backward keeps

@@ -172,6 +172,7 @@ void Solver::init_train_net() {
   net_options.share_activation_memory = options_.share_activation_memory;
   net_options.channel_blocked_activations = options_.channel_blocked_activations;
   net_options.share_kept_copies = options_.share_kept_copies;
+  net_options.fuse_layers = options_.fuse_layers;
   if (data_parallel()) {
     net_options.data_shard = {options_.communicator->rank(), options_.communicator->size()};
   }
@@ -245,6 +246,7 @@ void Solver::init_test_nets() {
     net_options.share_activation_memory = options_.share_activation_memory;
     net_options.channel_blocked_activations = options_.channel_blocked_activations;
     net_options.share_kept_copies = options_.share_kept_copies;
+    net_options.fuse_layers = options_.fuse_layers;
     net_options.precision = options_.precision;
     auto test_net = std::make_shared<Net>(net_param, net_options);
     test_net->share_trained_layers_with(*net_);

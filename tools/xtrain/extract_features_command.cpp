@@ -176,6 +176,7 @@ void extract(const ExtractionJob& job) {
   options.keep_blobs = job.blobs;  // read after forward: they keep their own storage
   options.channel_blocked_activations = FLAGS_channel_blocked_activations;
   options.share_kept_copies = FLAGS_share_kept_copies;
+  options.fuse_layers = FLAGS_fuse_layers;
   options.precision = precision_flag();
   NetParameter param = read_net_params_from_text_file(job.model);
   param.mutable_state()->set_phase(parse_phase(FLAGS_phase, TEST));

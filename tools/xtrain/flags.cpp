@@ -37,6 +37,9 @@ DEFINE_bool(allow_missing_weights, false,
 DEFINE_int32(iterations, 50, "how many iterations (batches) to run");
 DEFINE_bool(share_activation_memory, true,
             "let blobs whose lifetimes do not overlap share storage");
+DEFINE_bool(fuse_layers, true,
+            "CPU: an in-place ReLU is done by the Scale or Eltwise sum before it, an in-place "
+            "Scale by the BatchNorm before it (the same results bit for bit)");
 DEFINE_bool(share_kept_copies, true,
             "CPU: an in-place Scale after BatchNorm reads BatchNorm's kept output instead of "
             "keeping its own copy of it");

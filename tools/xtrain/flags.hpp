@@ -15,6 +15,7 @@ DECLARE_int32(iterations);
 DECLARE_bool(share_activation_memory);
 DECLARE_bool(channel_blocked_activations);
 DECLARE_bool(share_kept_copies);
+DECLARE_bool(fuse_layers);
 DECLARE_int32(max_iter);
 DECLARE_int32(iter_size);
 DECLARE_string(sigint_effect);

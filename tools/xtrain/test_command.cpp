@@ -19,6 +19,7 @@ int test_command() {
   options.share_activation_memory = FLAGS_share_activation_memory;
   options.channel_blocked_activations = FLAGS_channel_blocked_activations;
   options.share_kept_copies = FLAGS_share_kept_copies;
+  options.fuse_layers = FLAGS_fuse_layers;
   options.precision = precision_flag();
   XLOG(INFO) << "Use " << options.device.to_string() << ".";
   Net net(FLAGS_model, parse_phase(FLAGS_phase, TEST), FLAGS_level, split_commas(FLAGS_stage),

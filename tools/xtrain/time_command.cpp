@@ -53,6 +53,7 @@ int time_command() {
   options.share_activation_memory = FLAGS_share_activation_memory;
   options.channel_blocked_activations = FLAGS_channel_blocked_activations;
   options.share_kept_copies = FLAGS_share_kept_copies;
+  options.fuse_layers = FLAGS_fuse_layers;
   options.precision = precision_flag();
   const Phase phase = parse_phase(FLAGS_phase, TRAIN);
   Net net(FLAGS_model, phase, FLAGS_level, split_commas(FLAGS_stage), options);

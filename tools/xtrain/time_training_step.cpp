@@ -35,6 +35,7 @@ int time_training_steps() {
   options.share_activation_memory = FLAGS_share_activation_memory;
   options.channel_blocked_activations = FLAGS_channel_blocked_activations;
   options.share_kept_copies = FLAGS_share_kept_copies;
+  options.fuse_layers = FLAGS_fuse_layers;
   options.precision = precision_flag();
   std::unique_ptr<Solver> solver = create_solver(param, options);
   solver->step(1);  // warm-up: kernels chosen, buffers and momentum allocated

@@ -142,6 +142,7 @@ int train_replica(const TrainingRun& run, SolverOptions options, const std::stri
   options.share_activation_memory = FLAGS_share_activation_memory;
   options.channel_blocked_activations = FLAGS_channel_blocked_activations;
   options.share_kept_copies = FLAGS_share_kept_copies;
+  options.fuse_layers = FLAGS_fuse_layers;
   options.precision = precision_flag();
   std::unique_ptr<Solver> solver = create_solver(run.param, options);
   const bool root = solver->options().is_root;
