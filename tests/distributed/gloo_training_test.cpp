@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "distributed/data_parallel_fixture.hpp"
@@ -138,6 +139,39 @@ TEST_F(GlooTraining, RanksWithBatchBTrainLikeOneProcessWithBatchNB) {
   ASSERT_EQ(run_tool(train(solver("half", 4, kIterations))).exit_code, 0);
   EXPECT_GT(max_relative_difference(weights("half", kIterations), weights("alone2", kIterations)),
             1e-3);
+}
+
+// A rank killed while the job forms leaves its entries in the directory;
+// the next job's rank of that number refuses them, saying what to do,
+// instead of meeting a dead address. Once they are deleted, the job runs.
+TEST_F(GlooTraining, AnEntryLeftByAJobKilledWhileFormingIsRefused) {
+  const std::string solver_path = solver("formed", 4, 2);
+  {
+    BackgroundProcess lonely(train(solver_path, "--rendezvous=" + meeting_ +
+                                                    " --rank=1 --world_size=2"),
+                             dir_.file("lonely.log"));
+    const auto deadline = Clock::now() + std::chrono::seconds(60);
+    while (std::filesystem::is_empty(meeting_) && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_FALSE(std::filesystem::is_empty(meeting_)) << read_text(dir_.file("lonely.log"));
+    lonely.send(SIGKILL);  // waited for by its destructor
+  }
+  const ToolResult refused =
+      run_tool(train(solver_path, "--rendezvous=" + meeting_ +
+                                      " --rank=1 --world_size=2 --collective_timeout=5"));
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_CONTAINS(refused.output, "xtrain train: error: the rendezvous directory '" + meeting_ +
+                                      "' already holds this rank's entry 'rank_1'");
+  EXPECT_CONTAINS(refused.output, "a job that was killed or failed while it formed left it there");
+  std::filesystem::remove_all(meeting_);
+  std::filesystem::create_directories(meeting_);
+  start("formed", 2, [&](int r) {
+    return train(solver_path,
+                 "--rendezvous=" + meeting_ + " --rank=" + std::to_string(r) + " --world_size=2");
+  });
+  const std::vector<int> codes = wait_all();
+  EXPECT_EQ(codes, std::vector<int>({0, 0})) << logs("formed", 2);
 }
 
 class GlooTrainingFaults : public GlooTraining {
