@@ -3,8 +3,8 @@
 # Installs only what is missing; safe to run again.
 #   scripts/install_deps.sh         everything (build, run, test)
 #   scripts/install_deps.sh --run   what building and running README command 1
-#                                   need: no test-only packages, no MPI, no
-#                                   Graphviz, three OpenCV modules
+#                                   need: no test-only packages, no MPI or
+#                                   Gloo, no Graphviz, three OpenCV modules
 set -euo pipefail
 
 # What building xtrain and running README command 1 need (--run)...
@@ -33,6 +33,7 @@ PACKAGES=(
 FULL_PACKAGES=(
   libopencv-dev  # OpenCV's CMake package (the build prefers it)
   openmpi-bin libopenmpi-dev  # several processes (mpirun; the build finds MPI)
+  libgloo-dev  # several processes without MPI (--rendezvous; the build finds Gloo)
   graphviz  # xtrain draw renders nets with its dot
   lmdb-utils  # mdb_stat, mdb_dump
   python3  # tests (bench/caffe_memory_test.py)

@@ -24,7 +24,10 @@ const char* const kLauncherVariables[] = {"OMPI_COMM_WORLD_RANK",
                                           "MPI_LOCALRANKID",
                                           "SLURM_PROCID",
                                           "SLURM_NTASKS",
-                                          "SLURM_LOCALID"};
+                                          "SLURM_LOCALID",
+                                          "RANK",
+                                          "WORLD_SIZE",
+                                          "LOCAL_RANK"};
 
 // Clears every launcher variable for the test and puts the originals back.
 class ProcessGroupTest : public ::testing::Test {
@@ -157,6 +160,56 @@ TEST_F(ProcessGroupTest, MissingVariableIsNamed) {
   set("PMI_SIZE", "2");
   message = error_message();
   EXPECT_NE(message.find("MPI_LOCALRANKID is not"), std::string::npos) << message;
+}
+
+// --rendezvous: the flags first, then the launchers' variables, then
+// torchrun's; RANK and WORLD_SIZE alone never make a job without it.
+TEST_F(ProcessGroupTest, RendezvousTakesFlagsThenSlurmThenTorchrun) {
+  set("SLURM_PROCID", "1");
+  set("SLURM_NTASKS", "4");
+  set("SLURM_LOCALID", "1");
+  set("RANK", "3");
+  set("WORLD_SIZE", "5");
+  ProcessGroup group = process_group_for_rendezvous("/shared/meet", 2, 3);
+  EXPECT_EQ(group.rank, 2);
+  EXPECT_EQ(group.size, 3);
+  EXPECT_EQ(group.launcher, "flags");
+  EXPECT_EQ(group.rendezvous, "/shared/meet");
+
+  group = process_group_for_rendezvous("/shared/meet", -1, -1);
+  EXPECT_EQ(group.rank, 1);
+  EXPECT_EQ(group.size, 4);
+  EXPECT_EQ(group.local_rank, 1);
+  EXPECT_EQ(group.launcher, "slurm");
+  EXPECT_EQ(group.rendezvous, "/shared/meet");
+
+  for (const char* name : {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"}) ::unsetenv(name);
+  group = process_group_for_rendezvous("/shared/meet", -1, -1);
+  EXPECT_EQ(group.rank, 3);
+  EXPECT_EQ(group.size, 5);
+  EXPECT_EQ(group.local_rank, 0);
+  EXPECT_EQ(group.launcher, "torchrun");
+  set("LOCAL_RANK", "1");
+  EXPECT_EQ(process_group_for_rendezvous("/shared/meet", -1, -1).local_rank, 1);
+  // Without --rendezvous, torchrun's variables mean nothing (they are too
+  // common to take a lone process for a rank).
+  expect_group(0, 1, 0, "none");
+}
+
+TEST_F(ProcessGroupTest, RendezvousWithoutAPlaceSaysWhatToGive) {
+  std::string message = testing::error_of([] { process_group_for_rendezvous("/m", -1, -1); });
+  EXPECT_NE(message.find("give --rank and --world_size, or start it with srun"), std::string::npos)
+      << message;
+  message = testing::error_of([] { process_group_for_rendezvous("/m", 1, -1); });
+  EXPECT_NE(message.find("give both --rank and --world_size (rank 1, world_size unset)"),
+            std::string::npos)
+      << message;
+  message = testing::error_of([] { process_group_for_rendezvous("/m", 3, 3); });
+  EXPECT_NE(message.find("--rank=3 is not below --world_size=3"), std::string::npos) << message;
+  set("RANK", "4");
+  set("WORLD_SIZE", "2");
+  message = testing::error_of([] { process_group_for_rendezvous("/m", -1, -1); });
+  EXPECT_NE(message.find("RANK=4 is not below WORLD_SIZE=2"), std::string::npos) << message;
 }
 
 TEST(SingleProcessCommunicator, EveryCallLeavesTheValues) {

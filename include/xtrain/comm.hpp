@@ -7,7 +7,9 @@
 // allreduce_sum, weights sent from the root with broadcast.
 //
 // Backends: "none" (one process; every call returns at once), "mpi" (CPU
-// buffers, one or many nodes; needs a build with libopenmpi-dev), "threads"
+// buffers, one or many nodes; needs a build with libopenmpi-dev), "gloo"
+// (CPU buffers, one or many nodes that meet in a shared directory, no MPI;
+// needs libgloo-dev), "threads"
 // (replicas in one process: ThreadReplicas below) and "nccl" (GPU buffers,
 // bootstrapped over one of the others: make_gpu_communicator).
 //
@@ -37,8 +39,12 @@ struct XTRAIN_API ProcessGroup {
   int size = 1;        // how many processes the job has
   int local_rank = 0;  // 0 .. processes on this node - 1: picks the GPU
   // Where the values came from: "none" (a lone process), "openmpi", "pmi"
-  // (MPICH, Intel MPI and other Hydra-style launchers) or "slurm".
+  // (MPICH, Intel MPI and other Hydra-style launchers), "slurm", "torchrun"
+  // or "flags" (process_group_for_rendezvous).
   std::string launcher = "none";
+  // A directory every rank sees, where the ranks meet (Gloo's FileStore):
+  // the job needs no MPI. Empty: the ranks are MPI's.
+  std::string rendezvous;
 };
 
 // Reads the launcher's variables, first found wins:
@@ -51,6 +57,15 @@ struct XTRAIN_API ProcessGroup {
 // a launcher's variable missing while others are set throws xtrain::Error
 // naming the variable.
 XTRAIN_API ProcessGroup process_group_from_environment();
+
+// The group of a job that meets in `directory` (backend "gloo"): rank and
+// size from `rank` and `size` when given (>= 0: the --rank and --world_size
+// flags; local rank from LOCAL_RANK, else 0), else from the launcher's
+// variables above, else from torchrun's RANK, WORLD_SIZE and LOCAL_RANK.
+// Throws xtrain::Error when none says the job's size, when only one of rank
+// and size is given, or when they are inconsistent.
+XTRAIN_API ProcessGroup process_group_for_rendezvous(const std::string& directory, int rank,
+                                                     int size);
 
 namespace detail {
 struct ThreadGroupState;  // src/comm/thread_replicas.cpp
@@ -88,6 +103,8 @@ class XTRAIN_API ThreadReplicas {
 
 // True when this build of xtrain has the MPI backend.
 XTRAIN_API bool mpi_available();
+// True when this build of xtrain has the Gloo backend (--rendezvous).
+XTRAIN_API bool gloo_available();
 
 // For a process leaving its job on an error: at exit the MPI backend calls
 // MPI_Abort, so that the launcher stops the other ranks at once instead of
@@ -96,10 +113,12 @@ XTRAIN_API bool mpi_available();
 XTRAIN_API void abort_job_at_exit();
 
 // The communicator for `group`: the single-process one when group.size == 1,
-// else MPI's (which checks that MPI sees the same rank and size). Every
+// else Gloo's when group.rendezvous is set (the ranks meet there first,
+// within timeout_seconds), else MPI's (which checks that MPI sees the same
+// rank and size). Every
 // collective throws xtrain::Error when it has not finished within
-// timeout_seconds (> 0). A group of several processes in a build without MPI
-// throws xtrain::Error saying how to get it.
+// timeout_seconds (> 0). A group of several processes in a build without
+// the backend it needs throws xtrain::Error saying how to get it.
 XTRAIN_API std::unique_ptr<Communicator> make_communicator(const ProcessGroup& group,
                                                            double timeout_seconds);
 

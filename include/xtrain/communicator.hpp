@@ -34,7 +34,7 @@ class XTRAIN_API Communicator {
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  virtual std::string backend() const = 0;  // "none", "mpi" or "nccl"
+  virtual std::string backend() const = 0;  // "none", "mpi", "gloo", "threads" or "nccl"
 
   // Whether the buffers of the collectives below are device (GPU) memory:
   // true for NCCL (src/comm/nccl_communicator.hpp), false for the host

@@ -1,6 +1,7 @@
-// make_communicator: the single-process communicator, or MPI's.
+// make_communicator: the single-process communicator, Gloo's or MPI's.
 #include <memory>
 
+#include "comm/gloo_communicator.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "xtrain/comm.hpp"
 
@@ -40,6 +41,16 @@ bool mpi_available() {
 #endif
 }
 
+bool gloo_available() {
+#ifdef XTRAIN_HAVE_GLOO
+  return true;
+#else
+  return false;
+#endif
+}
+
+// Gloo needs nothing: a rank that exits closes its connections, and the
+// others' collectives fail at once naming it (src/comm/gloo_peer_watch.hpp).
 void abort_job_at_exit() {
 #ifdef XTRAIN_HAVE_MPI
   abort_mpi_job_at_exit();
@@ -52,6 +63,17 @@ std::unique_ptr<Communicator> make_communicator(const ProcessGroup& group, doubl
   XTRAIN_CHECK(group.size >= 1 && group.rank >= 0 && group.rank < group.size, "rank ", group.rank,
                " of ", group.size, " is not a place in a job");
   if (group.size == 1) return std::make_unique<SingleProcessCommunicator>();
+  if (!group.rendezvous.empty()) {
+#ifdef XTRAIN_HAVE_GLOO
+    return make_gloo_communicator(group, timeout_seconds);
+#else
+    XTRAIN_CHECK(false, "this is rank ", group.rank, " of ", group.size,
+                 " processes meeting in '", group.rendezvous,
+                 "' (--rendezvous), but this xtrain was built without Gloo: install "
+                 "libgloo-dev (scripts/install_deps.sh) and rebuild, or start the ranks with "
+                 "mpirun");
+#endif
+  }
 #ifdef XTRAIN_HAVE_MPI
   return make_mpi_communicator(group, timeout_seconds);
 #else

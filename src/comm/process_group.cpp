@@ -80,4 +80,49 @@ ProcessGroup process_group_from_environment() {
   return ProcessGroup{};
 }
 
+ProcessGroup process_group_for_rendezvous(const std::string& directory, int rank, int size) {
+  XTRAIN_CHECK(!directory.empty(), "--rendezvous needs a directory that every rank sees");
+  XTRAIN_CHECK((rank < 0) == (size < 0), "give both --rank and --world_size (rank ",
+               rank < 0 ? "unset" : std::to_string(rank), ", world_size ",
+               size < 0 ? "unset" : std::to_string(size),
+               "), or neither to take them from the launcher (srun, torchrun)");
+  ProcessGroup group;
+  if (size >= 0) {
+    XTRAIN_CHECK(size >= 1, "--world_size=", size, ": a job has at least one process");
+    XTRAIN_CHECK(rank < size, "--rank=", rank, " is not below --world_size=", size,
+                 ": give each process its own rank 0 .. ", size - 1);
+    group.rank = rank;
+    group.size = size;
+    group.launcher = "flags";
+    if (const char* local = variable("LOCAL_RANK")) group.local_rank = whole_number("LOCAL_RANK", local);
+  } else {
+    group = process_group_from_environment();
+    if (group.launcher == "none") {
+      // torchrun and the launchers that copy it (Accelerate, DeepSpeed's, Kubeflow's).
+      const LauncherVariables torchrun{"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", nullptr};
+      XTRAIN_CHECK(variable("RANK") != nullptr || variable("WORLD_SIZE") != nullptr,
+                   "--rendezvous='", directory,
+                   "' needs this process's place in the job: give --rank and --world_size, or "
+                   "start it with srun (SLURM_PROCID, SLURM_NTASKS) or torchrun (RANK, "
+                   "WORLD_SIZE)");
+      if (variable("LOCAL_RANK") == nullptr) {
+        // Some launchers set only RANK and WORLD_SIZE: one rank per node.
+        const int whole = required_number("WORLD_SIZE", "RANK");
+        group.rank = required_number("RANK", "WORLD_SIZE");
+        group.size = whole;
+        group.launcher = "torchrun";
+        XTRAIN_CHECK(group.size >= 1 && group.rank < group.size, "RANK=", group.rank,
+                     " is not below WORLD_SIZE=", group.size,
+                     ": the launcher's environment is inconsistent");
+      } else {
+        group = read_group(torchrun);
+      }
+    }
+  }
+  XTRAIN_CHECK(group.local_rank < group.size || group.launcher == "flags", "local rank ",
+               group.local_rank, " is not below the job's size ", group.size);
+  group.rendezvous = directory;
+  return group;
+}
+
 }  // namespace xtrain

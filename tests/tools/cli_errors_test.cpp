@@ -193,6 +193,29 @@ TEST(CliErrors, OverrideFlagsBelowZeroOtherThanMinusOneAreRefused) {
   }
 }
 
+// A job's placement flags without a place to meet, or half of them: one
+// line saying what to give (never a lone process that thinks it is rank 1).
+TEST(CliErrors, RendezvousFlagsAloneOrHalfGivenAreRefused) {
+  TempDir dir("cli_rendezvous_flags");
+  const std::string net = dir.write("tiny.prototxt", tiny_net(2));
+  const std::string solver = dir.write("solver.prototxt", tiny_solver(net, dir.file("tiny")));
+  const std::pair<std::string, const char*> cases[] = {
+      {"--rank=1 --world_size=2", "--rank and --world_size place the process in a job that "
+                                  "meets in a shared directory: give --rendezvous=DIR too"},
+      {"--rendezvous=" + dir.path() + " --rank=1",
+       "give both --rank and --world_size (rank 1, world_size unset)"},
+      {"--rendezvous=" + dir.path() + " --rank=2 --world_size=2",
+       "--rank=2 is not below --world_size=2"},
+  };
+  for (const auto& [flags, expected] : cases) {
+    EXPECT_CONTAINS(expect_one_line_error(
+                        run_tool("env -u RANK -u WORLD_SIZE -u SLURM_PROCID -u SLURM_NTASKS " +
+                                 tool_path("xtrain") + " train --solver=" + solver + " " + flags),
+                        "xtrain train"),
+                    expected);
+  }
+}
+
 // Train and test nets that disagree on a shared layer's shapes: the error
 // says which net has which shape.
 TEST(CliErrors, TrainAndTestNetsDisagreeingOnAShapeNameEach) {

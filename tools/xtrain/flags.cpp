@@ -81,7 +81,8 @@ DEFINE_string(precision, "",
               "weights; docs/precision.md); unset: the net's forward_type/backward_type fields");
 DEFINE_double(
     collective_timeout, 600,
-    "several replicas (--gpu=0,1; mpirun, srun): seconds to wait for the others before failing");
+    "several replicas (--gpu=0,1; mpirun, srun, --rendezvous): seconds to wait for the others "
+    "before failing (and for a --rendezvous job to form)");
 DEFINE_double(gradient_bucket_mb, 25,
               "several replicas: gradients are summed in buckets of about this many MiB");
 DEFINE_int32(

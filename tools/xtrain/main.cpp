@@ -83,7 +83,7 @@ const xtrain::cli::CommandHelp kCommandHelp[] = {
      joined({"solver", "snapshot", "weights", "max_iter", "iter_size", "max_seconds",
              "snapshot_keep", "snapshot_minutes", "metrics", "tensorboard", "sigint_effect",
              "sighup_effect", "sigterm_effect", "sigusr1_effect", "collective_timeout",
-             "gradient_bucket_mb"},
+             "gradient_bucket_mb", "rendezvous", "rank", "world_size"},
             {kNetStateFlags, kComputeFlags})},
     {"test", "",
      joined({"model", "weights", "allow_missing_weights", "iterations", "phase"},

@@ -32,6 +32,14 @@ DEFINE_string(tensorboard, "",
               "and gradient norms at every display, test outputs, weight histograms at every "
               "snapshot; view with `tensorboard --logdir DIR`. Default: none");
 
+DEFINE_string(rendezvous, "",
+              "train: a directory every rank sees (NFS; any local one for ranks on one host) "
+              "where the processes of a job meet, without MPI: they sum over Gloo's TCP "
+              "transport. Rank and size from --rank and --world_size, else srun's or torchrun's "
+              "variables");
+DEFINE_int32(rank, -1, "train with --rendezvous: this process's rank, 0 .. --world_size - 1");
+DEFINE_int32(world_size, -1, "train with --rendezvous: the number of processes in the job");
+
 namespace xtrain::cli {
 namespace {
 // "snapshots/lenet" needs the directory "snapshots" before the first snapshot.
@@ -269,7 +277,14 @@ int train_command() {
   fill_default_snapshot_prefix(&solver_param, FLAGS_solver);
   make_parent_directories(solver_param.snapshot_prefix());
   // The launcher's environment first: a GPU rank must touch no GPU but its own.
-  const ProcessGroup group = process_group_from_environment();
+  XTRAIN_CHECK(!FLAGS_rendezvous.empty() || (FLAGS_rank == -1 && FLAGS_world_size == -1),
+               "--rank and --world_size place the process in a job that meets in a shared "
+               "directory: give --rendezvous=DIR too (mpirun and srun place their processes "
+               "themselves)");
+  const ProcessGroup group =
+      FLAGS_rendezvous.empty()
+          ? process_group_from_environment()
+          : process_group_for_rendezvous(FLAGS_rendezvous, FLAGS_rank, FLAGS_world_size);
   const std::vector<Device> devices =
       choose_devices(FLAGS_gpu, solver_param.solver_mode() == SolverParameter::GPU,
                      static_cast<int>(solver_param.device_id()), &group);
