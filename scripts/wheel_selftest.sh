@@ -185,7 +185,7 @@ with open("/proc/self/maps") as maps:
         foreign.append(path)
 # What the interpreter and its own modules (pyexpat, _ctypes, zlib) need is
 # the interpreter's, not ours.
-import re, subprocess
+import re, shutil, subprocess
 interpreter = [os.path.realpath(sys.executable)] + [p for p in loaded if "/lib-dynload/" in p]
 theirs = set()
 for path in interpreter:
@@ -201,9 +201,22 @@ if cuda_libs:
     print("NVIDIA's, from outside the wheel: " +
           ", ".join(sorted(os.path.basename(p) for p in from_nvidia)) +
           " (in %s)" % " ".join(sorted({os.path.dirname(p) for p in from_nvidia})))
+    # Every folder the loader could take them from (for step 8): where they
+    # were loaded from, its cache, LD_LIBRARY_PATH.
+    folders = {os.path.dirname(os.path.realpath(p)) for p in from_nvidia}
+    sonames = {os.path.basename(p) for p in from_nvidia}
+    ldconfig = shutil.which("ldconfig", path="/usr/sbin:/sbin:/usr/bin:/bin")
+    if ldconfig:
+        for line in subprocess.run([ldconfig, "-p"], capture_output=True,
+                                   text=True).stdout.splitlines():
+            name, _, path = line.strip().partition(" => ")
+            if name.split(" ")[0] in sonames:
+                folders.add(os.path.dirname(os.path.realpath(path)))
+    for folder in os.environ.get("LD_LIBRARY_PATH", "").split(":"):
+        if folder and any(os.path.exists(os.path.join(folder, s)) for s in sonames):
+            folders.add(os.path.realpath(folder))
     with open("nvidia_dirs.txt", "w") as out:
-        out.write("\n".join(sorted({os.path.dirname(os.path.realpath(p))
-                                    for p in from_nvidia})) + "\n")
+        out.write("\n".join(sorted(folders)) + "\n")
 if foreign:
     sys.exit("loaded from outside the wheel and the venv:\n  " + "\n  ".join(sorted(foreign)))
 EOF
@@ -243,14 +256,17 @@ EOF
     fi
     echo "xtrain train --gpu=0 with no GPU: exit 1, $(grep -m1 -o "error: .*" "$DIR/work/train_gpu.txt")"
   fi
-  # NVIDIA's libraries hidden (an empty tmpfs over each folder they were
-  # loaded from, in a mount namespace of this command's own): the import
-  # fails with our message, not the loader's alone.
-  if unshare -m true 2>/dev/null; then
-    mounts=""
-    while read -r folder; do
-      [ -n "$folder" ] && mounts+="mount -t tmpfs none '$folder' && "
-    done <"$DIR/work/nvidia_dirs.txt"
+  # NVIDIA's libraries hidden (an empty tmpfs over each folder the loader
+  # could take them from, in a mount namespace of this command's own): the
+  # import fails with our message, not the loader's alone. A folder that
+  # also holds glibc (NVIDIA's libraries in /usr/lib/...) cannot be hidden.
+  mounts=""
+  while read -r folder; do
+    [ -z "$folder" ] && continue
+    if [ -e "$folder/libc.so.6" ]; then mounts=""; break; fi
+    mounts+="mount -t tmpfs none '$folder' && "
+  done <"$DIR/work/nvidia_dirs.txt"
+  if [ -n "$mounts" ] && unshare -m true 2>/dev/null; then
     status=0
     (cd "$DIR/work" && env -i PATH="$DIR/venv/bin:/usr/bin:/bin" HOME="$DIR/work" \
       LD_LIBRARY_PATH="$LIBRARY_PATH" unshare -m sh -c "${mounts}exec '$PY' -c 'import xtrain'") \
@@ -263,7 +279,8 @@ EOF
     fi
     echo "import xtrain with NVIDIA's libraries hidden: $(grep -o 'ImportError: xtrain: .* was not found' "$DIR/work/hidden.txt")"
   else
-    echo "import xtrain with NVIDIA's libraries hidden: not checked (no private mount namespace here)"
+    echo "import xtrain with NVIDIA's libraries hidden: not checked (no private mount namespace" \
+      "here, or they are in glibc's folder: $(tr '\n' ' ' <"$DIR/work/nvidia_dirs.txt"))"
   fi
 fi
 
