@@ -81,11 +81,10 @@ is_cuda_tree() { readelf -d "$1/lib/libxtrain.so" | grep -q 'libcudart'; }
 
 # Configures and builds a tree for VARIANT into DIR.
 build_tree() {
-  local variant=$1 dir=$2 cuda=OFF
-  [ "$variant" = cuda ] && cuda=ON
+  local variant=$1 dir=$2 cuda=(-DXTRAIN_USE_CUDA=OFF)
+  [ "$variant" = cuda ] && cuda=(-DXTRAIN_USE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHITECTURES")
   say "configuring and building $dir ($variant, Release, tools and Python package)"
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DXTRAIN_USE_CUDA=$cuda \
-    -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHITECTURES" \
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "${cuda[@]}" \
     -DXTRAIN_BUILD_TESTS=OFF -DXTRAIN_BUILD_TOOLS=ON -DXTRAIN_BUILD_PYTHON=ON >&2
   cmake --build "$dir" -j"$(nproc)" >&2
 }
