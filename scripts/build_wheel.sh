@@ -36,7 +36,7 @@
 # runtime, cuBLAS, cuDNN and NCCL are requirements on NVIDIA's own PyPI
 # wheels (nvidia-cuda-runtime, nvidia-cublas, nvidia-cudnn-cu13,
 # nvidia-nccl-cu13, versions from the headers it was built with), found
-# through RUNPATH entries into site-packages/nvidia, or a system-wide CUDA
+# through RPATH entries into site-packages/nvidia, or a system-wide CUDA
 # install (scripts/wheel_cuda_deps.py says why). The driver (libcuda.so.1) is
 # never linked: the CUDA runtime loads it when a GPU is first asked for, so
 # the wheel imports and trains on the CPU on a machine with no GPU.
@@ -171,10 +171,11 @@ pack() {
   fi
 
   # The package as it will be installed: xtrain/ with the module and the
-  # Python files, xtrain/lib (libxtrain), xtrain/bin (the tools); RUNPATHs
+  # Python files, xtrain/lib (libxtrain), xtrain/bin (the tools); RPATHs
   # that find xtrain/lib wherever pip puts it (and, for the CUDA wheel,
-  # NVIDIA's wheels beside it in site-packages: auditwheel keeps RUNPATH
-  # entries inside the wheel's root, which site-packages is).
+  # NVIDIA's wheels beside it in site-packages: auditwheel keeps entries
+  # inside the wheel's root, which site-packages is, and writes DT_RPATH,
+  # searched before LD_LIBRARY_PATH and the loader's cache).
   local STAGE=$WORK/stage
   mkdir -p "$STAGE"
   cp -rL "$BUILD/python/xtrain" "$STAGE/xtrain"

@@ -7,8 +7,8 @@ libcudnn.so.9 loads by name at run time, so auditwheel cannot rename them)
 and NCCL (~220 MB) are far over PyPI's 100 MB default file limit and come as
 wheels of their own, which pip installs once for every package that needs
 them (PyTorch's practice). So the wheel names them as requirements and
-libxtrain finds them through RUNPATH entries relative to site-packages
-(RUNPATH does not stop the loader's cache: a system-wide toolkit serves as
+libxtrain finds them through RPATH entries relative to site-packages
+(they do not stop the loader's cache: a system-wide toolkit serves as
 well when they are not installed).
 
   wheel_cuda_deps.py LIBXTRAIN INCLUDE_DIR...
