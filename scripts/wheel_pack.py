@@ -2,13 +2,15 @@
 """Packs a staged package folder into a wheel (PEP 427), for
 scripts/build_wheel.sh, which then has auditwheel bundle its libraries.
 
-  wheel_pack.py STAGE DIST_DIR VERSION PYTHON_TAG
+  wheel_pack.py STAGE DIST_DIR VERSION PYTHON_TAG [REQUIREMENT...]
 
 STAGE holds the package folder xtrain/ (the module, the Python files, the
 libraries in xtrain/lib and the tools in xtrain/bin). The wheel is
 DIST_DIR/xtrain-VERSION-PYTHON_TAG-PYTHON_TAG-linux_x86_64.whl with a console
-script per tool (xtrain.tools) and numpy and protobuf as its dependencies.
-Prints the wheel's path.
+script per tool (xtrain.tools) and numpy, protobuf and Pillow as its
+dependencies, with the REQUIREMENTs after them (the CUDA wheel's NVIDIA
+libraries, scripts/wheel_cuda_deps.py). VERSION may carry a local label
+(0.1.0+cu13). Prints the wheel's path.
 """
 import base64
 import hashlib
@@ -31,9 +33,10 @@ def record_line(name, data):
 
 
 def main():
-    if len(sys.argv) != 5:
+    if len(sys.argv) < 5:
         sys.exit(__doc__.split("\n\n")[1])
-    stage, dist, version, python_tag = sys.argv[1:]
+    stage, dist, version, python_tag = sys.argv[1:5]
+    requires = REQUIRES + sys.argv[5:]
     tag = f"{python_tag}-{python_tag}-linux_x86_64"
     info = f"xtrain-{version}.dist-info"
     metadata = "\n".join(
@@ -41,7 +44,7 @@ def main():
          "Summary: xtrain's Python package: pycaffe's API (import xtrain as caffe) on "
          "xtrain's C++ nets and solvers, with its command-line tools",
          "Requires-Python: >=3.9"] +
-        [f"Requires-Dist: {r}" for r in REQUIRES]) + "\n"
+        [f"Requires-Dist: {r}" for r in requires]) + "\n"
     wheel = "\n".join(["Wheel-Version: 1.0", "Generator: xtrain scripts/wheel_pack.py",
                        "Root-Is-Purelib: false", f"Tag: {tag}"]) + "\n"
     entry_points = "[console_scripts]\n" + "".join(

@@ -9,6 +9,14 @@ pycaffe's Python modules: ``proto`` (``caffe_pb2``), ``layers``/``params``/
 ``draw`` (which pycaffe left to ``import caffe.draw`` for want of pydot;
 ours needs only Graphviz's dot program, so it comes with the package).
 """
+try:
+    from . import _xtrain  # noqa: F401
+except ImportError as _error:
+    from ._missing_libraries import explain as _explain
+    _explained = _explain(_error)
+    if _explained is None:
+        raise
+    raise _explained from None
 from ._xtrain import (  # noqa: F401  (the package's API)
     TRAIN,
     TEST,
