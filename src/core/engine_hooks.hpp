@@ -110,6 +110,22 @@ class EngineHooks {
     (void)top;
   }
 
+  // Gradients in place: the top (index) whose gradient storage bottom i's
+  // gradient may be computed in, or -1. A layer says so where its backward,
+  // on either device, reads that top's gradient element by element before it
+  // writes the same element of the bottom's, and reads it nowhere else after
+  // (Split accumulates the other tops' gradients into the first's; an
+  // Eltwise sum with coefficient 1 finds the bottom's gradient there
+  // already). The memory plan of a training net then gives the two
+  // gradients one storage where nobody else reads them (core/net_memory_plan.hpp),
+  // saving a value's storage at the step and, for Eltwise, a pass. The
+  // layer must still compute right when they do not share (a reshape may
+  // part them): it compares the pointers.
+  virtual int top_whose_gradient_storage_bottom_may_use(int bottom_index) const {
+    (void)bottom_index;
+    return -1;
+  }
+
   // Whether backward_cpu touches the data of bottom i / top i (reads it, or
   // asks for a pointer, which may convert its layout). The memory plan of a
   // training net on the CPU lets the data of a blob that no backward touches

@@ -90,6 +90,8 @@ void Net::share_activation_memory() {
     XTRAIN_CHECK(has_blob(name), "net '", name_, "' has no blob named '", name,
                  "' to keep out of the memory plan (NetOptions::keep_blobs)");
   }
+  const std::vector<GradientInPlace> in_place = plan_gradients_in_place(*this, options_.keep_blobs);
+  apply_gradients_in_place(*this, in_place);
   const NetMemoryPlan plan = plan_net_memory(*this, options_.keep_blobs);
   const AppliedNetMemoryPlan applied = apply_net_memory_plan(*this, plan);
   activation_packing_ = plan.packs.empty()
@@ -127,7 +129,10 @@ void Net::share_activation_memory() {
                              " layer output(s) recomputed in backward instead of kept")
                << (plan.packs.empty() ? std::string()
                                       : ", " + std::to_string(plan.packs.size()) +
-                                            " kept in 16 bits between the passes");
+                                            " kept in 16 bits between the passes")
+               << (in_place.empty() ? std::string()
+                                    : ", " + std::to_string(in_place.size()) +
+                                          " gradient(s) computed in their top's storage");
   }
 }
 

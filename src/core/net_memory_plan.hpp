@@ -109,6 +109,26 @@ struct NetMemoryPlan {
   std::vector<Pack> packs;
 };
 
+// Gradients in place (EngineHooks::top_whose_gradient_storage_bottom_may_use):
+// the gradient of blob `bottom`, a bottom of layer `layer`, computed in the
+// storage of the gradient of its top blob `top`. Chosen where the plan may
+// share both and the layer's backward is the last step that touches the
+// top's gradient and the first that touches the bottom's: one storage then
+// serves both, one after the other, and the step needs one value fewer (in
+// ResNet, a Split's sum or an Eltwise sum's backward: three gradients of a
+// stage's largest size at once, two in place). Applied before the plan is
+// made, so that the plan sees the two as one unit.
+struct GradientInPlace {
+  int layer = -1;
+  int bottom = -1;
+  int top = -1;
+};
+// In backward order, the order to apply them in (a chain -- an Eltwise sum
+// whose bottom is a Split's top -- ends in one storage).
+std::vector<GradientInPlace> plan_gradients_in_place(const Net& net,
+                                                     const std::vector<std::string>& keep_blobs);
+void apply_gradients_in_place(const Net& net, const std::vector<GradientInPlace>& in_place);
+
 // What applying a plan made that the Net needs later: the data arena (the
 // packed values' home), kept alive by this too.
 struct AppliedNetMemoryPlan {

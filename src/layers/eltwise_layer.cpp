@@ -82,6 +82,13 @@ class EltwiseLayer : public Layer, public EngineHooks {
     return operation_ == EltwiseParameter::PROD;
   }
   bool backward_touches_top_data(int) const override { return reads_output_in_backward(); }
+  // A sum's first bottom of coefficient 1 has the top's gradient as its own
+  // (with an absorbed ReLU, masked in place before any bottom reads it).
+  int top_whose_gradient_storage_bottom_may_use(int bottom_index) const override {
+    if (operation_ != EltwiseParameter::SUM) return -1;
+    const auto first_of_one = std::find(coefficients_.begin(), coefficients_.end(), 1.0f);
+    return first_of_one - coefficients_.begin() == bottom_index ? 0 : -1;
+  }
   bool can_write_channel_blocked_top(int, const std::vector<bool>& blocked_bottoms) const override {
     return std::all_of(blocked_bottoms.begin(), blocked_bottoms.end(), [](bool b) { return b; });
   }
@@ -218,6 +225,8 @@ class EltwiseLayer : public Layer, public EngineHooks {
             unmasked_diff = nullptr;  // masked now
             break;
           }
+          // In the top's gradient storage already (gradients in place).
+          if (input_diff == output_diff && coefficient == 1.0f) break;
           for_each_block(count, 1, [&](std::size_t begin, std::size_t end) {
             for (std::size_t j = begin; j < end; ++j) input_diff[j] = scale(output_diff[j]);
           });
@@ -301,6 +310,7 @@ class EltwiseLayer : public Layer, public EngineHooks {
           }
           break;
         case EltwiseParameter::SUM:
+          if (input_diff == output_diff && coefficients_[k] == 1.0f) break;  // in place
           cuda::scale_values(output_diff, coefficients_[k], input_diff, count);
           break;
         case EltwiseParameter::MAX:

@@ -45,6 +45,9 @@ class SplitLayer : public Layer, public EngineHooks {
   bool can_write_channel_blocked_top(int, const std::vector<bool>& blocked_bottoms) const override {
     return blocked_bottoms[0];
   }
+  // The sum accumulates into the first top's gradient (its storage,
+  // when the memory plan shares it; math::gpu::copy skips a copy onto itself).
+  int top_whose_gradient_storage_bottom_may_use(int) const override { return 0; }
 
  protected:
   void forward_cpu(const BlobVec&, const BlobVec&) override {}
@@ -55,11 +58,16 @@ class SplitLayer : public Layer, public EngineHooks {
     if (!propagate_down[0]) return;
     const std::size_t count = bottom[0]->count();
     const MemoryLayout layout = bottom[0]->data_layout();
-    float* diff = bottom[0]->overwrite_cpu_diff_in(layout);
+    // The tops' gradients first: the bottom's may be the first top's storage
+    // (gradients in place, below), which `overwrite` must not find unconverted.
     std::vector<const float*> top_diffs;
     for (const Blob* output : top) top_diffs.push_back(output->cpu_diff_in(layout));
+    float* diff = bottom[0]->overwrite_cpu_diff_in(layout);
+    if (top_diffs.size() == 1 && top_diffs[0] == diff) return;
     // One sweep: each block of the sum stays in cache while the tops are
     // added to it one after another (the order of Caffe's sweeps).
+    // In place, `diff` is `top_diffs[0]`: each element of it is read before
+    // it is written, so the sweeps below hold.
     for_each_block(count, top.size(), [&](std::size_t begin, std::size_t end) {
       if (top_diffs.size() == 1) {
         std::copy(top_diffs[0] + begin, top_diffs[0] + end, diff + begin);
