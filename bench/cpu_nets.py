@@ -566,7 +566,8 @@ def main():
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="environment for both xtrain and PyTorch, repeatable: e.g."
                         " OMP_WAIT_POLICY=active on a machine of one's own (xtrain's default"
-                        " is passive unless set; PyTorch's is libgomp's spinning)")
+                        " spins long while the other CPUs are idle and briefly while they are"
+                        " busy; PyTorch's is libgomp's spinning)")
     parser.add_argument("--torch-env", action="append", default=[], metavar="NAME=VALUE",
                         help="environment for PyTorch, repeatable: e.g. ATEN_CPU_CAPABILITY="
                         "avx512, OMP_WAIT_POLICY=PASSIVE (much faster when other processes"

@@ -25,4 +25,21 @@ XTRAIN_API int cpu_threads();
 // the BLAS library keeps its own threads.
 XTRAIN_API std::string cpu_thread_summary();
 
+// How the pool's idle threads wait for work (docs/performance.md, "The
+// OpenMP wait policy"). Unless the user set OMP_WAIT_POLICY or
+// GOMP_SPINCOUNT, which always win, they poll long while other processes
+// leave this process's CPUs idle and briefly while they keep them busy:
+// measured now (over 0.1 s) and rechecked every 2 s by a thread of ours that
+// sleeps in between. Call it after set_cpu_threads (the pool size is part of
+// the decision). Returns one line for the log: what was chosen and why.
+// Once per process; later calls return the first line.
+XTRAIN_API std::string adapt_openmp_waiting_to_load();
+
+// Whether adapt_openmp_waiting_to_load can change the waiting at run time:
+// false where the user set OMP_WAIT_POLICY or GOMP_SPINCOUNT, and where the
+// OpenMP runtime is not a libgomp whose spin count could be found. The xtrain
+// tool, when this is false and the user set nothing, starts itself again with
+// GOMP_SPINCOUNT=1000 (the short spin from the start).
+XTRAIN_API bool openmp_waiting_adaptable();
+
 }  // namespace xtrain

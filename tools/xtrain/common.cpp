@@ -44,6 +44,7 @@ std::vector<float> parse_mean_values(const std::string& text) {
 void configure_compute() {
   set_cpu_threads(FLAGS_threads);
   XLOG(INFO) << "CPU: " << cpu_thread_summary();
+  XLOG(INFO) << "OpenMP waiting: " << adapt_openmp_waiting_to_load();
   set_cpu_algorithm_search(parse_cpu_algorithm_search(FLAGS_cpu_algorithm_search));
   if (cuda_compiled_in()) XLOG(INFO) << "GPU libraries: " << cuda_library_versions();
   XTRAIN_CHECK(FLAGS_cudnn_workspace_mb >= 0, "--cudnn_workspace_mb=", FLAGS_cudnn_workspace_mb,

@@ -12,6 +12,7 @@
 #include "command_help.hpp"
 #include "flag_help.hpp"
 #include "flags.hpp"
+#include "xtrain/cpu_threads.hpp"
 #include "xtrain/error.hpp"
 
 namespace {
@@ -133,16 +134,18 @@ std::string usage() {
   return text;
 }
 
-// An idle OpenMP thread spins for a while (libgomp: ~300,000 polls) before
-// it sleeps. On a machine of one's own that makes the next parallel region
-// start at once; on a shared one the spinning threads take the cores from
-// the work. libgomp reads its settings once, when it is loaded, before main():
-// so if the user chose none, start again with a short spin, measured on 2
-// cores (LeNet ms per iteration, quiet / with one busy process beside it):
+// How idle OpenMP threads wait follows the load (adapt_openmp_waiting_to_load,
+// called by each computing command): a long spin while the other processes
+// leave our CPUs idle, a short one while they keep them busy. That needs
+// libgomp's spin count found in memory; where it is not (another OpenMP
+// runtime), start again with the short spin throughout, as libgomp reads
+// GOMP_SPINCOUNT once, when it is loaded, before main(). Measured on 2 cores
+// (LeNet ms per iteration, quiet / with one busy process beside it):
 // libgomp's default ~4.3 / ~20-24, passive (no spin) 5.7-7.1 / 12.0,
-// GOMP_SPINCOUNT=1000 4.5-5.5 / 12.4-14.5, 3000 4.3 / 16.3.
-void start_again_with_a_short_openmp_spin(char** argv) {
+// GOMP_SPINCOUNT=1000 4.5-5.5 / 12.4-14.5 (docs/performance.md).
+void start_again_with_a_short_spin_where_it_cannot_adapt(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
+  if (xtrain::openmp_waiting_adaptable()) return;
   ::setenv("GOMP_SPINCOUNT", "1000", 1);
   ::execv("/proc/self/exe", argv);
   // Could not re-execute (no /proc?): carry on with the defaults.
@@ -192,7 +195,7 @@ int answer_help(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  start_again_with_a_short_openmp_spin(argv);
+  start_again_with_a_short_spin_where_it_cannot_adapt(argv);
   gflags::SetUsageMessage(usage());
   gflags::SetVersionString("0.1.0");
   // gflags' own --help would list every flag of every linked file.

@@ -1,0 +1,100 @@
+#include "core/openmp_spin.hpp"
+
+#include <link.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace xtrain {
+
+std::string user_openmp_wait_setting(const std::function<const char*(const char*)>& lookup) {
+  std::string setting;
+  for (const char* name : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"}) {
+    const char* value = lookup(name);
+    if (value == nullptr) continue;
+    setting += (setting.empty() ? "" : ", ") + std::string(name) + "=" + value;
+  }
+  return setting;
+}
+
+SpinLength choose_spin_length(SpinLength current, double neighbours, int cpus, int threads) {
+  // What the neighbours use beyond the CPUs our threads leave free.
+  const double taken_from_us = neighbours - std::max(0, cpus - threads);
+  const double limit = current == SpinLength::kLong ? 0.5 : 0.25;
+  return taken_from_us <= limit ? SpinLength::kLong : SpinLength::kShort;
+}
+
+std::vector<std::uint64_t*> find_words(void* begin, void* end, std::uint64_t value) {
+  std::vector<std::uint64_t*> found;
+  auto address = reinterpret_cast<std::uintptr_t>(begin);
+  address = (address + alignof(std::uint64_t) - 1) & ~std::uintptr_t{alignof(std::uint64_t) - 1};
+  const auto last = reinterpret_cast<std::uintptr_t>(end);
+  for (; address + sizeof(std::uint64_t) <= last; address += sizeof(std::uint64_t)) {
+    std::uint64_t word;
+    std::memcpy(&word, reinterpret_cast<const void*>(address), sizeof(word));
+    if (word == value) found.push_back(reinterpret_cast<std::uint64_t*>(address));
+  }
+  return found;
+}
+
+namespace {
+
+struct Search {
+  std::vector<std::uint64_t*> found;
+  int libraries = 0;
+};
+
+bool is_libgomp(const char* path) {
+  const char* name = std::strrchr(path, '/');
+  return std::strncmp(name ? name + 1 : path, "libgomp.so", 10) == 0;
+}
+
+// Every libgomp word equal to its default spin count, in its writable
+// segments less the part made read-only after relocation (RELRO): the
+// variable is in .bss, and a write into RELRO would fault.
+int search_libgomp(dl_phdr_info* info, std::size_t, void* data) {
+  auto* search = static_cast<Search*>(data);
+  if (info->dlpi_name == nullptr || !is_libgomp(info->dlpi_name)) return 0;
+  ++search->libraries;
+  std::uintptr_t relro_begin = 0, relro_end = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& header = info->dlpi_phdr[i];
+    if (header.p_type == PT_GNU_RELRO) {
+      relro_begin = info->dlpi_addr + header.p_vaddr;
+      relro_end = relro_begin + header.p_memsz;
+    }
+  }
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& header = info->dlpi_phdr[i];
+    if (header.p_type != PT_LOAD || (header.p_flags & PF_W) == 0) continue;
+    std::uintptr_t begin = info->dlpi_addr + header.p_vaddr;
+    const std::uintptr_t end = begin + header.p_memsz;
+    // RELRO is the start of the writable segment where there is one.
+    if (relro_end > begin && relro_begin <= begin) begin = std::min(relro_end, end);
+    for (std::uint64_t* word : find_words(reinterpret_cast<void*>(begin),
+                                          reinterpret_cast<void*>(end), kLibgompDefaultSpin)) {
+      search->found.push_back(word);
+    }
+  }
+  return 0;
+}
+
+std::uint64_t* search_libgomp_spin_count() {
+  Search search;
+  dl_iterate_phdr(search_libgomp, &search);
+  if (search.libraries != 1 || search.found.size() != 1) return nullptr;
+  return search.found.front();
+}
+
+}  // namespace
+
+std::uint64_t* libgomp_spin_count() {
+  static std::uint64_t* const spin_count = search_libgomp_spin_count();
+  return spin_count;
+}
+
+void set_libgomp_spin_count(std::uint64_t* spin_count, std::uint64_t polls) {
+  __atomic_store_n(spin_count, polls, __ATOMIC_RELAXED);
+}
+
+}  // namespace xtrain
