@@ -84,7 +84,9 @@ class XTRAIN_API Net {
   // to the first (layers that need no backward included): from then on the
   // pass no longer changes the gradients of layer i's own parameters, so
   // data-parallel training can start summing them while backward goes on.
-  // (A parameter shared by several layers is final after the first of them.)
+  // (A parameter shared by several layers is final after the first of them.
+  // A layer whose work the layer before it does -- NetOptions::fuse_layers --
+  // is reported right after that one.)
   void backward(const std::function<void(int layer)>& layer_done);
   float forward_backward();
   // Re-runs every layer's reshape (after an input changed shape).

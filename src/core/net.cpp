@@ -444,14 +444,15 @@ void Net::backward(const std::function<void(int layer)>& layer_done) {
     }
     if (!layer_done) continue;
     // A layer another one took over (a Scale fused into its BatchNorm) has
-    // its gradients when that one's backward is done, not before.
+    // its gradients when that one's backward is done, not before: it is
+    // reported right after that one (whose time the report is, for xtrain time).
     if (engine_hooks(*layers_[i]).absorbed_by_previous_layer() && i > 0) {
       absorbed_done.push_back(i);
       continue;
     }
+    layer_done(i);
     for (int absorbed : absorbed_done) layer_done(absorbed);
     absorbed_done.clear();
-    layer_done(i);
   }
 }
 

@@ -56,24 +56,24 @@ __attribute__((target("avx512f"))) void round_chunk_to_bfloat16_avx512(const flo
 }
 #endif
 
-void round_on_cpu(NumberType type, const float* in, float* out, std::size_t count) {
+using RoundChunk = void (*)(const float*, float*, std::size_t);
+
+// The fastest way this CPU has to round a run to `type` (16-bit).
+RoundChunk chunk_rounding(NumberType type) {
   if (type == NumberType::kFloat16) {
 #ifdef XTRAIN_HAVE_F16C_COPIES
-    if (cpu_isa() >= CpuIsa::kAvx2) {
-      for_each_chunk(in, out, count, round_chunk_to_float16_f16c);
-      return;
-    }
+    if (cpu_isa() >= CpuIsa::kAvx2) return round_chunk_to_float16_f16c;
 #endif
-    for_each_chunk(in, out, count, round_chunk_portably<ops::RoundToFloat16>);
-    return;
+    return round_chunk_portably<ops::RoundToFloat16>;
   }
 #ifdef XTRAIN_HAVE_F16C_COPIES
-  if (cpu_isa() >= CpuIsa::kAvx512) {
-    for_each_chunk(in, out, count, round_chunk_to_bfloat16_avx512);
-    return;
-  }
+  if (cpu_isa() >= CpuIsa::kAvx512) return round_chunk_to_bfloat16_avx512;
 #endif
-  for_each_chunk(in, out, count, round_chunk_portably<ops::RoundToBfloat16>);
+  return round_chunk_portably<ops::RoundToBfloat16>;
+}
+
+void round_on_cpu(NumberType type, const float* in, float* out, std::size_t count) {
+  for_each_chunk(in, out, count, chunk_rounding(type));
 }
 
 }  // namespace
@@ -102,6 +102,11 @@ void round_into(const Device& device, NumberType type, const float* in, float* o
 
 void round_in_place(const Device& device, NumberType type, float* values, std::size_t count) {
   round_into(device, type, values, values, count);
+}
+
+void round_run_in_place(NumberType type, float* values, std::size_t count) {
+  if (type == NumberType::kFloat32 || count == 0) return;
+  chunk_rounding(type)(values, values, count);
 }
 
 }  // namespace xtrain

@@ -71,6 +71,10 @@ namespace xtrain {
 // CPU has them (F16C for fp16), which give the functors' exact results.
 void round_in_place(const Device& device, NumberType type, float* values, std::size_t count);
 
+// The same on the host, on the calling thread alone: for a run inside a
+// layer's own parallel loop (no parallel region per call).
+void round_run_in_place(NumberType type, float* values, std::size_t count);
+
 // The same, copying: out[i] = round(in[i]) (out may equal in).
 void round_into(const Device& device, NumberType type, const float* in, float* out,
                 std::size_t count);

@@ -36,8 +36,9 @@ float* thread_run(std::size_t count) {
   return run.data();
 }
 
+// In the thread's own run: the functors of round_in_place, no parallel region.
 void round_run(NumberType type, float* values, std::size_t count) {
-  if (type != NumberType::kFloat32) round_in_place(Device::cpu(), type, values, count);
+  round_run_in_place(type, values, count);
 }
 
 }  // namespace
