@@ -260,6 +260,42 @@ TEST(ConvolutionChoiceTest, TextRoundTrip) {
   EXPECT_EQ(parsed->to_string(), text);
 }
 
+TEST(ConvolutionChoiceTest, TheLoadItWasTimedUnderRoundTrips) {
+  ConvolutionChoice choice;
+  choice.engines = {"jit:avx2", ConvolutionChoice::kGemm, "gemm:jit"};
+  choice.load = 0.834;
+  const std::string text = choice.to_string();
+  EXPECT_EQ(text,
+            "layout=any forward=jit:avx2 backward-data=im2col_gemm backward-weights=gemm:jit "
+            "load=0.83");
+  const auto parsed = ConvolutionChoice::parse(text);
+  ASSERT_TRUE(parsed);
+  EXPECT_DOUBLE_EQ(parsed->load, 0.83);
+  EXPECT_NE(parsed->describe().find("timed while other processes took 0.83 CPUs"),
+            std::string::npos)
+      << parsed->describe();
+  // A line written before the load was recorded: not known.
+  EXPECT_EQ(ConvolutionChoice::parse("layout=any forward=a backward-data=b backward-weights=c")
+                ->load,
+            -1);
+  for (const char* bad : {"load=-1", "load=x", "load=nan", "load=0.1 load=0.2"}) {
+    EXPECT_FALSE(ConvolutionChoice::parse(
+        std::string("layout=any forward=a backward-data=b backward-weights=c ") + bad))
+        << bad;
+  }
+}
+
+TEST(ConvolutionChoiceTest, AChoiceTimedBesideBusyNeighboursIsTimedAgainOnceTheMachineIsQuiet) {
+  // Timed on a quiet machine: kept, whatever the load now.
+  EXPECT_FALSE(time_convolution_again(0.02, 0.0));
+  EXPECT_FALSE(time_convolution_again(0.25, 1.5));
+  // Timed beside busy neighbours (or not known): again when quiet, not while busy.
+  EXPECT_TRUE(time_convolution_again(0.83, 0.1));
+  EXPECT_TRUE(time_convolution_again(-1, 0.0));
+  EXPECT_FALSE(time_convolution_again(0.83, 0.6));
+  EXPECT_FALSE(time_convolution_again(-1, 1.0));
+}
+
 TEST(ConvolutionChoiceTest, MalformedTextIsNoChoice) {
   for (const char* text : {"", "layout=any", "layout=any forward=a backward-data=b",
                            "layout=any forward=a backward-data=b backward-weights=c forward=d",

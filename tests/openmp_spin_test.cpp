@@ -74,7 +74,7 @@ TEST(CpuLoad, NeighboursAreTheBusyTicksLessOurs) {
   EXPECT_DOUBLE_EQ(neighbour_cpus(before, before), 0.0);
 }
 
-TEST(OpenMpSpin, SpinsLongOnlyWhileTheOthersLeaveOurThreadsTheirCpus) {
+TEST(OpenMpSpin, SpinsLongOnlyWhileTheOthersLeaveOurThreadsTheirCpusAndNotAtAllWhenTheyTakeMoreThanOne) {
   using L = SpinLength;
   // 2 CPUs, 2 threads: any neighbour takes from us.
   EXPECT_EQ(choose_spin_length(L::kShort, 0.0, 2, 2), L::kLong);
@@ -83,7 +83,16 @@ TEST(OpenMpSpin, SpinsLongOnlyWhileTheOthersLeaveOurThreadsTheirCpus) {
   // Once long, a reading between the limits keeps it long; above, short.
   EXPECT_EQ(choose_spin_length(L::kLong, 0.4, 2, 2), L::kLong);
   EXPECT_EQ(choose_spin_length(L::kLong, 0.6, 2, 2), L::kShort);
-  EXPECT_EQ(choose_spin_length(L::kLong, 1.9, 2, 2), L::kShort);
+  EXPECT_EQ(choose_spin_length(L::kLong, 1.0, 2, 2), L::kShort);
+  // More than a whole CPU taken: no spin, until it falls to three quarters.
+  EXPECT_EQ(choose_spin_length(L::kLong, 1.9, 2, 2), L::kNone);
+  EXPECT_EQ(choose_spin_length(L::kShort, 1.1, 2, 2), L::kNone);
+  EXPECT_EQ(choose_spin_length(L::kNone, 0.9, 2, 2), L::kNone);
+  EXPECT_EQ(choose_spin_length(L::kNone, 0.7, 2, 2), L::kShort);
+  EXPECT_EQ(choose_spin_length(L::kNone, 0.1, 2, 2), L::kLong);
+  EXPECT_EQ(spin_polls(L::kNone), 0u);
+  EXPECT_EQ(spin_polls(L::kShort), kShortSpin);
+  EXPECT_EQ(spin_polls(L::kLong), kLongSpin);
   // 16 CPUs, 8 threads: neighbours on the other 8 take nothing from us.
   EXPECT_EQ(choose_spin_length(L::kShort, 7.9, 16, 8), L::kLong);
   EXPECT_EQ(choose_spin_length(L::kShort, 8.5, 16, 8), L::kShort);
@@ -155,10 +164,11 @@ TEST(OpenMpSpinChild, WritesToTheFoundSpinCountChangeLibgompsPolling) {
   const double sleeping = cpu_seconds_while_idle(spin_count, 0);
   EXPECT_GT(polling, 0.1) << "idle CPU seconds in 0.5 s with a long spin";
   EXPECT_LT(sleeping, 0.05) << "idle CPU seconds in 0.5 s without a spin";
-  // The adaptive choice writes one of its two counts.
+  // The adaptive choice writes one of its three counts.
   const std::string line = adapt_openmp_waiting_to_load();
   EXPECT_NE(line.find("other processes used "), std::string::npos) << line;
-  EXPECT_TRUE(*spin_count == kLongSpin || *spin_count == kShortSpin) << *spin_count;
+  EXPECT_TRUE(*spin_count == kLongSpin || *spin_count == kShortSpin || *spin_count == kNoSpin)
+      << *spin_count;
 }
 
 TEST(OpenMpSpinChild, TheUsersSpinCountIsLeftAlone) {

@@ -15,15 +15,9 @@ The weights: --weights, else the full run of scripts/run_lenet.sh
 (snapshots/lenet_python_iter_600.caffemodel), which this script trains
 first (about a minute, once) when neither exists.
 """
-import os
-
-# A short OpenMP spin, as in train_lenet.py (it may train here): set before
-# NumPy or xtrain load libgomp, which reads it once.
-if "OMP_WAIT_POLICY" not in os.environ:
-    os.environ.setdefault("GOMP_SPINCOUNT", "1000")
-
-import argparse  # noqa: E402  (after the OpenMP settings, as all imports below)
+import argparse
 import gzip
+import os
 import sys
 
 import numpy as np

@@ -15,16 +15,8 @@ are missing, the project's convert_mnist_data tool (build/bin) makes them
 from Debian's Fashion-MNIST. Writes <output-dir>/lenet_python_iter_N.caffemodel
 (and .solverstate) and <output-dir>/lenet_python_loss.svg.
 """
+import argparse
 import os
-
-# Idle OpenMP threads spin before they sleep, which takes the cores from the
-# work on a shared machine (10x slower training beside a busy build here).
-# The xtrain tool runs with a short spin; a Python program must ask for it
-# itself, before NumPy or xtrain load libgomp (README, "Building").
-if "OMP_WAIT_POLICY" not in os.environ:
-    os.environ.setdefault("GOMP_SPINCOUNT", "1000")
-
-import argparse  # noqa: E402  (after the OpenMP settings, as all imports below)
 import subprocess
 import sys
 import time

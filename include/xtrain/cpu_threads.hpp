@@ -28,8 +28,8 @@ XTRAIN_API std::string cpu_thread_summary();
 // How the pool's idle threads wait for work (docs/performance.md, "The
 // OpenMP wait policy"). Unless the user set OMP_WAIT_POLICY or
 // GOMP_SPINCOUNT, which always win, they poll long while other processes
-// leave this process's CPUs idle and briefly while they keep them busy:
-// measured now (over 0.1 s) and rechecked every 2 s by a thread of ours that
+// leave this process's CPUs idle, briefly while they keep them busy and not
+// at all while they take more than a whole CPU from its threads: measured now (over 0.1 s) and rechecked every 2 s by a thread of ours that
 // sleeps in between. Call it after set_cpu_threads (the pool size is part of
 // the decision). Returns one line for the log: what was chosen and why.
 // Once per process; later calls return the first line.

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "bindings.hpp"
+#include "xtrain/cpu_threads.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 
@@ -34,6 +35,12 @@ std::optional<NumberType> current_precision() { return mode().precision; }
 std::uint64_t random_seed() { return mode().seed; }
 
 void bind_mode(pybind11::module_& module) {
+  module.def(
+      "openmp_waiting", [] { return adapt_openmp_waiting_to_load(); },
+      "How idle OpenMP threads wait, as the xtrain tool logs it: chosen from the other "
+      "processes' load when the package is imported (a long spin while they leave this "
+      "process's CPUs idle, a short one or none while they take them; rechecked every 2 s) "
+      "unless OMP_WAIT_POLICY or GOMP_SPINCOUNT was set. Returns the line that says which.");
   module.def(
       "set_mode_cpu", [] { mode().gpu = false; }, "Run nets made from now on on the CPU.");
   module.def(

@@ -29,6 +29,7 @@ from ._xtrain import (  # noqa: F401  (the package's API)
     get_solver,
     layer_type_list,
     log_level,
+    openmp_waiting,
     set_device,
     set_log_level,
     set_mode_cpu,
@@ -46,6 +47,11 @@ from .detector import Detector  # noqa: F401
 from .net_spec import NetSpec, layers, params, to_proto  # noqa: F401
 from . import progress as _progress
 from .progress import progress_enabled, set_progress  # noqa: F401
+
+# Idle OpenMP threads spin while the other processes leave our CPUs idle and
+# yield while they do not, as in the xtrain tool (openmp_waiting() says which;
+# OMP_WAIT_POLICY or GOMP_SPINCOUNT set before the import win).
+openmp_waiting()
 
 # step(n, progress=) and solve(resume_file, progress=): a progress bar, and
 # a snapshot on Ctrl-C (progress.py).

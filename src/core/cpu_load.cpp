@@ -73,6 +73,10 @@ double neighbour_cpus(const CpuTicks& before, const CpuTicks& after) {
   return std::clamp((busy - own) / elapsed_per_cpu, 0.0, static_cast<double>(after.cpus));
 }
 
+double cpus_taken_from_threads(double neighbours, int cpus, int threads) {
+  return std::max(0.0, neighbours - std::max(0, cpus - threads));
+}
+
 std::vector<int> allowed_cpus() {
   std::vector<int> cpus;
   cpu_set_t set;

@@ -39,6 +39,11 @@ std::uint64_t parse_process_ticks(const std::string& text);
 // CPUs, clamped to [0, cpus]; 0 when no time passed.
 double neighbour_cpus(const CpuTicks& before, const CpuTicks& after);
 
+// What the other processes take from `threads` threads of ours on `cpus`
+// CPUs when they use `neighbours` CPUs: what they use beyond the
+// cpus - threads that our threads leave them, 0 at least.
+double cpus_taken_from_threads(double neighbours, int cpus, int threads);
+
 // The CPUs this process may run on (its affinity mask).
 std::vector<int> allowed_cpus();
 

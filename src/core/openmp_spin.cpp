@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/cpu_load.hpp"
+
 namespace xtrain {
 
 std::string user_openmp_wait_setting(const std::function<const char*(const char*)>& lookup) {
@@ -18,10 +20,23 @@ std::string user_openmp_wait_setting(const std::function<const char*(const char*
 }
 
 SpinLength choose_spin_length(SpinLength current, double neighbours, int cpus, int threads) {
-  // What the neighbours use beyond the CPUs our threads leave free.
-  const double taken_from_us = neighbours - std::max(0, cpus - threads);
-  const double limit = current == SpinLength::kLong ? 0.5 : 0.25;
-  return taken_from_us <= limit ? SpinLength::kLong : SpinLength::kShort;
+  const double taken_from_us = cpus_taken_from_threads(neighbours, cpus, threads);
+  const double long_limit = current == SpinLength::kLong ? 0.5 : 0.25;
+  if (taken_from_us <= long_limit) return SpinLength::kLong;
+  const double none_limit = current == SpinLength::kNone ? 0.75 : 1.0;
+  return taken_from_us > none_limit ? SpinLength::kNone : SpinLength::kShort;
+}
+
+std::uint64_t spin_polls(SpinLength length) {
+  switch (length) {
+    case SpinLength::kNone:
+      return kNoSpin;
+    case SpinLength::kShort:
+      return kShortSpin;
+    case SpinLength::kLong:
+      return kLongSpin;
+  }
+  return kShortSpin;
 }
 
 std::vector<std::uint64_t*> find_words(void* begin, void* end, std::uint64_t value) {

@@ -33,23 +33,31 @@ constexpr std::uint64_t kLibgompDefaultSpin = 300000;
 // (OMP_WAIT_POLICY=active) gave no faster LeNet there.
 constexpr std::uint64_t kLongSpin = kLibgompDefaultSpin;
 // While neighbours keep them busy: ~13 us there. 0 (passive) was as good
-// beside a busy process and slower on a quiet machine.
+// beside one busy process and slower on a quiet machine.
 constexpr std::uint64_t kShortSpin = 1000;
+// While the neighbours take more than a whole CPU from our threads: no spin
+// (libgomp's passive). Beside five or more runnable processes per CPU, LeNet
+// took 19.9 ms passive against 30.0 with the short spin (docs/performance.md).
+constexpr std::uint64_t kNoSpin = 0;
 
 // "OMP_WAIT_POLICY=active" (or GOMP_SPINCOUNT, or both) when the user set
 // either, as `lookup` (getenv, or a fake in tests) finds them; "" if neither.
 std::string user_openmp_wait_setting(const std::function<const char*(const char*)>& lookup);
 
-enum class SpinLength { kShort, kLong };
+enum class SpinLength { kNone, kShort, kLong };
 
 // The spin for the next few seconds, from the other processes' use of our
 // CPUs (`neighbours`, in CPUs: neighbour_cpus in core/cpu_load.hpp), how many
 // CPUs we may use and how many threads our pool runs. Our threads leave
 // cpus - threads CPUs to the others; what they use beyond that is taken from
 // our threads. Spin long when it is at most a quarter of a CPU; once long,
-// stay long until it passes half a CPU (a margin, so that a reading near the
-// limit does not switch at every check).
+// stay long until it passes half a CPU. Spin not at all when it is more than
+// a whole CPU; once so, until it falls to three quarters. Short in between.
+// (The margins keep a reading near a limit from switching at every check.)
 SpinLength choose_spin_length(SpinLength current, double neighbours, int cpus, int threads);
+
+// The polls of each length: kNoSpin, kShortSpin, kLongSpin.
+std::uint64_t spin_polls(SpinLength length);
 
 // The 8-byte-aligned words in [begin, end) that hold `value`.
 std::vector<std::uint64_t*> find_words(void* begin, void* end, std::uint64_t value);

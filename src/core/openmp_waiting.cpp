@@ -19,10 +19,6 @@ namespace {
 constexpr auto kFirstWindow = std::chrono::milliseconds(100);
 constexpr auto kRecheckPeriod = std::chrono::seconds(2);
 
-std::uint64_t polls(SpinLength length) {
-  return length == SpinLength::kLong ? kLongSpin : kShortSpin;
-}
-
 std::string user_setting() {
   return user_openmp_wait_setting([](const char* name) { return std::getenv(name); });
 }
@@ -66,7 +62,7 @@ class SpinMonitor {
         return;  // /proc went away: keep the last choice
       }
       length_ = choose_spin_length(length_, neighbour_cpus(last_, now), now.cpus, threads_);
-      set_libgomp_spin_count(spin_count_, polls(length_));
+      set_libgomp_spin_count(spin_count_, spin_polls(length_));
       last_ = now;
     }
   }
@@ -91,9 +87,12 @@ std::string start_adapting() {
   }
   std::uint64_t* const spin_count = libgomp_spin_count();
   if (spin_count == nullptr) {
-    return "GOMP_SPINCOUNT=" + std::to_string(kShortSpin) +
-           " (a short spin throughout: this OpenMP runtime's spin count cannot be changed while "
-           "running; set OMP_WAIT_POLICY or GOMP_SPINCOUNT to choose)";
+    // The xtrain tool has started again with GOMP_SPINCOUNT set before it
+    // gets here (tools/xtrain/main.cpp); a library user or Python cannot.
+    return "this process's OpenMP runtime has no spin count that can be changed while it runs "
+           "(not Debian's libgomp?), so idle threads wait as its defaults say; set "
+           "OMP_WAIT_POLICY or GOMP_SPINCOUNT (e.g. 1000, a short spin) before it is loaded to "
+           "choose";
   }
   const std::vector<int> cpus = allowed_cpus();
   const int threads = cpu_threads();
@@ -108,14 +107,15 @@ std::string start_adapting() {
   }
   const double neighbours = neighbour_cpus(before, after);
   const SpinLength length = choose_spin_length(SpinLength::kShort, neighbours, after.cpus, threads);
-  set_libgomp_spin_count(spin_count, polls(length));
+  set_libgomp_spin_count(spin_count, spin_polls(length));
   static std::unique_ptr<SpinMonitor> monitor;
   monitor = std::make_unique<SpinMonitor>(spin_count, cpus, threads, after, length);
   return "other processes used " + format_cpus(neighbours) + " of this process's " +
          std::to_string(after.cpus) + " CPUs, so idle threads poll " +
-         std::to_string(polls(length)) + " times before sleeping (" + std::to_string(kLongSpin) +
+         std::to_string(spin_polls(length)) + " times before sleeping (" + std::to_string(kLongSpin) +
          " while the others leave our " + std::to_string(threads) + " threads their CPUs, " +
-         std::to_string(kShortSpin) + " while they take them; rechecked every " +
+         std::to_string(kShortSpin) + " while they take them, " + std::to_string(kNoSpin) +
+         " while they take more than a whole CPU; rechecked every " +
          std::to_string(kRecheckPeriod.count()) +
          " s; set OMP_WAIT_POLICY or GOMP_SPINCOUNT to choose yourself)";
 }

@@ -1,15 +1,21 @@
 #include "layers/convolution_engine.hpp"
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <string_view>
+#include <thread>
 #include <tuple>
+#include <vector>
 
+#include "core/cpu_load.hpp"
 #include "layers/convolution_choice_cache.hpp"
 #include "layers/convolution_search.hpp"
 #include "layers/gemm_convolution.hpp"
 #include "layers/onednn_convolution.hpp"
 #include "xtrain/cpu_convolution_options.hpp"
+#include "xtrain/cpu_threads.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/proto/xtrain.pb.h"
@@ -24,28 +30,97 @@ auto as_tuple(const ConvolutionShape& s) {
                          s.group, s.bias_term);
 }
 
+// The CPUs the other processes take from our threads while a LoadWindow
+// lives (core/cpu_load.hpp); -1 where /proc cannot tell.
+class LoadWindow {
+ public:
+  LoadWindow() : cpus_(allowed_cpus()) {
+    try {
+      start_ = read_cpu_ticks(cpus_);
+    } catch (const Error&) {
+      readable_ = false;
+    }
+  }
+  double taken() const {
+    if (!readable_) return -1;
+    try {
+      const CpuTicks end = read_cpu_ticks(cpus_);
+      return cpus_taken_from_threads(neighbour_cpus(start_, end), end.cpus, cpu_threads());
+    } catch (const Error&) {
+      return -1;
+    }
+  }
+
+ private:
+  std::vector<int> cpus_;
+  CpuTicks start_;
+  bool readable_ = true;
+};
+
+// The CPUs taken from our threads now: over 0.1 s, measured again when the
+// last reading is over 2 s old (a net asks once per cached convolution).
+double load_now() {
+  static std::mutex mutex;
+  static std::chrono::steady_clock::time_point measured_at;
+  static double load = -1;
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto now = std::chrono::steady_clock::now();
+  if (load < 0 || now - measured_at > std::chrono::seconds(2)) {
+    const LoadWindow window;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    load = window.taken();
+    measured_at = std::chrono::steady_clock::now();
+  }
+  return load;
+}
+
+std::string format_cpus(double cpus) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f", cpus);
+  return text;
+}
+
 // The timed search's engine (see CpuAlgorithmSearch::kTimed): the cached
-// choice for the shape, else one found by timing and then cached. Null when
-// the choice cannot be built (the caller falls back to the heuristic).
+// choice for the shape, else one found by timing and then cached. A cached
+// choice timed beside busy neighbours is timed again once the machine is
+// quiet (time_convolution_again). Null when the choice cannot be built (the
+// caller falls back to the heuristic).
 std::unique_ptr<ConvolutionEngine> make_timed_convolution_engine(const ConvolutionShape& shape,
                                                                  const std::string& where,
                                                                  NumberType operands) {
+  std::string timed_again_because;
   if (const std::optional<ConvolutionChoice> cached = cached_convolution_choice(shape, operands)) {
-    if (auto engine = make_chosen_convolution(shape, *cached)) {
+    const double now = cached->load >= 0 && cached->load <= kBusyCpusTaken ? 0 : load_now();
+    if (now >= 0 && time_convolution_again(cached->load, now)) {
+      timed_again_because =
+          "the choice cached in " + cpu_convolution_cache_file() + " was timed " +
+          (cached->load < 0 ? std::string("before xtrain recorded the load")
+                            : "while other processes took " + format_cpus(cached->load) +
+                                  " CPUs from this process's threads") +
+          " and the machine is quiet now (" + format_cpus(now) + " CPUs taken), so it is timed again: ";
+    } else if (auto engine = make_chosen_convolution(shape, *cached)) {
       XLOG(INFO) << where << " " << shape.to_string() << ": timed earlier (cached in "
                  << cpu_convolution_cache_file() << "): " << cached->describe();
       return engine;
     }
   }
   const auto start = std::chrono::steady_clock::now();
-  const ConvolutionChoice choice = search_convolution(shape, operands);
+  const LoadWindow window;
+  ConvolutionChoice choice = search_convolution(shape, operands);
+  choice.load = window.taken();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   auto engine = make_chosen_convolution(shape, choice);
   if (!engine) return nullptr;
   cache_convolution_choice(shape, operands, choice);
-  XLOG(INFO) << where << " " << shape.to_string() << ": timed (search took " << seconds
-             << " s): " << choice.describe();
+  XLOG(INFO) << where << " " << shape.to_string() << ": " << timed_again_because
+             << "timed (search took " << seconds << " s): " << choice.describe();
+  if (choice.load > kBusyCpusTaken) {
+    XLOG(WARNING) << where << ": other processes took " << format_cpus(choice.load)
+                  << " CPUs from this process's threads while its convolution kernels were timed, "
+                     "so the choice may be slow; it is kept until a run on a quiet machine "
+                     "times it again";
+  }
   return engine;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <sstream>
@@ -380,7 +381,16 @@ std::string ConvolutionChoice::to_string() const {
   for (Pass pass : kPasses) {
     text += std::string(" ") + xtrain::to_string(pass) + "=" + engines[static_cast<int>(pass)];
   }
+  if (load >= 0) {
+    char figure[32];
+    std::snprintf(figure, sizeof(figure), " load=%.2f", load);
+    text += figure;
+  }
   return text;
+}
+
+bool time_convolution_again(double cached_load, double load_now) {
+  return (cached_load < 0 || cached_load > kBusyCpusTaken) && load_now <= kBusyCpusTaken;
 }
 
 std::string ConvolutionChoice::describe() const {
@@ -392,6 +402,10 @@ std::string ConvolutionChoice::describe() const {
     if (seconds[p] > 0) text << " (" << seconds[p] * 1e3 << " ms)";
   }
   text << "; oneDNN layout " << layout_token(layout);
+  if (load > kBusyCpusTaken) {
+    text.precision(2);
+    text << "; timed while other processes took " << load << " CPUs from this process's threads";
+  }
   return text.str();
 }
 
@@ -405,6 +419,13 @@ std::optional<ConvolutionChoice> ConvolutionChoice::parse(const std::string& tex
     const std::size_t equals = word.find('=');
     if (equals == std::string::npos || equals + 1 == word.size()) return std::nullopt;
     const std::string key = word.substr(0, equals), value = word.substr(equals + 1);
+    if (key == "load") {
+      char* end = nullptr;
+      const double load = std::strtod(value.c_str(), &end);
+      if (*end != '\0' || !(load >= 0) || choice.load >= 0) return std::nullopt;
+      choice.load = load;
+      continue;
+    }
     if (key == "layout") {
       const std::optional<Layout> layout = parse_layout(value);
       if (!layout || layout_seen) return std::nullopt;

@@ -37,15 +37,34 @@ struct ConvolutionChoice {
   std::array<std::string, kConvolutionPassCount> engines;
   // Seconds per call as measured (0 when not measured, e.g. read from a cache).
   std::array<double, kConvolutionPassCount> seconds{};
+  // The CPUs other processes took from our threads while it was timed
+  // (cpus_taken_from_threads, core/cpu_load.hpp), or -1 when not known (a
+  // cache line written before xtrain recorded it). A choice timed beside busy
+  // neighbours measured them as much as the kernels: it is timed again once
+  // the machine is quiet (time_convolution_again).
+  double load = -1;
 
-  // "layout=any forward=jit:avx2 backward-data=im2col_gemm backward-weights=gemm:jit";
-  // parse() reads that back, or gives nothing for anything else.
+  // "layout=any forward=jit:avx2 backward-data=im2col_gemm backward-weights=gemm:jit
+  // load=0.02" (load when known); parse() reads that back, or gives nothing
+  // for anything else.
   std::string to_string() const;
   static std::optional<ConvolutionChoice> parse(const std::string& text);
   // "forward jit:avx2 (0.31 ms), backward-data im2col_gemm (0.20 ms),
   // backward-weights gemm:jit (0.52 ms); oneDNN layout any", for the log.
   std::string describe() const;
 };
+
+// Above this many CPUs taken from our threads (the spin's limit too,
+// core/openmp_spin.hpp), a timing measures the neighbours as well.
+constexpr double kBusyCpusTaken = 0.25;
+
+// Whether a cached choice should be timed again, from its load and the CPUs
+// the other processes take from our threads now: when it was timed beside
+// busy neighbours, or its load is not known, and the machine is quiet now
+// (timing again beside busy neighbours would measure them again). Measured on
+// a 2-vCPU Xeon: CIFAR10-quick's choices timed during a build made its
+// iteration 40 ms where choices timed on the quiet machine gave 26.
+bool time_convolution_again(double cached_load, double load_now);
 
 // The engines of our own that the search offers on this machine, after
 // XTRAIN_MAX_CPU_ISA, and the xtrain version, e.g. "xtrain 0.1.0: im2col_gemm

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <regex>
 
 #include "tool_runner.hpp"
@@ -65,10 +66,30 @@ TEST(TimeCommand, TimedConvolutionChoicesAreCachedForTheNextRun) {
   EXPECT_CONTAINS(result.output, "layer 'conv1' (Convolution) 64x1x28x28 -> 20x24x24");
   EXPECT_CONTAINS(result.output, ": timed (search took ");
   EXPECT_TRUE(std::filesystem::exists(cache.file("cpu_convolutions.tsv")));
+  // Each line keeps the CPUs other processes took from ours while it was
+  // timed; a choice timed beside busy neighbours (a parallel test run) is
+  // timed again when the next run finds the machine quiet.
+  std::ifstream file(cache.file("cpu_convolutions.tsv"));
+  std::string line;
+  bool timed_while_busy = false;
+  int choices = 0;
+  while (std::getline(file, line)) {
+    const std::size_t load = line.rfind(" load=");
+    if (line.empty() || line[0] == '#') continue;
+    ASSERT_NE(load, std::string::npos) << line;
+    ++choices;
+    timed_while_busy = timed_while_busy || std::stod(line.substr(load + 6)) > 0.25;
+  }
+  EXPECT_EQ(choices, 2);  // LeNet's two convolutions
   result = run_tool(command);
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_CONTAINS(result.output, ": timed earlier (cached in " + cache.file("cpu_convolutions.tsv"));
-  EXPECT_EQ(result.output.find("search took"), std::string::npos) << result.output;
+  if (!timed_while_busy) {
+    EXPECT_CONTAINS(result.output,
+                    ": timed earlier (cached in " + cache.file("cpu_convolutions.tsv"));
+    EXPECT_EQ(result.output.find("search took"), std::string::npos) << result.output;
+  } else if (result.output.find("search took") != std::string::npos) {
+    EXPECT_CONTAINS(result.output, "and the machine is quiet now (");
+  }
 }
 
 TEST(TimeCommand, UnknownAlgorithmSearchIsAOneLineError) {
