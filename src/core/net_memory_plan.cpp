@@ -8,197 +8,23 @@
 
 #include "core/aligned_host_memory.hpp"
 #include "core/engine_hooks.hpp"
+#include "core/net_memory_units.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/net.hpp"
 
 namespace xtrain {
 namespace {
 
-enum class Part { kData, kDiff };
-
-const std::shared_ptr<SyncedMemory>& storage_of(const Blob& blob, Part part) {
-  return part == Part::kData ? blob.data_memory() : blob.diff_memory();
-}
-
-// Blobs that hold one SyncedMemory, and what the schedule does with it.
-struct StorageUnit {
-  const SyncedMemory* memory = nullptr;
-  std::vector<int> blobs;
-  LiveInterval life;           // every step that touches it
-  LiveInterval forward_life;   // the steps of the forward pass among them
-  LiveInterval backward_life;  // and of the backward pass
-  int last_forward_writer = -1;  // layer
-  // The first step of backward whose layer has one of the unit's blobs as a
-  // bottom or top, touching its values or not: a layer may choose its
-  // layouts by a blob's, so recomputed values must be back by then.
-  int first_backward_involvement = -1;
-  bool first_use_is_read = false;
-  bool may_share = true;
-  int recomputed_by = -1;  // layer, when the unit lives twice (see the header)
-  int recompute_step = -1;  // from which step of backward it holds them again
-  // Packed into 16 bits between the passes (see the header): the type, and
-  // the step of backward from which it holds its values again.
-  NumberType packed_type = NumberType::kFloat32;
-  int unpack_step = -1;
-};
-
-struct Units {
-  std::vector<StorageUnit> units;
-  std::vector<int> unit_of_blob;  // -1 for blobs without storage
-  std::map<int, int> layer_at_backward_step;
-};
-
-Units group_by_storage(const Net& net, Part part) {
-  Units result;
-  std::map<const SyncedMemory*, int> index;
-  for (const auto& blob : net.blobs()) {
-    const SyncedMemory* memory = storage_of(*blob, part).get();
-    if (memory == nullptr) {
-      result.unit_of_blob.push_back(-1);
-      continue;
-    }
-    auto found = index.find(memory);
-    if (found == index.end()) {
-      found = index.emplace(memory, static_cast<int>(result.units.size())).first;
-      result.units.emplace_back();
-      result.units.back().memory = memory;
-    }
-    result.units[found->second].blobs.push_back(static_cast<int>(result.unit_of_blob.size()));
-    result.unit_of_blob.push_back(found->second);
-  }
-  return result;
-}
-
-enum class Pass { kForward, kBackward };
-
-void extend(LiveInterval& life, int step) {
-  if (life.first < 0) life.first = step;
-  life.last = std::max(life.last, step);
-}
-
-// One step of the schedule, layer `layer` in `pass`, reads some units, then
-// writes some.
-void record_step(Units* units, int step, Pass pass, int layer, const std::vector<int>& read_blobs,
-                 const std::vector<int>& written_blobs) {
-  auto touch = [&](int blob, bool is_read) {
-    const int unit_id = units->unit_of_blob[blob];
-    if (unit_id < 0) return;
-    StorageUnit& unit = units->units[unit_id];
-    if (unit.life.first < 0) unit.first_use_is_read = is_read;
-    extend(unit.life, step);
-    if (pass == Pass::kForward) {
-      extend(unit.forward_life, step);
-      if (!is_read && layer >= 0) unit.last_forward_writer = layer;
-    } else {
-      extend(unit.backward_life, step);
-    }
-  };
-  for (int blob : read_blobs) touch(blob, true);
-  for (int blob : written_blobs) touch(blob, false);
-}
-
-// The backward pass: each layer that runs reads its tops' diffs and writes
-// the diffs of the bottoms it propagates to.
-void walk_backward(const Net& net, Units* units) {
-  int step = 0;
-  for (int layer = static_cast<int>(net.layers().size()) - 1; layer >= 0; --layer) {
-    if (!net.layer_needs_backward(layer)) continue;
-    std::vector<int> written;
-    const auto& bottoms = net.bottom_id_vecs()[layer];
-    for (std::size_t i = 0; i < bottoms.size(); ++i) {
-      if (net.bottom_need_backward()[layer][i]) written.push_back(bottoms[i]);
-    }
-    record_step(units, step++, Pass::kBackward, layer, net.top_id_vecs()[layer], written);
-  }
-}
-
-// The forward pass: each layer reads its bottoms' data and writes its tops'.
-void walk_forward(const Net& net, Units* units) {
-  for (std::size_t layer = 0; layer < net.layers().size(); ++layer) {
-    const EngineHooks& hooks = engine_hooks(*net.layers()[layer]);
-    // A layer absorbed by the one before it (a fused ReLU) computes nothing
-    // itself: the one before is the writer.
-    const bool absorbed = hooks.absorbed_by_previous_layer();
-    const auto& bottoms = net.bottom_id_vecs()[layer];
-    const auto& tops = net.top_id_vecs()[layer];
-    if (hooks.tops_share_bottom_data()) {
-      // A Split's tops are views of its bottom: it reads, the writer of the
-      // values stays the layer before.
-      std::vector<int> viewed = bottoms;
-      viewed.insert(viewed.end(), tops.begin(), tops.end());
-      record_step(units, static_cast<int>(layer), Pass::kForward, -1, viewed, {});
-      continue;
-    }
-    record_step(units, static_cast<int>(layer), Pass::kForward,
-                absorbed ? -1 : static_cast<int>(layer), bottoms, tops);
-  }
-}
-
-// A training iteration as data sees it: the forward pass, then the backward
-// pass, in which each layer that runs touches the values of the bottoms and
-// tops it says it does (EngineHooks::backward_touches_*_data).
-void walk_forward_then_backward(const Net& net, Units* units) {
-  walk_forward(net, units);
-  int step = static_cast<int>(net.layers().size());
-  for (int layer = static_cast<int>(net.layers().size()) - 1; layer >= 0; --layer) {
-    const EngineHooks& hooks = engine_hooks(*net.layers()[layer]);
-    if (!net.layer_needs_backward(layer) || hooks.absorbed_by_previous_layer()) continue;
-    std::vector<int> touched;
-    const auto& bottoms = net.bottom_id_vecs()[layer];
-    for (std::size_t i = 0; i < bottoms.size(); ++i) {
-      if (hooks.backward_touches_bottom_data(static_cast<int>(i))) touched.push_back(bottoms[i]);
-    }
-    const auto& tops = net.top_id_vecs()[layer];
-    for (std::size_t i = 0; i < tops.size(); ++i) {
-      if (hooks.backward_touches_top_data(static_cast<int>(i))) touched.push_back(tops[i]);
-    }
-    for (const auto* blobs : {&bottoms, &tops}) {
-      for (int blob : *blobs) {
-        const int unit_id = units->unit_of_blob[blob];
-        if (unit_id < 0) continue;
-        StorageUnit& unit = units->units[unit_id];
-        if (unit.first_backward_involvement >= 0) continue;
-        unit.first_backward_involvement = step;
-      }
-    }
-    units->layer_at_backward_step[step] = layer;
-    record_step(units, step++, Pass::kBackward, layer, touched, {});
-  }
-}
-
-// The blobs whose storage stays their own whatever the schedule says.
-std::vector<bool> pinned_blobs(const Net& net, const std::vector<std::string>& keep_blobs) {
-  std::vector<bool> pinned(net.blobs().size(), false);
-  for (int i : net.output_blob_indices()) pinned[i] = true;
-  for (const Blob* input : net.input_blobs()) {
-    for (std::size_t i = 0; i < net.blobs().size(); ++i) {
-      if (net.blobs()[i].get() == input) pinned[i] = true;
-    }
-  }
-  for (std::size_t i = 0; i < net.blobs().size(); ++i) {
-    if (net.blob_loss_weights()[i] != 0) pinned[i] = true;
-  }
-  const std::set<std::string> keep(keep_blobs.begin(), keep_blobs.end());
-  for (std::size_t i = 0; i < net.blobs().size(); ++i) {
-    if (keep.count(net.blob_names()[i])) pinned[i] = true;
-  }
-  return pinned;
-}
-
-void decide_sharing(const Net& net, Part part, const std::vector<bool>& pinned, Units* units) {
-  for (StorageUnit& unit : units->units) {
-    const auto& memory = storage_of(*net.blobs()[unit.blobs.front()], part);
-    const bool unused = unit.life.first < 0;
-    const bool written_at_setup = memory->head() != SyncedMemory::Head::kUninitialized;
-    // use_count counts every holder; if it exceeds the net's blobs, a layer
-    // (or the program) holds this storage too.
-    const bool held_elsewhere = memory.use_count() != static_cast<long>(unit.blobs.size());
-    const bool has_pinned_blob =
-        std::any_of(unit.blobs.begin(), unit.blobs.end(), [&](int b) { return pinned[b]; });
-    unit.may_share = !unused && !written_at_setup && !held_elsewhere && !has_pinned_blob &&
-                     !unit.first_use_is_read && memory->size() > 0;
-  }
-}
+using memory_plan::Part;
+using memory_plan::StorageUnit;
+using memory_plan::Units;
+using memory_plan::decide_sharing;
+using memory_plan::group_by_storage;
+using memory_plan::pinned_blobs;
+using memory_plan::storage_of;
+using memory_plan::walk_backward;
+using memory_plan::walk_forward;
+using memory_plan::walk_forward_then_backward;
 
 // Recomputation (see the header): a unit whose values backward needs is
 // written again by its last forward writer, if that layer can do it
@@ -503,63 +329,6 @@ void plan_part(const Net& net, Part part, const std::vector<bool>& pinned, bool 
 }
 
 }  // namespace
-
-std::vector<GradientInPlace> plan_gradients_in_place(const Net& net,
-                                                     const std::vector<std::string>& keep_blobs) {
-  std::vector<GradientInPlace> result;
-  if (net.phase() == TEST) return result;
-  Units units = group_by_storage(net, Part::kDiff);
-  walk_backward(net, &units);
-  decide_sharing(net, Part::kDiff, pinned_blobs(net, keep_blobs), &units);
-  const int layers = static_cast<int>(net.layers().size());
-  std::vector<int> step_of(layers, -1);  // as walk_backward counts them
-  for (int layer = layers - 1, step = 0; layer >= 0; --layer) {
-    if (net.layer_needs_backward(layer)) step_of[layer] = step++;
-  }
-  // One gradient in each storage at a time: a top's storage serves one bottom.
-  std::set<int> lent_top_units;
-  for (int layer = layers - 1; layer >= 0; --layer) {
-    if (step_of[layer] < 0) continue;
-    const EngineHooks& hooks = engine_hooks(*net.layers()[layer]);
-    const auto& bottoms = net.bottom_id_vecs()[layer];
-    const auto& tops = net.top_id_vecs()[layer];
-    for (std::size_t b = 0; b < bottoms.size(); ++b) {
-      const int t = hooks.top_whose_gradient_storage_bottom_may_use(static_cast<int>(b));
-      if (t < 0 || t >= static_cast<int>(tops.size()) || !net.bottom_need_backward()[layer][b]) {
-        continue;
-      }
-      // A blob the layer has twice (or in place) has one gradient for both.
-      const int bottom = bottoms[b];
-      if (std::count(bottoms.begin(), bottoms.end(), bottom) != 1 ||
-          std::count(tops.begin(), tops.end(), bottom) != 0) {
-        continue;
-      }
-      const int bottom_unit = units.unit_of_blob[bottom];
-      const int top_unit = units.unit_of_blob[tops[t]];
-      if (bottom_unit < 0 || top_unit < 0 || bottom_unit == top_unit) continue;
-      const StorageUnit& written = units.units[bottom_unit];
-      const StorageUnit& read = units.units[top_unit];
-      if (!written.may_share || !read.may_share || read.life.last != step_of[layer] ||
-          written.life.first != step_of[layer] || read.memory->size() < written.memory->size() ||
-          !lent_top_units.insert(top_unit).second) {
-        continue;
-      }
-      result.push_back({layer, bottom, tops[t]});
-    }
-  }
-  return result;
-}
-
-void apply_gradients_in_place(const Net& net, const std::vector<GradientInPlace>& in_place) {
-  for (const GradientInPlace& pair : in_place) {
-    const std::shared_ptr<SyncedMemory> bottom_storage = net.blobs()[pair.bottom]->diff_memory();
-    const std::shared_ptr<SyncedMemory> top_storage = net.blobs()[pair.top]->diff_memory();
-    // Every blob of the bottom's unit (in-place layers, Flatten) moves along.
-    for (const auto& blob : net.blobs()) {
-      if (blob->diff_memory() == bottom_storage) blob->use_diff_memory(top_storage);
-    }
-  }
-}
 
 NetMemoryPlan plan_net_memory(const Net& net, const std::vector<std::string>& keep_blobs) {
   NetMemoryPlan plan;
