@@ -100,6 +100,18 @@ TEST(OpenMpSpin, SpinsLongOnlyWhileTheOthersLeaveOurThreadsTheirCpusAndNotAtAllW
   EXPECT_EQ(choose_spin_length(L::kShort, 0.5, 2, 4), L::kShort);
 }
 
+TEST(OpenMpSpin, LibgompIsFoundUnderItsOwnNameAndUnderAWheelsCopy) {
+  EXPECT_TRUE(is_libgomp_file("/usr/lib/x86_64-linux-gnu/libgomp.so.1"));
+  EXPECT_TRUE(is_libgomp_file("libgomp.so.1.0.0"));
+  // The Python wheel's copy, renamed by auditwheel (the WheelInstalled test
+  // found the package's import unable to adapt before this was known).
+  EXPECT_TRUE(is_libgomp_file("/venv/site-packages/xtrain.libs/libgomp-f9a9ad78.so.1.0.0"));
+  EXPECT_FALSE(is_libgomp_file("/usr/lib/libgompx.so.1"));
+  EXPECT_FALSE(is_libgomp_file("/usr/lib/libgomp-plugin-nvptx.so.1"));
+  EXPECT_FALSE(is_libgomp_file("libgomp-f9a9ad78.txt"));
+  EXPECT_FALSE(is_libgomp_file("/usr/lib/libiomp5.so"));
+}
+
 TEST(OpenMpSpin, TheUsersSettingsAreFoundAndNamed) {
   std::map<std::string, const char*> environment;
   auto lookup = [&](const char* name) -> const char* {

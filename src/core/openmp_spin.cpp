@@ -3,6 +3,7 @@
 #include <link.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 
 #include "core/cpu_load.hpp"
@@ -52,6 +53,18 @@ std::vector<std::uint64_t*> find_words(void* begin, void* end, std::uint64_t val
   return found;
 }
 
+bool is_libgomp_file(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (name.rfind("libgomp.so", 0) == 0) return true;
+  // auditwheel's copy: "libgomp-" + 8 hex digits + ".so...".
+  if (name.rfind("libgomp-", 0) != 0 || name.size() < 19 || name.compare(16, 3, ".so") != 0) {
+    return false;
+  }
+  return std::all_of(name.begin() + 8, name.begin() + 16,
+                     [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
+}
+
 namespace {
 
 struct Search {
@@ -59,17 +72,12 @@ struct Search {
   int libraries = 0;
 };
 
-bool is_libgomp(const char* path) {
-  const char* name = std::strrchr(path, '/');
-  return std::strncmp(name ? name + 1 : path, "libgomp.so", 10) == 0;
-}
-
 // Every libgomp word equal to its default spin count, in its writable
 // segments less the part made read-only after relocation (RELRO): the
 // variable is in .bss, and a write into RELRO would fault.
 int search_libgomp(dl_phdr_info* info, std::size_t, void* data) {
   auto* search = static_cast<Search*>(data);
-  if (info->dlpi_name == nullptr || !is_libgomp(info->dlpi_name)) return 0;
+  if (info->dlpi_name == nullptr || !is_libgomp_file(info->dlpi_name)) return 0;
   ++search->libraries;
   std::uintptr_t relro_begin = 0, relro_end = 0;
   for (int i = 0; i < info->dlpi_phnum; ++i) {

@@ -59,6 +59,11 @@ SpinLength choose_spin_length(SpinLength current, double neighbours, int cpus, i
 // The polls of each length: kNoSpin, kShortSpin, kLongSpin.
 std::uint64_t spin_polls(SpinLength length);
 
+// Whether a loaded library's path names libgomp: Debian's "libgomp.so.1", or
+// the copy a Python wheel carries under the name auditwheel gives it
+// ("xtrain.libs/libgomp-f9a9ad78.so.1.0.0").
+bool is_libgomp_file(const std::string& path);
+
 // The 8-byte-aligned words in [begin, end) that hold `value`.
 std::vector<std::uint64_t*> find_words(void* begin, void* end, std::uint64_t value);
 
