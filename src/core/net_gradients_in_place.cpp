@@ -11,13 +11,7 @@
 
 namespace xtrain {
 
-using memory_plan::Part;
-using memory_plan::StorageUnit;
-using memory_plan::Units;
-using memory_plan::decide_sharing;
-using memory_plan::group_by_storage;
-using memory_plan::pinned_blobs;
-using memory_plan::walk_backward;
+using namespace memory_plan;  // the storage units and walks of core/net_memory_units.hpp
 
 std::vector<GradientInPlace> plan_gradients_in_place(const Net& net,
                                                      const std::vector<std::string>& keep_blobs) {

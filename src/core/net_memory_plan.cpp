@@ -15,16 +15,7 @@
 namespace xtrain {
 namespace {
 
-using memory_plan::Part;
-using memory_plan::StorageUnit;
-using memory_plan::Units;
-using memory_plan::decide_sharing;
-using memory_plan::group_by_storage;
-using memory_plan::pinned_blobs;
-using memory_plan::storage_of;
-using memory_plan::walk_backward;
-using memory_plan::walk_forward;
-using memory_plan::walk_forward_then_backward;
+using namespace memory_plan;  // the storage units and walks of core/net_memory_units.hpp
 
 // Recomputation (see the header): a unit whose values backward needs is
 // written again by its last forward writer, if that layer can do it
