@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -75,6 +76,12 @@ double neighbour_cpus(const CpuTicks& before, const CpuTicks& after) {
 
 double cpus_taken_from_threads(double neighbours, int cpus, int threads) {
   return std::max(0.0, neighbours - std::max(0, cpus - threads));
+}
+
+std::string format_cpus(double cpus) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f", cpus);
+  return text;
 }
 
 std::vector<int> allowed_cpus() {

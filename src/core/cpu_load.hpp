@@ -44,6 +44,9 @@ double neighbour_cpus(const CpuTicks& before, const CpuTicks& after);
 // cpus - threads that our threads leave them, 0 at least.
 double cpus_taken_from_threads(double neighbours, int cpus, int threads);
 
+// A count of CPUs for the log: "0.83".
+std::string format_cpus(double cpus);
+
 // The CPUs this process may run on (its affinity mask).
 std::vector<int> allowed_cpus();
 

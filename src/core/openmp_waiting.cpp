@@ -2,7 +2,6 @@
 // chosen at start and rechecked by a monitor thread.
 #include <chrono>
 #include <condition_variable>
-#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -21,12 +20,6 @@ constexpr auto kRecheckPeriod = std::chrono::seconds(2);
 
 std::string user_setting() {
   return user_openmp_wait_setting([](const char* name) { return std::getenv(name); });
-}
-
-std::string format_cpus(double cpus) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.2f", cpus);
-  return text;
 }
 
 // Rechecks the load every kRecheckPeriod until destroyed (at exit).

@@ -1,7 +1,6 @@
 #include "layers/convolution_engine.hpp"
 
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string_view>
@@ -72,12 +71,6 @@ double load_now() {
     measured_at = std::chrono::steady_clock::now();
   }
   return load;
-}
-
-std::string format_cpus(double cpus) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.2f", cpus);
-  return text;
 }
 
 // The timed search's engine (see CpuAlgorithmSearch::kTimed): the cached
